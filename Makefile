@@ -1,0 +1,127 @@
+# conflux: plain Makefile. `make help` lists the targets.
+CXX      ?= g++
+BUILD    ?= release
+PREFIX   ?= /usr/local
+BUILDDIR ?= build
+JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
+PKG_CONFIG ?= pkg-config
+
+# Debian packages the project needs; `make deps` installs the missing ones.
+DEB_PACKAGES ?= g++ make pkg-config openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools \
+  libboost-program-options-dev libtomlplusplus-dev libfmt-dev libgtest-dev libopenblas-dev \
+  zlib1g-dev clang-format
+
+PKGS := ompi-c hdf5-openmpi fmt tomlplusplus openblas zlib
+# Lazily expanded so that `make deps` can install them first within one invocation.
+PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lboost_program_options -lpthread -ldl
+
+ifeq ($(BUILD),release)
+  OPTFLAGS ?= -O3 -march=x86-64-v2 -DNDEBUG
+else ifeq ($(BUILD),debug)
+  OPTFLAGS ?= -O0 -g3 -D_GLIBCXX_ASSERTIONS
+else ifeq ($(BUILD),asan)
+  OPTFLAGS ?= -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
+  LDFLAGS  += -fsanitize=address,undefined
+else
+  $(error BUILD must be release, debug or asan, not '$(BUILD)')
+endif
+
+CXXFLAGS ?= -std=c++20 -Wall -Wextra -Wpedantic -Wno-cast-function-type
+CPPFLAGS += -Iinclude -MMD -MP
+OUT      := $(BUILDDIR)/$(BUILD)
+OBJDIR   := $(OUT)/obj
+BINDIR   := $(BUILDDIR)/bin
+
+LIB_SRCS   := $(shell find src -name '*.cpp' -not -path 'src/cli/*' | sort)
+CLI_SRCS   := $(shell find src/cli -name '*.cpp' | sort)
+UNIT_SRCS  := $(shell find tests -name '*.cpp' -not -path 'tests/mpi/*' | sort)
+MPI_SRCS   := $(shell find tests/mpi -name '*.cpp' 2>/dev/null | sort)
+BENCH_SRCS := $(shell find benchmarks -name '*.cpp' 2>/dev/null | sort)
+PLUGIN_SRCS :=
+
+LIB := $(OUT)/libconflux.a
+obj = $(patsubst %.cpp,$(OBJDIR)/%.o,$(1))
+
+CONFLUX     := $(BINDIR)/conflux
+UNIT_TESTS  := $(BINDIR)/conflux-unit-tests
+MPI_TESTS   := $(BINDIR)/conflux-mpi-tests
+BENCH       := $(BINDIR)/conflux-bench
+
+.PHONY: all deps test build-tests demo bench install format format-check clean help
+all: $(CONFLUX) $(if $(BENCH_SRCS),$(BENCH))
+
+help:
+	@echo "make [BUILD=release|debug|asan]  build build/bin/conflux (and conflux-bench)"
+	@echo "make deps                          install missing Debian packages"
+	@echo "make demo                          deps + build + train the MNIST demo (2 trainers)"
+	@echo "make test                          deps + build + all unit and MPI tests"
+	@echo "make bench                         run benchmarks/ (MNIST epoch vs PyTorch DDP)"
+	@echo "make install PREFIX=/opt/conflux   install binaries, headers, configs"
+	@echo "make format | format-check         clang-format every source file"
+
+deps:
+	@tools/install-deps.sh $(DEB_PACKAGES)
+
+$(OBJDIR)/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $(OPTFLAGS) $(CPPFLAGS) $(PKG_CFLAGS) $(EXTRA_CPPFLAGS) -c $< -o $@
+
+$(LIB): $(call obj,$(LIB_SRCS))
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(CONFLUX): $(call obj,$(CLI_SRCS)) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(OPTFLAGS) $^ -o $@ $(LDFLAGS) $(PKG_LIBS)
+
+$(BENCH): $(call obj,$(BENCH_SRCS)) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(OPTFLAGS) $^ -o $@ $(LDFLAGS) $(PKG_LIBS)
+
+$(UNIT_TESTS): EXTRA_CPPFLAGS = $(shell $(PKG_CONFIG) --cflags gtest)
+$(UNIT_TESTS): $(call obj,$(UNIT_SRCS)) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(OPTFLAGS) $^ -o $@ $(LDFLAGS) $(shell $(PKG_CONFIG) --libs gtest_main) $(PKG_LIBS)
+
+$(MPI_TESTS): EXTRA_CPPFLAGS = $(shell $(PKG_CONFIG) --cflags gtest)
+$(MPI_TESTS): $(call obj,$(MPI_SRCS)) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(OPTFLAGS) $^ -o $@ $(LDFLAGS) $(shell $(PKG_CONFIG) --libs gtest) $(PKG_LIBS)
+
+$(call obj,$(UNIT_SRCS) $(MPI_SRCS)): EXTRA_CPPFLAGS = $(shell $(PKG_CONFIG) --cflags gtest)
+
+build-tests: $(CONFLUX) $(UNIT_TESTS) $(MPI_TESTS)
+
+# The README's test command: installs what is missing, builds, runs every test.
+test: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) build-tests
+	@BUILD=$(BUILD) tests/run-all.sh
+
+# The README's demo command: MNIST MLP on 2 trainer ranks under mpirun.
+demo: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) $(CONFLUX)
+	@tools/run-demo.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@benchmarks/mnist_epoch_vs_pytorch.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/conflux/configs
+	install -m 755 $(CONFLUX) $(DESTDIR)$(PREFIX)/bin/
+	$(if $(BENCH_SRCS),install -m 755 $(BENCH) $(DESTDIR)$(PREFIX)/bin/)
+	cp -r include/conflux $(DESTDIR)$(PREFIX)/include/
+	install -m 644 configs/*.toml $(DESTDIR)$(PREFIX)/share/conflux/configs/
+
+FORMAT_FILES = $(shell find include src tests benchmarks -name '*.hpp' -o -name '*.cpp' | sort)
+format:
+	clang-format -i $(FORMAT_FILES)
+format-check:
+	clang-format --dry-run --Werror $(FORMAT_FILES)
+
+clean:
+	rm -rf $(BUILDDIR)
+
+-include $(shell find $(BUILDDIR) -name '*.d' 2>/dev/null)

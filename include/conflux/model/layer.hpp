@@ -1,0 +1,61 @@
+#pragma once
+/// @file layer.hpp
+/// The layer interface and the built-in layers (linear, conv2d, max-pool, ReLU, flatten).
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "conflux/core/rng.hpp"
+#include "conflux/model/tensor.hpp"
+
+namespace conflux::model {
+
+/// Per-sample shape: {C, H, W} for images or {F} for feature vectors.
+using SampleShape = std::vector<int>;
+
+/// A named parameter tensor inside the model's flat parameter buffer.
+struct ParamInfo {
+  std::string name;        ///< e.g. "layer0.linear.weight"
+  std::vector<int> shape;  ///< e.g. {out, in}
+  std::size_t offset = 0;  ///< into Model::params()
+  std::size_t size = 0;
+};
+
+/// One differentiable layer. Parameters live in the model's flat buffers (so that gradient
+/// allreduce is one call and the weight digest is one hash); a layer gets spans into them.
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  /// Short type name, e.g. "linear".
+  virtual std::string type() const = 0;
+  /// Output per-sample shape for an input per-sample shape; InputError if incompatible.
+  virtual SampleShape output_shape(const SampleShape& input) const = 0;
+  /// Parameter tensors (name suffix, shape) this layer needs for `input`; empty by default.
+  virtual std::vector<ParamInfo> param_layout(const SampleShape& input) const { return {}; }
+  /// Gives the layer its parameter and gradient storage (concatenated in param_layout order).
+  virtual void bind(std::span<float> params, std::span<float> grads) {}
+  /// Initialises parameters like PyTorch's defaults: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+  virtual void init_params(Rng& rng) {}
+  /// Computes out from in (in.shape = [N, input...]); keeps what backward needs.
+  virtual void forward(const Tensor& in, Tensor& out) = 0;
+  /// Given the forward input and dL/dout, writes dL/din into grad_in and overwrites (does not
+  /// accumulate) this layer's parameter gradients. Must be called after forward(in, ...).
+  virtual void backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) = 0;
+};
+
+/// Layer description as it comes from the config ([[model.layers]] tables).
+struct LayerSpec {
+  std::string type;      ///< linear | conv2d | maxpool | relu | flatten
+  int out = 0;           ///< linear: output features; conv2d: output channels
+  int kernel = 3;        ///< conv2d kernel size (square); maxpool window
+  int stride = 1;        ///< conv2d stride; maxpool stride (0 = same as kernel)
+  int padding = 0;       ///< conv2d zero padding
+};
+
+/// Creates a layer from its spec; InputError for an unknown type or bad values.
+std::unique_ptr<Layer> make_layer(const LayerSpec& spec);
+
+}  // namespace conflux::model

@@ -1,0 +1,57 @@
+#pragma once
+/// @file model.hpp
+/// A sequential model with flat parameter and gradient buffers.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "conflux/model/layer.hpp"
+
+namespace conflux::model {
+
+/// A stack of layers. All parameters are one contiguous float buffer (likewise gradients),
+/// in layer order; ParamInfo names each piece.
+class Model {
+ public:
+  /// Builds the layers for inputs of `input_shape` ({C, H, W} or {F}), checks that the last
+  /// layer yields {num_classes}, and initialises parameters from Rng{seed, "model-init"}.
+  /// InputError for shape mismatches (naming the layer index and type).
+  Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape, int num_classes,
+        std::uint64_t seed);
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+  ~Model();
+
+  /// Forward pass of a batch [N, input...]; returns logits [N, num_classes]. The reference
+  /// stays valid until the next forward().
+  const Tensor& forward(const Tensor& input);
+  /// Backward pass from dL/dlogits of the last forward(); overwrites grads().
+  void backward(const Tensor& grad_logits);
+
+  /// All parameters, flat.
+  std::span<float> params() noexcept { return params_; }
+  std::span<const float> params() const noexcept { return params_; }
+  /// All parameter gradients, flat, same layout as params().
+  std::span<float> grads() noexcept { return grads_; }
+  /// Names, shapes and offsets of the parameter tensors.
+  const std::vector<ParamInfo>& param_infos() const noexcept { return infos_; }
+  /// Per-sample input shape.
+  const SampleShape& input_shape() const noexcept { return input_shape_; }
+  /// One line per layer: "conv2d 3->32 k3 p1 : [32,32,32] (896 params)".
+  std::vector<std::string> summary() const;
+
+ private:
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<SampleShape> shapes_;  // shapes_[i] = input shape of layer i; back() = output
+  std::vector<ParamInfo> infos_;
+  std::vector<float> params_;
+  std::vector<float> grads_;
+  std::vector<Tensor> activations_;  // activations_[i] = output of layer i
+  std::vector<Tensor> gradients_;    // scratch for backward
+  SampleShape input_shape_;
+  const Tensor* last_input_ = nullptr;
+};
+
+}  // namespace conflux::model

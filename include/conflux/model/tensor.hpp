@@ -1,0 +1,34 @@
+#pragma once
+/// @file tensor.hpp
+/// A dense float tensor, batch-major: shape [N, C, H, W] for images, [N, F] for features.
+
+#include <cstddef>
+#include <numeric>
+#include <vector>
+
+namespace conflux::model {
+
+/// Dense row-major float tensor owning its storage; resize() keeps capacity for reuse.
+struct Tensor {
+  std::vector<int> shape;
+  std::vector<float> data;
+
+  /// Sets the shape and resizes the storage (values unspecified after growth).
+  void resize(std::vector<int> new_shape) {
+    shape = std::move(new_shape);
+    data.resize(count_of(shape));
+  }
+  /// Number of elements.
+  std::size_t size() const noexcept { return data.size(); }
+  /// Batch dimension (shape[0]).
+  int batch() const noexcept { return shape.empty() ? 0 : shape[0]; }
+  /// Elements per batch entry.
+  std::size_t per_sample() const noexcept { return batch() == 0 ? 0 : data.size() / batch(); }
+  /// Product of a shape's dimensions.
+  static std::size_t count_of(const std::vector<int>& s) {
+    return std::accumulate(s.begin(), s.end(), std::size_t{1},
+                           [](std::size_t a, int b) { return a * static_cast<std::size_t>(b); });
+  }
+};
+
+}  // namespace conflux::model
