@@ -27,8 +27,8 @@ else
   $(error BUILD must be release, debug or asan, not '$(BUILD)')
 endif
 
-CXXFLAGS ?= -std=c++20 -Wall -Wextra -Wpedantic -Wno-cast-function-type
-CPPFLAGS += -Iinclude -MMD -MP
+CXXFLAGS ?= -std=c++20 -Wall -Wextra -Wpedantic
+CPPFLAGS += -Iinclude -MMD -MP -DOMPI_SKIP_MPICXX
 OUT      := $(BUILDDIR)/$(BUILD)
 OBJDIR   := $(OUT)/obj
 BINDIR   := $(BUILDDIR)/bin

@@ -34,11 +34,11 @@ class Layer {
   /// Output per-sample shape for an input per-sample shape; InputError if incompatible.
   virtual SampleShape output_shape(const SampleShape& input) const = 0;
   /// Parameter tensors (name suffix, shape) this layer needs for `input`; empty by default.
-  virtual std::vector<ParamInfo> param_layout(const SampleShape& input) const { return {}; }
+  virtual std::vector<ParamInfo> param_layout(const SampleShape& /*input*/) const { return {}; }
   /// Gives the layer its parameter and gradient storage (concatenated in param_layout order).
-  virtual void bind(std::span<float> params, std::span<float> grads) {}
+  virtual void bind(std::span<float> /*params*/, std::span<float> /*grads*/) {}
   /// Initialises parameters like PyTorch's defaults: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
-  virtual void init_params(Rng& rng) {}
+  virtual void init_params(Rng& /*rng*/) {}
   /// Computes out from in (in.shape = [N, input...]); keeps what backward needs.
   virtual void forward(const Tensor& in, Tensor& out) = 0;
   /// Given the forward input and dL/dout, writes dL/din into grad_in and overwrites (does not

@@ -1,0 +1,58 @@
+#pragma once
+/// @file communicator.hpp
+/// A move-only owner of an MPI communicator with the typed collectives conflux uses.
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "conflux/comm/mpi.hpp"
+
+namespace conflux::comm {
+
+/// Owns an MPI_Comm (freed on destruction) or views MPI_COMM_WORLD (never freed).
+class Communicator {
+ public:
+  /// A view of MPI_COMM_WORLD.
+  static Communicator world();
+  Communicator(Communicator&& other) noexcept;
+  Communicator& operator=(Communicator&& other) noexcept;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+  ~Communicator();
+
+  /// MPI_Comm_split: ranks with equal color form a communicator, ordered by key.
+  Communicator split(int color, int key) const;
+  /// MPI_Comm_split_type(MPI_COMM_TYPE_SHARED): the ranks sharing this node.
+  Communicator split_node_local() const;
+
+  /// This process's rank.
+  int rank() const noexcept { return rank_; }
+  /// Number of ranks.
+  int size() const noexcept { return size_; }
+  /// The raw handle for MPI calls.
+  MPI_Comm get() const noexcept { return comm_; }
+
+  /// In-place element-wise sum over all ranks; waits at most `timeout`.
+  void allreduce_sum(std::span<float> values, std::chrono::duration<double> timeout) const;
+  /// In-place element-wise sum of doubles.
+  void allreduce_sum(std::span<double> values, std::chrono::duration<double> timeout) const;
+  /// Maximum of one integer over all ranks.
+  std::int64_t allreduce_max(std::int64_t value) const;
+  /// Minimum of one integer over all ranks.
+  std::int64_t allreduce_min(std::int64_t value) const;
+  /// Rank `root`'s string, on every rank.
+  std::string broadcast(const std::string& value, int root) const;
+  /// Blocks until every rank arrives.
+  void barrier() const;
+
+ private:
+  Communicator(MPI_Comm comm, bool owned);
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  bool owned_ = false;
+  int rank_ = 0;
+  int size_ = 0;
+};
+
+}  // namespace conflux::comm

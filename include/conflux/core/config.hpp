@@ -1,0 +1,109 @@
+#pragma once
+/// @file config.hpp
+/// The validated, immutable experiment configuration: parsed once from TOML (toml++), with
+/// `--set key=value` overrides applied, checked against the schema, then passed down as
+/// `const Config&`.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "conflux/model/layer.hpp"
+
+namespace conflux {
+
+/// [run]
+struct RunSection {
+  std::string name;
+  std::filesystem::path dir;  ///< resolved: {time} and {name} substituted
+  std::uint64_t seed = 0;
+};
+
+/// [cluster]
+struct ClusterSection {
+  int trainers = 1;
+  int workers = -1;  ///< -1: the remaining ranks
+  int preprocess_threads = 1;
+  int blas_threads = 1;
+  double peer_timeout_s = 600;
+};
+
+/// [data]
+struct DataSection {
+  std::string dataset;
+  std::filesystem::path dir;        ///< resolved ($CONFLUX_DATA or ../shared/data if unset)
+  std::filesystem::path hdf5_file;  ///< empty: read the original files
+  std::int64_t train_limit = 0;
+  std::int64_t test_limit = 0;
+};
+
+/// [transform]
+struct TransformSection {
+  int pad = 0;
+  int crop = 0;
+  bool hflip = false;
+  std::vector<float> mean;
+  std::vector<float> std;
+};
+
+/// [train]
+struct TrainSection {
+  int epochs = 1;
+  int batch_size = 128;
+  double lr = 0.01;
+  double momentum = 0;
+  double weight_decay = 0;
+  int log_every = 100;
+  bool eval = true;
+};
+
+/// What the loader needs besides the file: values from outside the config, read once by
+/// main() so that nothing below it reads the environment.
+struct ConfigSources {
+  std::vector<std::string> overrides;  ///< "key=value" from --set, applied in order
+  std::string env_data_dir;            ///< $CONFLUX_DATA, or empty
+  std::string launch_time;             ///< replaces {time} in run.dir, e.g. 20261121-141502
+};
+
+/// The validated configuration. Immutable: only the loader constructs it.
+class Config {
+ public:
+  const RunSection& run() const noexcept { return run_; }
+  const ClusterSection& cluster() const noexcept { return cluster_; }
+  const DataSection& data() const noexcept { return data_; }
+  const TransformSection& transform() const noexcept { return transform_; }
+  const std::vector<model::LayerSpec>& layers() const noexcept { return layers_; }
+  const TrainSection& train() const noexcept { return train_; }
+  /// The fully resolved config as TOML (every key, defaults filled in).
+  const std::string& resolved_toml() const noexcept { return resolved_toml_; }
+  /// "file:line:column" where a key was set (or "default"), for errors found after loading.
+  std::string where(const std::string& key_path) const;
+  /// Number of worker ranks for a job of `world_size` ranks; InputError (on every rank) when
+  /// the rank count does not fit the config.
+  int workers_for(int world_size) const;
+
+ private:
+  friend class ConfigLoader;
+  Config() = default;
+  RunSection run_;
+  ClusterSection cluster_;
+  DataSection data_;
+  TransformSection transform_;
+  std::vector<model::LayerSpec> layers_;
+  TrainSection train_;
+  std::string resolved_toml_;
+  std::map<std::string, std::string> locations_;
+};
+
+/// Parses and validates a config file. InputError with "file:line:column: key: problem" for
+/// syntax errors, unknown keys (with a did-you-mean hint), wrong types, out-of-range values,
+/// missing required keys and bad overrides.
+Config load_config_file(const std::filesystem::path& path, const ConfigSources& sources);
+
+/// As load_config_file, from TOML text; `source_name` is used in messages.
+Config load_config_string(std::string_view toml_text, std::string_view source_name,
+                          const ConfigSources& sources);
+
+}  // namespace conflux

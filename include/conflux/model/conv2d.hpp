@@ -1,0 +1,50 @@
+#pragma once
+/// @file conv2d.hpp
+/// 2-D convolution (square kernel, stride, zero padding) computed as im2col + SGEMM.
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "conflux/model/im2col.hpp"
+#include "conflux/model/layer.hpp"
+
+namespace conflux::model {
+
+/// Convolution, input [N, C, H, W] -> output [N, out, H', W'] with
+/// H' = (H + 2 padding - kernel) / stride + 1; parameters weight {out, C, k, k}, bias {out}.
+class Conv2d final : public Layer {
+ public:
+  /// out_channels > 0, kernel >= 1, stride >= 1, padding >= 0 (checked by make_layer).
+  Conv2d(int out_channels, int kernel, int stride, int padding);
+  std::string type() const override { return "conv2d"; }
+  SampleShape output_shape(const SampleShape& input) const override;
+  std::vector<ParamInfo> param_layout(const SampleShape& input) const override;
+  void bind(std::span<float> params, std::span<float> grads) override;
+  void init_params(Rng& rng) override;
+  void forward(const Tensor& in, Tensor& out) override;
+  void backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) override;
+
+  /// When false, backward() skips dL/din (leaving grad_in empty, shape {0}); the model sets
+  /// this for its first layer, whose input gradient nobody reads.
+  void set_input_grad_needed(bool needed) noexcept { input_grad_needed_ = needed; }
+  /// "conv2d 3->32 k3 p1" (" s2" after the kernel when the stride is not 1; valid after bind()).
+  std::string describe() const;
+
+ private:
+  ConvGeometry geometry_for(const Tensor& in) const;
+
+  int out_;
+  int kernel_;
+  int stride_;
+  int padding_;
+  int in_channels_ = 0;  // known once bound
+  std::span<float> weight_, bias_, weight_grad_, bias_grad_;
+  // Patch matrices of the whole last forward batch ([N][C*k*k][H'*W']): backward reuses them
+  // for the weight gradient instead of unfolding the input again.
+  std::vector<float> col_;
+  std::vector<float> dcol_;  // one sample's patch-matrix gradient, reused across calls
+  bool input_grad_needed_ = true;
+};
+
+}  // namespace conflux::model

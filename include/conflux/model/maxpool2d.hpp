@@ -1,0 +1,43 @@
+#pragma once
+/// @file maxpool2d.hpp
+/// 2-D max pooling without padding; backward routes each gradient to its window's arg-max.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "conflux/model/layer.hpp"
+
+namespace conflux::model {
+
+/// Max pooling over kernel x kernel windows, input [N, C, H, W] -> [N, C, H', W'] with
+/// H' = (H - kernel) / stride + 1 (a partial last window is dropped, as in PyTorch).
+///
+/// Stride: a LayerSpec stride of 0 or 1 means "same as the kernel" (non-overlapping windows,
+/// the usual pooling). LayerSpec.stride defaults to 1 for the sake of conv2d, so treating 1
+/// literally would turn `{type = "maxpool", kernel = 2}` into an overlapping pool that barely
+/// shrinks the image; a stride >= 2 is used as given. Ties go to the first maximum in
+/// row-major window order.
+class MaxPool2d final : public Layer {
+ public:
+  /// kernel >= 1; stride as described above (0 or 1 -> kernel).
+  MaxPool2d(int kernel, int stride);
+  std::string type() const override { return "maxpool"; }
+  SampleShape output_shape(const SampleShape& input) const override;
+  void forward(const Tensor& in, Tensor& out) override;
+  void backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) override;
+
+  /// Effective stride (after the 0/1 -> kernel rule).
+  int stride() const noexcept { return stride_; }
+  /// "maxpool k2 s2".
+  std::string describe() const;
+
+ private:
+  int kernel_;
+  int stride_;
+  // For every output element of the last forward: index of its maximum within its input plane
+  // (H*W), so backward is a scatter without re-scanning windows.
+  std::vector<std::int32_t> argmax_;
+};
+
+}  // namespace conflux::model

@@ -1,0 +1,62 @@
+#pragma once
+/// @file callbacks.hpp
+/// The training loop's callback interface: cross-cutting features (progress, metrics, later
+/// checkpointing, profiling, rebalancing) hook in here so that the loop stays short.
+
+#include <cstddef>
+#include <string>
+
+namespace conflux::model {
+class Model;
+}
+
+namespace conflux::train {
+
+/// Totals over all trainers since the previous report.
+struct StepReport {
+  int epoch = 0;                  ///< 0-based
+  std::size_t step = 0;           ///< 0-based step within the epoch
+  std::size_t steps_in_epoch = 0;
+  double loss = 0;                ///< mean training loss since the last report
+  double accuracy = 0;            ///< training accuracy since the last report
+  double samples_per_s = 0;       ///< global training throughput since the last report
+};
+
+/// One epoch's results (global over trainers).
+struct EpochReport {
+  int epoch = 0;  ///< 0-based
+  int epochs = 0;
+  double train_loss = 0;
+  double train_accuracy = 0;
+  double test_loss = 0;      ///< NaN when evaluation is off
+  double test_accuracy = 0;  ///< NaN when evaluation is off
+  double samples_per_s = 0;  ///< training samples per second (evaluation excluded)
+  double epoch_seconds = 0;  ///< training time of the epoch (evaluation excluded)
+  double eval_seconds = 0;
+  double elapsed_seconds = 0;  ///< since training started
+  std::size_t samples = 0;     ///< training samples in the epoch
+};
+
+/// The end of training.
+struct TrainSummary {
+  std::string digest;            ///< SHA-256 of the final weights
+  double final_test_accuracy = 0;
+  double total_seconds = 0;
+  int epochs = 0;
+};
+
+/// Hooks called by the trainer on every trainer rank, in order of registration.
+class TrainingCallback {
+ public:
+  virtual ~TrainingCallback() = default;
+  /// Before the first step.
+  virtual void on_train_begin(const model::Model& /*model*/) {}
+  /// After a step when the trainer produced a report (every train.log_every steps).
+  virtual void on_step_report(const StepReport& /*report*/) {}
+  /// After each epoch's evaluation.
+  virtual void on_epoch_end(const EpochReport& /*report*/) {}
+  /// After the last epoch.
+  virtual void on_train_end(const model::Model& /*model*/, const TrainSummary& /*summary*/) {}
+};
+
+}  // namespace conflux::train

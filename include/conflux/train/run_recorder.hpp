@@ -1,0 +1,35 @@
+#pragma once
+/// @file run_recorder.hpp
+/// Records a run in its directory (rank 0 only): metrics.jsonl per epoch, the final model
+/// (model.h5) and summary.json with the weight digest.
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "conflux/core/config.hpp"
+#include "conflux/train/callbacks.hpp"
+
+namespace conflux::train {
+
+/// Creates the run directory and writes the resolved config (config.toml) into it;
+/// InputError when the directory cannot be created.
+void prepare_run_dir(const Config& config);
+
+/// Writes metrics and results into the run directory as training proceeds.
+class RunRecorder final : public TrainingCallback {
+ public:
+  /// Opens <run.dir>/metrics.jsonl for appending.
+  explicit RunRecorder(const Config& config);
+  void on_epoch_end(const EpochReport& r) override;
+  void on_train_end(const model::Model& model, const TrainSummary& s) override;
+
+ private:
+  struct FileCloser {
+    void operator()(std::FILE* f) const noexcept { std::fclose(f); }
+  };
+  const Config& config_;
+  std::unique_ptr<std::FILE, FileCloser> metrics_;
+};
+
+}  // namespace conflux::train

@@ -1,0 +1,56 @@
+#pragma once
+/// @file trainer.hpp
+/// Data-parallel training on the trainer ranks: deterministic epoch plan, local
+/// preprocessing, forward/backward, gradient sum over trainers, SGD, evaluation.
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "conflux/comm/gradient_sync.hpp"
+#include "conflux/core/config.hpp"
+#include "conflux/data/dataset.hpp"
+#include "conflux/data/transforms.hpp"
+#include "conflux/model/model.hpp"
+#include "conflux/model/sgd.hpp"
+#include "conflux/train/callbacks.hpp"
+
+namespace conflux::train {
+
+/// What a trainer needs besides the config.
+struct TrainerSetup {
+  const Config& config;
+  const comm::Communicator& trainers;  ///< the trainer ranks (this rank is trainers.rank())
+  const data::DatasetSplits& data;
+};
+
+/// Runs training on one trainer rank; all trainer ranks run it together.
+class Trainer {
+ public:
+  /// Builds the model and transforms; InputError when the model or transforms do not fit the
+  /// dataset (naming the config key and where it was set).
+  explicit Trainer(const TrainerSetup& setup);
+  ~Trainer();
+  /// Trains for train.epochs epochs, calling `callbacks`; returns the summary.
+  TrainSummary run(std::span<TrainingCallback* const> callbacks);
+  /// The model (final weights after run()).
+  const model::Model& model() const noexcept { return model_; }
+
+ private:
+  struct EvalResult {
+    double loss = 0;
+    double accuracy = 0;
+  };
+  EvalResult evaluate();
+  void check_replicas_agree(const std::string& digest) const;
+
+  const Config& config_;
+  const comm::Communicator& trainers_;
+  const data::DatasetSplits& data_;
+  data::SampleTransform transform_;
+  model::Model model_;
+  model::Sgd sgd_;
+  std::unique_ptr<comm::GradientSync> sync_;
+};
+
+}  // namespace conflux::train

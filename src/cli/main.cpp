@@ -1,0 +1,204 @@
+// conflux: the command-line entry point. Parses arguments, dispatches to a subcommand, and
+// maps errors to the documented exit codes (0 ok, 2 bad input, 3 runtime failure).
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
+#include <optional>
+
+#include "conflux/comm/agreement.hpp"
+#include "conflux/comm/communicator.hpp"
+#include "conflux/core/config.hpp"
+#include "conflux/core/config_schema.hpp"
+#include "conflux/core/log.hpp"
+#include "conflux/data/catalog.hpp"
+#include "conflux/data/hdf5_dataset.hpp"
+#include "conflux/train/train_job.hpp"
+
+namespace po = boost::program_options;
+using namespace conflux;
+
+namespace {
+
+constexpr const char* kUsage = R"(conflux: distributed training with an integrated data service
+
+Usage:
+  mpirun -np N conflux train --config FILE [--set KEY=VALUE]...
+  srun -n N conflux train --config FILE [--set KEY=VALUE]...
+  conflux config check --config FILE [--set KEY=VALUE]...   validate; print the resolved config
+  conflux config reference                                   every config key, as Markdown
+  conflux data convert --dataset NAME --output FILE.h5 [--data-dir DIR]
+  conflux data info FILE.h5                                  describe a converted dataset
+  conflux help | --help | version
+
+Ranks 0..trainers-1 train ([cluster] trainers in the config); the others are preprocessing
+workers. Exit codes: 0 success, 2 bad input (config, command line, data files),
+3 runtime failure. Data: data.dir, else $CONFLUX_DATA, else ../shared/data.
+)";
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+std::string local_time_stamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y%m%d-%H%M%S", &tm);
+  return text;
+}
+
+// Options shared by `train` and `config check`.
+struct ConfigArgs {
+  std::string path;
+  std::vector<std::string> overrides;
+};
+
+ConfigArgs parse_config_args(const std::vector<std::string>& args, const char* command) {
+  ConfigArgs out;
+  po::options_description options(fmt::format("conflux {} options", command));
+  options.add_options()("help,h", "show this help")(
+      "config,c", po::value(&out.path)->required(), "TOML experiment config")(
+      "set,s", po::value(&out.overrides)->composing(),
+      "override a config key, e.g. --set train.lr=0.1 (repeatable)");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(options).run(), vm);
+  if (vm.count("help")) {
+    std::cout << options;
+    std::exit(0);
+  }
+  po::notify(vm);
+  return out;
+}
+
+ConfigSources sources_for(const ConfigArgs& args, std::string launch_time) {
+  return ConfigSources{args.overrides, env_or_empty("CONFLUX_DATA"), std::move(launch_time)};
+}
+
+int cmd_train(int argc, char** argv, const std::vector<std::string>& args) {
+  const ConfigArgs config_args = parse_config_args(args, "train");
+  comm::MpiEnvironment env(argc, argv);
+  const Logger log(env.world_rank());
+  try {
+    const auto world = comm::Communicator::world();
+    const std::string stamp = world.broadcast(world.rank() == 0 ? local_time_stamp() : "", 0);
+    std::optional<Config> config;
+    comm::run_agreed(world, [&] {
+      config.emplace(load_config_file(config_args.path, sources_for(config_args, stamp)));
+    });
+    train::run_train_job(*config, world, log);
+    return 0;
+  } catch (const comm::AgreedFailure& e) {
+    // Every rank knows: report and leave through MPI_Finalize with the agreed code.
+    log.error("{}", e.describe());
+    return static_cast<int>(e.code());
+  } catch (const Error& e) {
+    log.error("{}", e.describe());
+    env.abort(static_cast<int>(e.code()));
+  } catch (const std::exception& e) {
+    log.error("rank {}: unexpected: {}", env.world_rank(), e.what());
+    env.abort(static_cast<int>(ExitCode::kRuntime));
+  }
+}
+
+int cmd_config(const std::vector<std::string>& args) {
+  if (args.empty()) CONFLUX_INPUT_ERROR("conflux config: expected 'check' or 'reference'");
+  if (args[0] == "reference") {
+    std::cout << config_reference_markdown();
+    return 0;
+  }
+  if (args[0] != "check") {
+    CONFLUX_INPUT_ERROR("conflux config: unknown action '{}' (expected check or reference)",
+                        args[0]);
+  }
+  const ConfigArgs config_args =
+      parse_config_args({args.begin() + 1, args.end()}, "config check");
+  const Config config =
+      load_config_file(config_args.path, sources_for(config_args, local_time_stamp()));
+  std::cout << config.resolved_toml();
+  return 0;
+}
+
+int cmd_data(const std::vector<std::string>& args) {
+  if (args.empty()) CONFLUX_INPUT_ERROR("conflux data: expected 'convert' or 'info'");
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "info") {
+    if (rest.size() != 1) CONFLUX_INPUT_ERROR("usage: conflux data info FILE.h5");
+    const auto splits = data::read_hdf5_dataset(rest[0]);
+    for (const auto* split : {&splits.train, &splits.test}) {
+      fmt::print("{} {}: {} samples of {}x{}x{}, {} classes\n", split->name,
+                 split == &splits.train ? "train" : "test", split->size(), split->shape.channels,
+                 split->shape.height, split->shape.width, split->num_classes);
+    }
+    for (const auto& src : splits.train.sources) fmt::print("  {}  {}\n", src.sha256, src.name);
+    for (const auto& src : splits.test.sources) fmt::print("  {}  {}\n", src.sha256, src.name);
+    return 0;
+  }
+  if (args[0] != "convert") {
+    CONFLUX_INPUT_ERROR("conflux data: unknown action '{}' (expected convert or info)", args[0]);
+  }
+  std::string dataset, output, data_dir = env_or_empty("CONFLUX_DATA");
+  po::options_description options("conflux data convert options");
+  options.add_options()("help,h", "show this help")(
+      "dataset", po::value(&dataset)->required(), "mnist | fashion-mnist | cifar10")(
+      "output,o", po::value(&output)->required(), "HDF5 file to write")(
+      "data-dir", po::value(&data_dir), "directory with the original files");
+  po::variables_map vm;
+  po::store(po::command_line_parser(rest).options(options).run(), vm);
+  if (vm.count("help")) {
+    std::cout << options;
+    return 0;
+  }
+  po::notify(vm);
+  if (data_dir.empty()) data_dir = "../shared/data";
+  const auto splits = data::load_dataset(dataset, data_dir);
+  data::write_hdf5_dataset(output, splits);
+  fmt::print("wrote {} ({} train + {} test samples)\n", output, splits.train.size(),
+             splits.test.size());
+  return 0;
+}
+
+int dispatch(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return static_cast<int>(ExitCode::kBadInput);
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (command == "version" || command == "--version") {
+    std::cout << "conflux 0.1.0\n";
+    return 0;
+  }
+  if (command == "train") return cmd_train(argc, argv, args);
+  if (command == "config") return cmd_config(args);
+  if (command == "data") return cmd_data(args);
+  CONFLUX_INPUT_ERROR("unknown command '{}'; run 'conflux help'", command);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Logger log;
+  try {
+    return dispatch(argc, argv);
+  } catch (const Error& e) {
+    log.error("{}", e.describe());
+    return static_cast<int>(e.code());
+  } catch (const po::error& e) {
+    log.error("{} (see --help)", e.what());
+    return static_cast<int>(ExitCode::kBadInput);
+  } catch (const std::exception& e) {
+    log.error("unexpected: {}", e.what());
+    return static_cast<int>(ExitCode::kRuntime);
+  }
+}

@@ -1,0 +1,166 @@
+#include "conflux/core/config_schema.hpp"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+namespace conflux {
+namespace {
+
+constexpr double kIntMax = std::numeric_limits<int>::max();
+
+KeySpec key(std::string path, ValueType type, std::optional<double> min, std::optional<double> max,
+            std::string default_toml, std::string doc, std::vector<std::string> choices = {}) {
+  return KeySpec{std::move(path), type, min, max, std::move(default_toml), std::move(choices),
+                 std::move(doc)};
+}
+
+std::vector<KeySpec> make_keys() {
+  using T = ValueType;
+  std::vector<KeySpec> keys = {
+      key("run.name", T::kString, {}, {}, R"("conflux")", "Name of the experiment, shown in logs."),
+      key("run.dir", T::kString, {}, {}, R"("runs/{time}")",
+          "Run directory for the resolved config, metrics and model; `{time}` becomes the "
+          "launch date-time (agreed by all ranks), `{name}` the run name."),
+      key("run.seed", T::kInt, 0, kIntMax, "42",
+          "Seed of everything random: weight init, epoch order, augmentation."),
+      key("cluster.trainers", T::kInt, 1, 65536, "1",
+          "Number of trainer ranks; the first ranks of MPI_COMM_WORLD train."),
+      key("cluster.workers", T::kInt, -1, 65536, "-1",
+          "Number of preprocessing-worker ranks; -1 means all ranks that are not trainers."),
+      key("cluster.preprocess_threads", T::kInt, 1, 256, "1",
+          "Preprocessing threads per trainer rank."),
+      key("cluster.blas_threads", T::kInt, 1, 256, "1",
+          "OpenBLAS threads per rank (keep 1 when ranks share cores)."),
+      key("cluster.peer_timeout_s", T::kFloat, 0.1, 86400, "600",
+          "Longest wait for another rank before failing with an error naming it."),
+      key("data.dataset", T::kString, {}, {}, "",
+          "Dataset to train on.", {"mnist", "fashion-mnist", "cifar10"}),
+      key("data.dir", T::kString, {}, {}, R"("")",
+          "Directory holding mnist/, fashion-mnist/, cifar-10/; empty means $CONFLUX_DATA, "
+          "else ../shared/data."),
+      key("data.hdf5_file", T::kString, {}, {}, R"("")",
+          "Read the dataset from this HDF5 file (made by `conflux data convert`) instead of "
+          "the original files."),
+      key("data.train_limit", T::kInt, 0, kIntMax, "0",
+          "Use only the first N training samples (0 = all); for quick tests."),
+      key("data.test_limit", T::kInt, 0, kIntMax, "0",
+          "Use only the first N test samples (0 = all)."),
+      key("transform.pad", T::kInt, 0, 64, "0", "Zero padding added on each side before cropping."),
+      key("transform.crop", T::kInt, 0, 4096, "0",
+          "Random crop size (square); 0 = no crop, the image keeps its size."),
+      key("transform.hflip", T::kBool, {}, {}, "false", "Random horizontal flip with p = 0.5."),
+      key("transform.mean", T::kFloatList, -1e6, 1e6, "[0.0]",
+          "Per-channel mean subtracted after scaling pixels to [0, 1] (1 or C values)."),
+      key("transform.std", T::kFloatList, 1e-12, 1e6, "[1.0]",
+          "Per-channel standard deviation divided by after the mean (1 or C values, > 0)."),
+      key("train.epochs", T::kInt, 1, 1e6, "1", "Number of epochs."),
+      key("train.batch_size", T::kInt, 1, 1 << 24, "128",
+          "Global batch size, split evenly over the trainer ranks."),
+      key("train.lr", T::kFloat, 0, 100, "0.01", "SGD learning rate."),
+      key("train.momentum", T::kFloat, 0, 0.999999, "0.0", "SGD momentum."),
+      key("train.weight_decay", T::kFloat, 0, 1, "0.0", "L2 weight decay added to gradients."),
+      key("train.log_every", T::kInt, 0, kIntMax, "100",
+          "Print a progress line every N steps on rank 0 (0 = only per epoch)."),
+      key("train.eval", T::kBool, {}, {}, "true", "Evaluate on the test set after every epoch."),
+  };
+  for (auto& k : keys) k.min_exclusive = (k.path == "train.lr");  // lr = 0 would not train
+  return keys;
+}
+
+std::vector<LayerKeySpec> make_layer_keys() {
+  using T = ValueType;
+  const auto out = [](std::string doc) { return key("out", T::kInt, 1, 1 << 20, "", doc); };
+  return {
+      {"linear", {out("Output features.")}, "Fully connected layer y = x W^T + b."},
+      {"conv2d",
+       {out("Output channels."), key("kernel", T::kInt, 1, 64, "3", "Square kernel size."),
+        key("stride", T::kInt, 1, 64, "1", "Stride."),
+        key("padding", T::kInt, 0, 64, "0", "Zero padding on each side.")},
+       "2-D convolution (im2col + OpenBLAS sgemm)."},
+      {"maxpool",
+       {key("kernel", T::kInt, 1, 64, "2", "Window size."),
+        key("stride", T::kInt, 0, 64, "0", "Stride; 0 = same as the window.")},
+       "Max pooling."},
+      {"relu", {}, "Rectified linear unit."},
+      {"flatten", {}, "Flattens [C, H, W] to [C*H*W] before linear layers."},
+  };
+}
+
+std::string format_bound(double v, ValueType type) {
+  if (v == kIntMax) return "inf";
+  return type == ValueType::kInt ? fmt::format("{}", static_cast<long long>(v))
+                                 : fmt::format("{}", v);
+}
+
+}  // namespace
+
+const std::vector<KeySpec>& config_keys() {
+  static const std::vector<KeySpec> keys = make_keys();
+  return keys;
+}
+
+const std::vector<LayerKeySpec>& layer_keys() {
+  static const std::vector<LayerKeySpec> keys = make_layer_keys();
+  return keys;
+}
+
+const KeySpec* find_key(std::string_view path) {
+  for (const auto& k : config_keys())
+    if (k.path == path) return &k;
+  return nullptr;
+}
+
+std::string_view type_name(ValueType type) {
+  switch (type) {
+    case ValueType::kInt: return "an integer";
+    case ValueType::kFloat: return "a number";
+    case ValueType::kBool: return "a boolean";
+    case ValueType::kString: return "a string";
+    case ValueType::kFloatList: return "a list of numbers";
+  }
+  return "a value";
+}
+
+std::string describe_expected(const KeySpec& spec) {
+  std::string text(type_name(spec.type));
+  if (!spec.choices.empty()) {
+    text += " (one of";
+    for (std::size_t i = 0; i < spec.choices.size(); ++i)
+      text += fmt::format("{} \"{}\"", i ? "," : "", spec.choices[i]);
+    text += ")";
+  }
+  if (spec.min && spec.max) {
+    text += fmt::format(" in {}{}, {}]", spec.min_exclusive ? "(" : "[",
+                        format_bound(*spec.min, spec.type), format_bound(*spec.max, spec.type));
+  } else if (spec.min) {
+    text += fmt::format(" >= {}", format_bound(*spec.min, spec.type));
+  }
+  if (spec.type == ValueType::kFloatList && spec.min) text.insert(0, "each entry of ");
+  return text;
+}
+
+std::string config_reference_markdown() {
+  std::string md =
+      "| key | type and range | default | meaning |\n|---|---|---|---|\n";
+  for (const auto& k : config_keys()) {
+    md += fmt::format("| `{}` | {} | {} | {} |\n", k.path, describe_expected(k),
+                      k.default_toml.empty() ? "**required**" : "`" + k.default_toml + "`", k.doc);
+  }
+  md +=
+      "\n### `[[model.layers]]`\n\nThe model is a list of layer tables in order; each has a "
+      "`type` and the keys of its type. The input shape comes from the dataset; the last layer "
+      "must produce one output per class.\n\n| type | key | type and range | default | meaning "
+      "|\n|---|---|---|---|---|\n";
+  for (const auto& layer : layer_keys()) {
+    md += fmt::format("| `{}` | | | | {} |\n", layer.type, layer.doc);
+    for (const auto& k : layer.keys) {
+      md += fmt::format("| | `{}` | {} | {} | {} |\n", k.path, describe_expected(k),
+                        k.default_toml.empty() ? "**required**" : "`" + k.default_toml + "`",
+                        k.doc);
+    }
+  }
+  return md;
+}
+
+}  // namespace conflux

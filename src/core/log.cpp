@@ -1,0 +1,34 @@
+#include "conflux/core/log.hpp"
+
+namespace conflux {
+
+void Logger::write(std::FILE* stream, const char* level, const std::string& message) const {
+  // One fmt::print per line keeps lines of different ranks from interleaving mid-line.
+  if (rank_ >= 0) {
+    fmt::print(stream, "[conflux r{}] {}{}\n", rank_, level, message);
+  } else {
+    fmt::print(stream, "[conflux] {}{}\n", level, message);
+  }
+  std::fflush(stream);
+}
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(ch) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<int>(ch));
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace conflux

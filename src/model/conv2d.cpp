@@ -1,0 +1,149 @@
+#include "conflux/model/conv2d.hpp"
+
+#include <cblas.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "conflux/core/error.hpp"
+
+namespace conflux::model {
+
+Conv2d::Conv2d(int out_channels, int kernel, int stride, int padding)
+    : out_(out_channels), kernel_(kernel), stride_(stride), padding_(padding) {
+  CONFLUX_REQUIRE(out_channels > 0, "conv2d: out must be > 0, got {}", out_channels);
+  CONFLUX_REQUIRE(kernel >= 1, "conv2d: kernel must be >= 1, got {}", kernel);
+  CONFLUX_REQUIRE(stride >= 1, "conv2d: stride must be >= 1, got {}", stride);
+  CONFLUX_REQUIRE(padding >= 0, "conv2d: padding must be >= 0, got {}", padding);
+}
+
+SampleShape Conv2d::output_shape(const SampleShape& input) const {
+  CONFLUX_REQUIRE(input.size() == 3, "expects an image [C,H,W] but gets [{}]",
+                  fmt::join(input, ","));
+  CONFLUX_REQUIRE(input[0] > 0 && input[1] > 0 && input[2] > 0,
+                  "expects a non-empty image but gets [{}]", fmt::join(input, ","));
+  CONFLUX_REQUIRE(input[1] + 2 * padding_ >= kernel_ && input[2] + 2 * padding_ >= kernel_,
+                  "kernel {} with padding {} does not fit the input [{}]", kernel_, padding_,
+                  fmt::join(input, ","));
+  ConvGeometry g{.channels = input[0],
+                 .height = input[1],
+                 .width = input[2],
+                 .kernel = kernel_,
+                 .stride = stride_,
+                 .padding = padding_};
+  g.compute_output();
+  return {out_, g.out_height, g.out_width};
+}
+
+std::vector<ParamInfo> Conv2d::param_layout(const SampleShape& input) const {
+  output_shape(input);  // validates
+  return {{.name = "weight", .shape = {out_, input[0], kernel_, kernel_}},
+          {.name = "bias", .shape = {out_}}};
+}
+
+void Conv2d::bind(std::span<float> params, std::span<float> grads) {
+  // The layout is weight {out, C, k, k} then bias {out}, so C follows from the size.
+  const std::size_t per_out = params.size() / out_;
+  const std::size_t kk = static_cast<std::size_t>(kernel_) * kernel_;
+  CONFLUX_CHECK(params.size() == grads.size() && params.size() % out_ == 0 && per_out > 1 &&
+                    (per_out - 1) % kk == 0,
+                "conv2d: bad parameter binding of {} floats", params.size());
+  in_channels_ = static_cast<int>((per_out - 1) / kk);
+  const std::size_t w = params.size() - out_;
+  weight_ = params.first(w);
+  bias_ = params.subspan(w);
+  weight_grad_ = grads.first(w);
+  bias_grad_ = grads.subspan(w);
+}
+
+void Conv2d::init_params(Rng& rng) {
+  const float bound = 1.0f / std::sqrt(static_cast<float>(weight_.size() / out_));  // C*k*k
+  for (float& w : weight_) w = rng.uniform(-bound, bound);
+  for (float& b : bias_) b = rng.uniform(-bound, bound);
+}
+
+ConvGeometry Conv2d::geometry_for(const Tensor& in) const {
+  CONFLUX_CHECK(in.shape.size() == 4 && in.shape[1] == in_channels_, "{} got input [{}]",
+                describe(), fmt::join(in.shape, ","));
+  ConvGeometry g{.channels = in.shape[1],
+                 .height = in.shape[2],
+                 .width = in.shape[3],
+                 .kernel = kernel_,
+                 .stride = stride_,
+                 .padding = padding_};
+  g.compute_output();
+  return g;
+}
+
+void Conv2d::forward(const Tensor& in, Tensor& out) {
+  const ConvGeometry g = geometry_for(in);
+  const int n = in.batch();
+  const int rows = static_cast<int>(g.col_rows());  // C*k*k
+  const int cols = static_cast<int>(g.col_cols());  // H'*W'
+  const std::size_t col_size = g.col_rows() * g.col_cols();
+  out.resize({n, out_, g.out_height, g.out_width});
+  col_.resize(static_cast<std::size_t>(n) * col_size);
+  const std::size_t out_size = static_cast<std::size_t>(out_) * cols;
+  for (int i = 0; i < n; ++i) {
+    const std::span<float> col(col_.data() + i * col_size, col_size);
+    im2col(std::span<const float>(in.data).subspan(i * g.image_size(), g.image_size()), g, col);
+    float* y = out.data.data() + i * out_size;
+    // Bias first, then the GEMM accumulates onto it (beta = 1).
+    for (int o = 0; o < out_; ++o) std::fill_n(y + static_cast<std::size_t>(o) * cols, cols, bias_[o]);
+    // Y_i = W [out, C*k*k] x col_i [C*k*k, H'*W']
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out_, cols, rows, 1.0f,
+                weight_.data(), rows, col.data(), cols, 1.0f, y, cols);
+  }
+}
+
+void Conv2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) {
+  const ConvGeometry g = geometry_for(in);
+  const int n = in.batch();
+  const int rows = static_cast<int>(g.col_rows());
+  const int cols = static_cast<int>(g.col_cols());
+  const std::size_t col_size = g.col_rows() * g.col_cols();
+  const std::size_t out_size = static_cast<std::size_t>(out_) * cols;
+  CONFLUX_CHECK(grad_out.shape == std::vector<int>({n, out_, g.out_height, g.out_width}) &&
+                    col_.size() >= static_cast<std::size_t>(n) * col_size,
+                "{}: backward gradient [{}] does not match the last forward", describe(),
+                fmt::join(grad_out.shape, ","));
+  const float* dy = grad_out.data.data();
+
+  // Parameter gradients: dW = sum_i dY_i col_i^T, db = sum over batch and pixels of dY.
+  std::fill(bias_grad_.begin(), bias_grad_.end(), 0.0f);
+  if (n == 0) std::fill(weight_grad_.begin(), weight_grad_.end(), 0.0f);
+  for (int i = 0; i < n; ++i) {
+    const float* dy_i = dy + i * out_size;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, out_, rows, cols, 1.0f, dy_i, cols,
+                col_.data() + i * col_size, cols, i == 0 ? 0.0f : 1.0f, weight_grad_.data(),
+                rows);
+    for (int o = 0; o < out_; ++o) {
+      const float* plane = dy_i + static_cast<std::size_t>(o) * cols;
+      float sum = 0.0f;
+      for (int j = 0; j < cols; ++j) sum += plane[j];
+      bias_grad_[o] += sum;
+    }
+  }
+
+  if (!input_grad_needed_) {
+    grad_in.resize({0});
+    return;
+  }
+  grad_in.resize(in.shape);
+  dcol_.resize(col_size);
+  for (int i = 0; i < n; ++i) {
+    // dcol_i = W^T [C*k*k, out] x dY_i [out, H'*W'], folded back onto the image.
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rows, cols, out_, 1.0f, weight_.data(),
+                rows, dy + i * out_size, cols, 0.0f, dcol_.data(), cols);
+    col2im(dcol_, g, std::span<float>(grad_in.data).subspan(i * g.image_size(), g.image_size()));
+  }
+}
+
+std::string Conv2d::describe() const {
+  return fmt::format("conv2d {}->{} k{}{} p{}", in_channels_, out_, kernel_,
+                     stride_ == 1 ? std::string() : fmt::format(" s{}", stride_), padding_);
+}
+
+}  // namespace conflux::model

@@ -1,0 +1,30 @@
+#include "conflux/model/layer.hpp"
+
+#include "conflux/core/error.hpp"
+#include "conflux/model/conv2d.hpp"
+#include "conflux/model/flatten.hpp"
+#include "conflux/model/linear.hpp"
+#include "conflux/model/maxpool2d.hpp"
+#include "conflux/model/relu.hpp"
+
+namespace conflux::model {
+
+std::unique_ptr<Layer> make_layer(const LayerSpec& spec) {
+  // Only the fields a type uses are checked: LayerSpec defaults (kernel = 3, stride = 1) are
+  // meaningless for linear, relu and flatten and must not trip them.
+  if (spec.type == "linear") return std::make_unique<Linear>(spec.out);
+  if (spec.type == "conv2d") {
+    return std::make_unique<Conv2d>(spec.out, spec.kernel, spec.stride, spec.padding);
+  }
+  if (spec.type == "maxpool") {
+    CONFLUX_REQUIRE(spec.padding == 0, "maxpool: padding is not supported, got {}",
+                    spec.padding);
+    return std::make_unique<MaxPool2d>(spec.kernel, spec.stride);
+  }
+  if (spec.type == "relu") return std::make_unique<Relu>();
+  if (spec.type == "flatten") return std::make_unique<Flatten>();
+  CONFLUX_INPUT_ERROR("unknown layer type '{}' (known types: linear, conv2d, maxpool, relu, flatten)",
+                      spec.type);
+}
+
+}  // namespace conflux::model

@@ -1,0 +1,93 @@
+#include "conflux/model/maxpool2d.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "conflux/core/error.hpp"
+
+namespace conflux::model {
+
+MaxPool2d::MaxPool2d(int kernel, int stride)
+    : kernel_(kernel), stride_(stride <= 1 ? kernel : stride) {
+  CONFLUX_REQUIRE(kernel >= 1, "maxpool: kernel must be >= 1, got {}", kernel);
+  CONFLUX_REQUIRE(stride >= 0, "maxpool: stride must be >= 0 (0 = same as kernel), got {}",
+                  stride);
+}
+
+SampleShape MaxPool2d::output_shape(const SampleShape& input) const {
+  CONFLUX_REQUIRE(input.size() == 3, "expects an image [C,H,W] but gets [{}]",
+                  fmt::join(input, ","));
+  CONFLUX_REQUIRE(input[0] > 0 && input[1] >= kernel_ && input[2] >= kernel_,
+                  "window {} does not fit the input [{}]", kernel_, fmt::join(input, ","));
+  return {input[0], (input[1] - kernel_) / stride_ + 1, (input[2] - kernel_) / stride_ + 1};
+}
+
+void MaxPool2d::forward(const Tensor& in, Tensor& out) {
+  CONFLUX_CHECK(in.shape.size() == 4 && in.shape[2] >= kernel_ && in.shape[3] >= kernel_,
+                "{} got input [{}]", describe(), fmt::join(in.shape, ","));
+  const int n = in.batch();
+  const int c = in.shape[1];
+  const int h = in.shape[2];
+  const int w = in.shape[3];
+  const int oh_count = (h - kernel_) / stride_ + 1;
+  const int ow_count = (w - kernel_) / stride_ + 1;
+  out.resize({n, c, oh_count, ow_count});
+  argmax_.resize(out.size());
+  const std::size_t planes = static_cast<std::size_t>(n) * c;
+  const std::size_t in_plane = static_cast<std::size_t>(h) * w;
+  float* y = out.data.data();
+  std::int32_t* arg = argmax_.data();
+  for (std::size_t p = 0; p < planes; ++p) {
+    const float* x = in.data.data() + p * in_plane;
+    for (int oh = 0; oh < oh_count; ++oh) {
+      for (int ow = 0; ow < ow_count; ++ow) {
+        const int top = oh * stride_ * w + ow * stride_;
+        int best = top;
+        float best_value = x[top];
+        for (int ki = 0; ki < kernel_; ++ki) {
+          const int row = top + ki * w;
+          for (int kj = 0; kj < kernel_; ++kj) {
+            // Strict '>' keeps the first maximum on ties.
+            if (x[row + kj] > best_value) {
+              best_value = x[row + kj];
+              best = row + kj;
+            }
+          }
+        }
+        *y++ = best_value;
+        *arg++ = best;
+      }
+    }
+  }
+}
+
+void MaxPool2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) {
+  CONFLUX_CHECK(in.shape.size() == 4 && grad_out.size() == argmax_.size() &&
+                    grad_out.shape.size() == 4 && grad_out.shape[0] == in.shape[0] &&
+                    grad_out.shape[1] == in.shape[1],
+                "{}: backward gradient [{}] does not match the last forward", describe(),
+                fmt::join(grad_out.shape, ","));
+  grad_in.resize(in.shape);
+  std::fill(grad_in.data.begin(), grad_in.data.end(), 0.0f);
+  const std::size_t planes = static_cast<std::size_t>(in.shape[0]) * in.shape[1];
+  const std::size_t in_plane = static_cast<std::size_t>(in.shape[2]) * in.shape[3];
+  const std::size_t out_plane =
+      static_cast<std::size_t>(grad_out.shape[2]) * grad_out.shape[3];
+  const float* dy = grad_out.data.data();
+  const std::int32_t* arg = argmax_.data();
+  for (std::size_t p = 0; p < planes; ++p) {
+    float* dx = grad_in.data.data() + p * in_plane;
+    // '+=' because overlapping windows (stride < kernel) can share a maximum.
+    for (std::size_t j = 0; j < out_plane; ++j) dx[arg[j]] += dy[j];
+    dy += out_plane;
+    arg += out_plane;
+  }
+}
+
+std::string MaxPool2d::describe() const {
+  return fmt::format("maxpool k{} s{}", kernel_, stride_);
+}
+
+}  // namespace conflux::model

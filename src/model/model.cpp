@@ -1,0 +1,136 @@
+#include "conflux/model/model.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "conflux/core/error.hpp"
+#include "conflux/model/conv2d.hpp"
+#include "conflux/model/linear.hpp"
+#include "conflux/model/maxpool2d.hpp"
+
+namespace conflux::model {
+namespace {
+
+// Key word of the parameter-initialisation generator: ASCII "model".
+constexpr std::uint64_t kInitStream = 0x6d6f64656c;
+
+// "conv2d 3->32 k3 p1" for the summary; the Layer interface only knows type(), so the
+// configured layers describe themselves.
+std::string describe(const Layer& layer) {
+  if (const auto* l = dynamic_cast<const Linear*>(&layer)) return l->describe();
+  if (const auto* l = dynamic_cast<const Conv2d*>(&layer)) return l->describe();
+  if (const auto* l = dynamic_cast<const MaxPool2d*>(&layer)) return l->describe();
+  return layer.type();
+}
+
+}  // namespace
+
+Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape,
+             int num_classes, std::uint64_t seed)
+    : input_shape_(input_shape) {
+  CONFLUX_REQUIRE(!specs.empty(), "the model has no layers");
+  CONFLUX_REQUIRE(num_classes > 0, "the number of classes must be > 0, got {}", num_classes);
+  CONFLUX_REQUIRE(!input_shape.empty() && std::ranges::all_of(input_shape, [](int d) { return d > 0; }),
+                  "invalid model input shape [{}]", fmt::join(input_shape, ","));
+
+  shapes_.push_back(input_shape);
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    std::unique_ptr<Layer> layer;
+    try {
+      layer = make_layer(specs[i]);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("layer {}: {}", i, e.what()), e.file(), e.line());
+    }
+    try {
+      shapes_.push_back(layer->output_shape(shapes_[i]));
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("layer {} ({}) {}", i, layer->type(), e.what()), e.file(),
+                       e.line());
+    }
+    layers_.push_back(std::move(layer));
+  }
+  CONFLUX_REQUIRE(shapes_.back() == SampleShape{num_classes},
+                  "model output is [{}] but the dataset has {} classes",
+                  fmt::join(shapes_.back(), ","), num_classes);
+
+  // Lay out all parameter tensors in one buffer, layer by layer.
+  std::vector<std::size_t> layer_begin;
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    layer_begin.push_back(total);
+    for (ParamInfo info : layers_[i]->param_layout(shapes_[i])) {
+      info.name = fmt::format("layer{}.{}.{}", i, layers_[i]->type(), info.name);
+      info.size = Tensor::count_of(info.shape);
+      info.offset = total;
+      total += info.size;
+      infos_.push_back(std::move(info));
+    }
+  }
+  layer_begin.push_back(total);
+  params_.assign(total, 0.0f);
+  grads_.assign(total, 0.0f);
+
+  Rng rng{seed, kInitStream};
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const std::size_t size = layer_begin[i + 1] - layer_begin[i];
+    layers_[i]->bind(std::span(params_).subspan(layer_begin[i], size),
+                     std::span(grads_).subspan(layer_begin[i], size));
+    layers_[i]->init_params(rng);
+  }
+
+  // Nothing reads the gradient with respect to the model input, and for a first linear or
+  // conv layer it costs as much as its weight gradient; skip it.
+  if (auto* l = dynamic_cast<Linear*>(layers_.front().get())) l->set_input_grad_needed(false);
+  if (auto* l = dynamic_cast<Conv2d*>(layers_.front().get())) l->set_input_grad_needed(false);
+
+  activations_.resize(layers_.size());
+  gradients_.resize(layers_.size());
+}
+
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+const Tensor& Model::forward(const Tensor& input) {
+  CONFLUX_REQUIRE(input.shape.size() == input_shape_.size() + 1 &&
+                      std::equal(input_shape_.begin(), input_shape_.end(),
+                                 input.shape.begin() + 1) &&
+                      input.size() == Tensor::count_of(input.shape),
+                  "model expects input [N,{}] but gets [{}]", fmt::join(input_shape_, ","),
+                  fmt::join(input.shape, ","));
+  last_input_ = &input;
+  const Tensor* x = &input;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->forward(*x, activations_[i]);
+    x = &activations_[i];
+  }
+  return activations_.back();
+}
+
+void Model::backward(const Tensor& grad_logits) {
+  CONFLUX_CHECK(last_input_ != nullptr, "Model::backward called before forward");
+  CONFLUX_CHECK(grad_logits.shape == activations_.back().shape,
+                "Model::backward: gradient [{}] does not match the logits [{}]",
+                fmt::join(grad_logits.shape, ","), fmt::join(activations_.back().shape, ","));
+  for (std::size_t i = layers_.size(); i-- > 0;) {
+    const Tensor& in = i == 0 ? *last_input_ : activations_[i - 1];
+    const Tensor& grad_out = i + 1 == layers_.size() ? grad_logits : gradients_[i + 1];
+    layers_[i]->backward(in, grad_out, gradients_[i]);
+  }
+}
+
+std::vector<std::string> Model::summary() const {
+  std::vector<std::string> lines;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    std::size_t count = 0;
+    for (const ParamInfo& info : layers_[i]->param_layout(shapes_[i]))
+      count += Tensor::count_of(info.shape);
+    lines.push_back(fmt::format("{} : [{}] ({} params)", describe(*layers_[i]),
+                                fmt::join(shapes_[i + 1], ","), count));
+  }
+  return lines;
+}
+
+}  // namespace conflux::model

@@ -1,0 +1,26 @@
+#include "conflux/model/relu.hpp"
+
+#include "conflux/core/error.hpp"
+
+namespace conflux::model {
+
+void Relu::forward(const Tensor& in, Tensor& out) {
+  out.resize(in.shape);
+  const float* x = in.data.data();
+  float* y = out.data.data();
+  const std::size_t count = in.size();
+  for (std::size_t i = 0; i < count; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void Relu::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) {
+  CONFLUX_CHECK(grad_out.size() == in.size(), "relu: backward gradient of {} values for {} inputs",
+                grad_out.size(), in.size());
+  grad_in.resize(in.shape);
+  const float* x = in.data.data();
+  const float* dy = grad_out.data.data();
+  float* dx = grad_in.data.data();
+  const std::size_t count = in.size();
+  for (std::size_t i = 0; i < count; ++i) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+}  // namespace conflux::model

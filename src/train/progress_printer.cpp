@@ -1,0 +1,35 @@
+#include "conflux/train/progress_printer.hpp"
+
+#include <cmath>
+
+#include "conflux/model/model.hpp"
+
+namespace conflux::train {
+
+void ProgressPrinter::on_train_begin(const model::Model& model) {
+  log_.info("model: {} parameters", model.params().size());
+  for (const auto& line : model.summary()) log_.info("  {}", line);
+}
+
+void ProgressPrinter::on_step_report(const StepReport& r) {
+  log_.info("epoch {} step {:>5}/{}  loss {:.4f}  acc {:6.2f}%  {:8.0f} samples/s", r.epoch + 1,
+            r.step + 1, r.steps_in_epoch, r.loss, 100 * r.accuracy, r.samples_per_s);
+}
+
+void ProgressPrinter::on_epoch_end(const EpochReport& r) {
+  const std::string test = std::isnan(r.test_accuracy)
+                               ? std::string("test: off")
+                               : fmt::format("test loss {:.4f}  test acc {:6.2f}%", r.test_loss,
+                                             100 * r.test_accuracy);
+  log_.info("epoch {}/{} done: train loss {:.4f}  train acc {:6.2f}%  {}  {:.0f} samples/s  "
+            "{:.1f} s (+{:.1f} s eval)",
+            r.epoch + 1, r.epochs, r.train_loss, 100 * r.train_accuracy, test, r.samples_per_s,
+            r.epoch_seconds, r.eval_seconds);
+}
+
+void ProgressPrinter::on_train_end(const model::Model&, const TrainSummary& s) {
+  log_.info("training done in {:.1f} s; final test accuracy {:.2f}%", s.total_seconds,
+            100 * s.final_test_accuracy);
+}
+
+}  // namespace conflux::train

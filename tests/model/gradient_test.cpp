@@ -1,0 +1,236 @@
+// Finite-difference gradient checks for every layer, the loss and a whole model.
+//
+// Method: a scalar objective L = sum(out * R) with a fixed random R (so dL/dout = R), the
+// analytic gradients from backward(), and central differences (L(x+eps) - L(x-eps)) / 2eps
+// evaluated in float with L accumulated in double. A gradient entry passes when
+// |numeric - analytic| <= kAbsTol + kRelTol * max(|numeric|, |analytic|). Inputs of ReLU and
+// max-pool are drawn away from kinks and ties by more than eps, so the differences are exact
+// up to float rounding (about 1e-7 * |L| / eps ~ 1e-4 at most here).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "conflux/core/rng.hpp"
+#include "conflux/model/layer.hpp"
+#include "conflux/model/loss.hpp"
+#include "conflux/model/model.hpp"
+
+namespace conflux::model {
+namespace {
+
+constexpr double kRelTol = 1e-2;
+constexpr double kAbsTol = 1e-3;
+
+enum class Fill {
+  kUniform,      // U(-1, 1)
+  kAwayFromZero,  // |x| in [0.1, 1], random sign: no ReLU kink within eps
+  kDistinct,     // a shuffled grid with spacing 0.05: no max-pool tie within eps
+};
+
+Tensor random_tensor(std::vector<int> shape, Rng& rng, Fill fill = Fill::kUniform) {
+  Tensor t;
+  t.resize(std::move(shape));
+  switch (fill) {
+    case Fill::kUniform:
+      for (float& v : t.data) v = rng.uniform(-1.0f, 1.0f);
+      break;
+    case Fill::kAwayFromZero:
+      for (float& v : t.data) v = rng.uniform(0.1f, 1.0f) * (rng.coin() ? 1.0f : -1.0f);
+      break;
+    case Fill::kDistinct: {
+      std::vector<int> order(t.size());
+      std::iota(order.begin(), order.end(), 0);
+      for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+      const float centre = static_cast<float>(t.size()) / 2.0f;
+      for (std::size_t i = 0; i < t.size(); ++i) t.data[i] = (order[i] - centre) * 0.05f;
+      break;
+    }
+  }
+  return t;
+}
+
+// A layer with its own parameter and gradient storage, initialised like in a model.
+struct BoundLayer {
+  std::unique_ptr<Layer> layer;
+  std::vector<float> params;
+  std::vector<float> grads;
+};
+
+BoundLayer bind_layer(const LayerSpec& spec, const SampleShape& sample, Rng& rng) {
+  BoundLayer b{make_layer(spec), {}, {}};
+  std::size_t total = 0;
+  for (const ParamInfo& p : b.layer->param_layout(sample)) total += Tensor::count_of(p.shape);
+  b.params.assign(total, 0.0f);
+  b.grads.assign(total, 0.0f);
+  b.layer->bind(b.params, b.grads);
+  b.layer->init_params(rng);
+  return b;
+}
+
+double weighted_sum(const Tensor& out, const Tensor& r) {
+  EXPECT_EQ(out.size(), r.size());
+  double sum = 0.0;
+  for (std::size_t i = 0; i < out.size(); ++i) sum += static_cast<double>(out.data[i]) * r.data[i];
+  return sum;
+}
+
+// Compares analytic and numeric gradients of `values`; evaluate() recomputes L.
+template <typename Evaluate>
+void expect_gradient(const char* what, std::span<float> values, std::span<const float> analytic,
+                     float eps, Evaluate evaluate) {
+  ASSERT_EQ(values.size(), analytic.size()) << what;
+  double largest = 0.0;
+  int failures = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const float saved = values[i];
+    values[i] = saved + eps;
+    const double plus = evaluate();
+    values[i] = saved - eps;
+    const double minus = evaluate();
+    values[i] = saved;
+    // Divide by the step actually taken in float, not by the nominal 2 eps.
+    const double step = static_cast<double>(saved + eps) - static_cast<double>(saved - eps);
+    const double numeric = (plus - minus) / step;
+    const double a = analytic[i];
+    largest = std::max(largest, std::abs(numeric));
+    if (std::abs(numeric - a) > kAbsTol + kRelTol * std::max(std::abs(numeric), std::abs(a))) {
+      if (++failures <= 5) {
+        ADD_FAILURE() << what << "[" << i << "]: analytic " << a << " numeric " << numeric;
+      }
+    }
+  }
+  EXPECT_EQ(failures, 0) << what;
+  // Guards against a vacuous check (e.g. an objective that does not depend on the values).
+  EXPECT_GT(largest, 1e-2) << what << ": numeric gradient is all ~0";
+}
+
+void check_layer(const LayerSpec& spec, std::vector<int> input_shape, Fill fill, float eps,
+                 std::uint64_t seed = 1) {
+  SCOPED_TRACE(spec.type + " on input [" + std::to_string(input_shape[0]) + ",...]");
+  Rng rng{seed, 42};
+  const SampleShape sample(input_shape.begin() + 1, input_shape.end());
+  BoundLayer b = bind_layer(spec, sample, rng);
+  // Give biases and weights generic values (init_params already did) and pick the input.
+  Tensor in = random_tensor(input_shape, rng, fill);
+  Tensor out;
+  b.layer->forward(in, out);
+  std::vector<int> out_shape{input_shape[0]};
+  for (int d : b.layer->output_shape(sample)) out_shape.push_back(d);
+  ASSERT_EQ(out.shape, out_shape);
+  const Tensor r = random_tensor(out.shape, rng);
+
+  Tensor grad_in;
+  // Poison the gradient buffer: backward must overwrite, not accumulate.
+  std::fill(b.grads.begin(), b.grads.end(), 123.0f);
+  b.layer->forward(in, out);
+  b.layer->backward(in, r, grad_in);
+  ASSERT_EQ(grad_in.shape, in.shape);
+  const std::vector<float> analytic_in = grad_in.data;
+  const std::vector<float> analytic_params = b.grads;
+
+  auto evaluate = [&] {
+    Tensor o;
+    b.layer->forward(in, o);
+    return weighted_sum(o, r);
+  };
+  expect_gradient("input", in.data, analytic_in, eps, evaluate);
+  if (!b.params.empty()) {
+    // Parameters after weights: check weight and bias gradients together (bias last).
+    expect_gradient("params", b.params, analytic_params, eps, evaluate);
+  }
+}
+
+TEST(ModelGradient, Linear) {
+  check_layer({.type = "linear", .out = 5}, {3, 7}, Fill::kUniform, 1e-2f);
+}
+
+TEST(ModelGradient, Conv2dStride2Padding1) {
+  check_layer({.type = "conv2d", .out = 4, .kernel = 3, .stride = 2, .padding = 1}, {2, 3, 7, 7},
+              Fill::kUniform, 1e-2f);
+}
+
+TEST(ModelGradient, Conv2dPadding2NonSquare) {
+  check_layer({.type = "conv2d", .out = 3, .kernel = 3, .stride = 1, .padding = 2}, {2, 2, 5, 6},
+              Fill::kUniform, 1e-2f);
+}
+
+TEST(ModelGradient, Conv2dEvenKernelStride3) {
+  check_layer({.type = "conv2d", .out = 2, .kernel = 2, .stride = 3, .padding = 0}, {2, 3, 8, 7},
+              Fill::kUniform, 1e-2f);
+}
+
+TEST(ModelGradient, MaxPool2x2) {
+  check_layer({.type = "maxpool", .kernel = 2}, {2, 3, 6, 6}, Fill::kDistinct, 1e-2f);
+}
+
+TEST(ModelGradient, MaxPoolOverlappingWindowsOddSize) {
+  // kernel 3, stride 2 on 7x7: windows overlap, so one input can be the max of several.
+  check_layer({.type = "maxpool", .kernel = 3, .stride = 2}, {2, 2, 7, 7}, Fill::kDistinct, 1e-2f);
+}
+
+TEST(ModelGradient, Relu) {
+  check_layer({.type = "relu"}, {3, 4, 5}, Fill::kAwayFromZero, 1e-2f);
+}
+
+TEST(ModelGradient, Flatten) {
+  check_layer({.type = "flatten"}, {2, 3, 4, 5}, Fill::kUniform, 1e-2f);
+}
+
+TEST(ModelGradient, SoftmaxCrossEntropy) {
+  Rng rng{3, 4};
+  Tensor logits = random_tensor({5, 7}, rng);
+  for (float& v : logits.data) v *= 3.0f;
+  const std::vector<std::uint8_t> labels{0, 6, 3, 3, 1};
+  const float scale = 1.0f / 5.0f;
+  Tensor grad;
+  softmax_cross_entropy(logits, labels, scale, &grad);
+  ASSERT_EQ(grad.shape, logits.shape);
+  const std::vector<float> analytic = grad.data;
+  expect_gradient("logits", logits.data, analytic, 1e-3f, [&] {
+    return scale * softmax_cross_entropy(logits, labels, scale, nullptr).loss_sum;
+  });
+}
+
+const std::vector<LayerSpec> kSmallCnn{
+    {.type = "conv2d", .out = 3, .kernel = 3, .stride = 1, .padding = 1},
+    {.type = "relu"},
+    {.type = "maxpool", .kernel = 2},
+    {.type = "flatten"},
+    {.type = "linear", .out = 4},
+};
+
+TEST(ModelGradient, WholeModelWeightedSum) {
+  Model model(kSmallCnn, {2, 6, 6}, 4, 11);
+  Rng rng{5, 6};
+  const Tensor in = random_tensor({3, 2, 6, 6}, rng);
+  const Tensor r = random_tensor({3, 4}, rng);
+  model.forward(in);
+  model.backward(r);
+  const std::vector<float> analytic(model.grads().begin(), model.grads().end());
+  // eps 1e-3: small enough that no ReLU pre-activation or pooling winner changes for these
+  // seeds, large enough for float rounding.
+  expect_gradient("model params", model.params(), analytic, 1e-3f,
+                  [&] { return weighted_sum(model.forward(in), r); });
+}
+
+TEST(ModelGradient, WholeModelWithLoss) {
+  Model model(kSmallCnn, {2, 6, 6}, 4, 12);
+  Rng rng{7, 8};
+  const Tensor in = random_tensor({4, 2, 6, 6}, rng);
+  const std::vector<std::uint8_t> labels{0, 1, 2, 3};
+  const float scale = 1.0f;  // sum, not mean: keeps the gradients well above kAbsTol
+  Tensor grad;
+  softmax_cross_entropy(model.forward(in), labels, scale, &grad);
+  model.backward(grad);
+  const std::vector<float> analytic(model.grads().begin(), model.grads().end());
+  expect_gradient("model params", model.params(), analytic, 1e-3f, [&] {
+    return softmax_cross_entropy(model.forward(in), labels, scale, nullptr).loss_sum;
+  });
+}
+
+}  // namespace
+}  // namespace conflux::model

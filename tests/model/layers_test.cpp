@@ -1,0 +1,330 @@
+// Layer construction, shapes, forward results against naive reference loops, empty batches.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "conflux/core/error.hpp"
+#include "conflux/core/rng.hpp"
+#include "conflux/model/conv2d.hpp"
+#include "conflux/model/im2col.hpp"
+#include "conflux/model/layer.hpp"
+#include "conflux/model/linear.hpp"
+#include "conflux/model/maxpool2d.hpp"
+
+namespace conflux::model {
+namespace {
+
+Tensor random_tensor(std::vector<int> shape, Rng& rng) {
+  Tensor t;
+  t.resize(std::move(shape));
+  for (float& v : t.data) v = rng.uniform(-1.0f, 1.0f);
+  return t;
+}
+
+struct BoundLayer {
+  std::unique_ptr<Layer> layer;
+  std::vector<float> params;
+  std::vector<float> grads;
+};
+
+BoundLayer bind_layer(const LayerSpec& spec, const SampleShape& sample, std::uint64_t seed = 1) {
+  BoundLayer b{make_layer(spec), {}, {}};
+  std::size_t total = 0;
+  for (const ParamInfo& p : b.layer->param_layout(sample)) total += Tensor::count_of(p.shape);
+  b.params.assign(total, 0.0f);
+  b.grads.assign(total, 0.0f);
+  b.layer->bind(b.params, b.grads);
+  Rng rng{seed, 99};
+  b.layer->init_params(rng);
+  return b;
+}
+
+// Tolerance for float results against double references: sums of <= a few hundred products
+// of values in [-1, 1].
+constexpr double kTol = 1e-4;
+
+TEST(ModelLayers, MakeLayerValidatesSpecs) {
+  EXPECT_THROW(make_layer({.type = "linear", .out = 0}), InputError);
+  EXPECT_THROW(make_layer({.type = "conv2d", .out = 0}), InputError);
+  EXPECT_THROW(make_layer({.type = "conv2d", .out = 4, .kernel = 0}), InputError);
+  EXPECT_THROW(make_layer({.type = "conv2d", .out = 4, .kernel = 3, .stride = 0}), InputError);
+  EXPECT_THROW(make_layer({.type = "conv2d", .out = 4, .kernel = 3, .stride = 1, .padding = -1}),
+               InputError);
+  EXPECT_THROW(make_layer({.type = "maxpool", .kernel = 0}), InputError);
+  EXPECT_THROW(make_layer({.type = "maxpool", .kernel = 2, .stride = -1}), InputError);
+  EXPECT_THROW(make_layer({.type = "maxpool", .kernel = 2, .stride = 2, .padding = 1}),
+               InputError);
+  try {
+    make_layer({.type = "dense", .out = 3});
+    FAIL() << "unknown type accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "unknown layer type 'dense' (known types: linear, conv2d, maxpool, relu, flatten)");
+  }
+  // Defaults irrelevant to a type do not trip it.
+  EXPECT_EQ(make_layer({.type = "relu"})->type(), "relu");
+  EXPECT_EQ(make_layer({.type = "flatten"})->type(), "flatten");
+  EXPECT_EQ(make_layer({.type = "linear", .out = 3})->type(), "linear");
+  EXPECT_EQ(make_layer({.type = "conv2d", .out = 3})->type(), "conv2d");
+  EXPECT_EQ(make_layer({.type = "maxpool", .kernel = 2})->type(), "maxpool");
+}
+
+TEST(ModelLayers, OutputShapes) {
+  EXPECT_EQ(make_layer({.type = "linear", .out = 7})->output_shape({12}), SampleShape({7}));
+  EXPECT_THROW(make_layer({.type = "linear", .out = 7})->output_shape({3, 4, 4}), InputError);
+  const auto conv = make_layer({.type = "conv2d", .out = 8, .kernel = 3, .stride = 2, .padding = 1});
+  EXPECT_EQ(conv->output_shape({3, 32, 32}), SampleShape({8, 16, 16}));
+  EXPECT_EQ(conv->output_shape({3, 7, 5}), SampleShape({8, 4, 3}));
+  EXPECT_THROW(conv->output_shape({784}), InputError);
+  EXPECT_THROW(make_layer({.type = "conv2d", .out = 1, .kernel = 5})->output_shape({1, 4, 4}),
+               InputError);
+  EXPECT_EQ(make_layer({.type = "maxpool", .kernel = 2})->output_shape({4, 7, 6}),
+            SampleShape({4, 3, 3}));
+  EXPECT_THROW(make_layer({.type = "maxpool", .kernel = 3})->output_shape({4, 2, 6}), InputError);
+  EXPECT_EQ(make_layer({.type = "flatten"})->output_shape({64, 4, 4}), SampleShape({1024}));
+  EXPECT_EQ(make_layer({.type = "flatten"})->output_shape({10}), SampleShape({10}));
+  EXPECT_EQ(make_layer({.type = "relu"})->output_shape({2, 3, 4}), SampleShape({2, 3, 4}));
+}
+
+TEST(ModelLayers, MaxPoolStrideRule) {
+  // 0 and 1 mean "same as the kernel"; larger strides are used as given.
+  EXPECT_EQ(MaxPool2d(2, 0).stride(), 2);
+  EXPECT_EQ(MaxPool2d(2, 1).stride(), 2);
+  EXPECT_EQ(MaxPool2d(3, 1).stride(), 3);
+  EXPECT_EQ(MaxPool2d(2, 3).stride(), 3);
+  EXPECT_EQ(MaxPool2d(3, 2).output_shape({1, 7, 7}), SampleShape({1, 3, 3}));
+}
+
+TEST(ModelLayers, LinearForwardMatchesReference) {
+  const int n = 5, in = 13, out = 6;
+  BoundLayer b = bind_layer({.type = "linear", .out = out}, {in});
+  Rng rng{2, 3};
+  const Tensor x = random_tensor({n, in}, rng);
+  Tensor y;
+  b.layer->forward(x, y);
+  ASSERT_EQ(y.shape, std::vector<int>({n, out}));
+  for (int i = 0; i < n; ++i) {
+    for (int o = 0; o < out; ++o) {
+      double ref = b.params[out * in + o];  // bias after the {out, in} weight
+      for (int f = 0; f < in; ++f) ref += double(b.params[o * in + f]) * x.data[i * in + f];
+      EXPECT_NEAR(y.data[i * out + o], ref, kTol) << i << "," << o;
+    }
+  }
+}
+
+TEST(ModelLayers, LinearInitIsPyTorchUniform) {
+  const int in = 400;
+  BoundLayer b = bind_layer({.type = "linear", .out = 50}, {in});
+  const float bound = 1.0f / std::sqrt(float(in));
+  double sum = 0.0, sq = 0.0;
+  for (float v : b.params) {
+    ASSERT_LE(std::abs(v), bound);
+    sum += v;
+    sq += double(v) * v;
+  }
+  const double count = double(b.params.size());
+  // U(-a, a) has mean 0 and variance a^2 / 3.
+  EXPECT_NEAR(sum / count, 0.0, 0.05 * bound);
+  EXPECT_NEAR(sq / count, bound * bound / 3.0, 0.05 * bound * bound);
+}
+
+struct ConvCase {
+  int n, c, h, w, out, k, s, p;
+};
+
+class ModelConvForward : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(ModelConvForward, MatchesDirectConvolution) {
+  const ConvCase cc = GetParam();
+  BoundLayer b = bind_layer({.type = "conv2d", .out = cc.out, .kernel = cc.k, .stride = cc.s,
+                             .padding = cc.p},
+                            {cc.c, cc.h, cc.w});
+  Rng rng{4, 5};
+  const Tensor x = random_tensor({cc.n, cc.c, cc.h, cc.w}, rng);
+  Tensor y;
+  b.layer->forward(x, y);
+  const int oh_count = (cc.h + 2 * cc.p - cc.k) / cc.s + 1;
+  const int ow_count = (cc.w + 2 * cc.p - cc.k) / cc.s + 1;
+  ASSERT_EQ(y.shape, std::vector<int>({cc.n, cc.out, oh_count, ow_count}));
+  const float* weight = b.params.data();
+  const float* bias = b.params.data() + std::size_t(cc.out) * cc.c * cc.k * cc.k;
+  auto X = [&](int n, int c, int i, int j) { return x.data[((n * cc.c + c) * cc.h + i) * cc.w + j]; };
+  auto W = [&](int o, int c, int i, int j) { return weight[((o * cc.c + c) * cc.k + i) * cc.k + j]; };
+  for (int n = 0; n < cc.n; ++n)
+    for (int o = 0; o < cc.out; ++o)
+      for (int oh = 0; oh < oh_count; ++oh)
+        for (int ow = 0; ow < ow_count; ++ow) {
+          double ref = bias[o];
+          for (int c = 0; c < cc.c; ++c)
+            for (int ki = 0; ki < cc.k; ++ki)
+              for (int kj = 0; kj < cc.k; ++kj) {
+                const int ih = oh * cc.s - cc.p + ki;
+                const int iw = ow * cc.s - cc.p + kj;
+                if (ih < 0 || ih >= cc.h || iw < 0 || iw >= cc.w) continue;
+                ref += double(W(o, c, ki, kj)) * X(n, c, ih, iw);
+              }
+          const float got = y.data[((n * cc.out + o) * oh_count + oh) * ow_count + ow];
+          ASSERT_NEAR(got, ref, kTol) << n << "," << o << "," << oh << "," << ow;
+        }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ModelConvForward,
+                         ::testing::Values(ConvCase{2, 3, 8, 8, 4, 3, 1, 1},
+                                           ConvCase{3, 2, 7, 9, 5, 3, 2, 1},
+                                           ConvCase{1, 4, 6, 5, 3, 1, 1, 0},
+                                           ConvCase{2, 1, 5, 5, 2, 5, 1, 2},
+                                           ConvCase{2, 3, 9, 8, 2, 2, 3, 0},
+                                           ConvCase{1, 2, 4, 4, 3, 3, 1, 3}));
+
+TEST(ModelLayers, Im2colAndCol2imAreAdjoint) {
+  // <im2col(x), c> == <x, col2im(c)> for every geometry: col2im is the exact adjoint that the
+  // conv backward relies on.
+  Rng rng{6, 7};
+  for (const ConvCase cc : {ConvCase{1, 2, 7, 6, 0, 3, 2, 1}, ConvCase{1, 3, 5, 5, 0, 3, 1, 2},
+                            ConvCase{1, 1, 8, 7, 0, 2, 3, 0}}) {
+    ConvGeometry g{.channels = cc.c, .height = cc.h, .width = cc.w, .kernel = cc.k,
+                   .stride = cc.s, .padding = cc.p};
+    g.compute_output();
+    const Tensor x = random_tensor({int(g.image_size())}, rng);
+    const Tensor c = random_tensor({int(g.col_rows() * g.col_cols())}, rng);
+    std::vector<float> col(c.size()), img(x.size());
+    im2col(x.data, g, col);
+    col2im(c.data, g, img);
+    double lhs = 0.0, rhs = 0.0;
+    for (std::size_t i = 0; i < col.size(); ++i) lhs += double(col[i]) * c.data[i];
+    for (std::size_t i = 0; i < img.size(); ++i) rhs += double(img[i]) * x.data[i];
+    EXPECT_NEAR(lhs, rhs, 1e-4);
+  }
+}
+
+TEST(ModelLayers, MaxPoolForwardMatchesReference) {
+  for (const auto& [k, s, h, w] : std::vector<std::array<int, 4>>{{2, 2, 6, 6}, {2, 2, 7, 5},
+                                                                  {3, 2, 7, 7}, {3, 3, 9, 10}}) {
+    BoundLayer b = bind_layer({.type = "maxpool", .kernel = k, .stride = s}, {3, h, w});
+    Rng rng{8, 9};
+    const Tensor x = random_tensor({2, 3, h, w}, rng);
+    Tensor y;
+    b.layer->forward(x, y);
+    const int oh_count = (h - k) / s + 1, ow_count = (w - k) / s + 1;
+    ASSERT_EQ(y.shape, std::vector<int>({2, 3, oh_count, ow_count}));
+    for (int p = 0; p < 6; ++p)
+      for (int oh = 0; oh < oh_count; ++oh)
+        for (int ow = 0; ow < ow_count; ++ow) {
+          float ref = -1e30f;
+          for (int i = 0; i < k; ++i)
+            for (int j = 0; j < k; ++j)
+              ref = std::max(ref, x.data[(p * h + oh * s + i) * w + ow * s + j]);
+          EXPECT_EQ(y.data[(p * oh_count + oh) * ow_count + ow], ref);
+        }
+  }
+}
+
+TEST(ModelLayers, MaxPoolTiesGoToFirstMaximum) {
+  BoundLayer b = bind_layer({.type = "maxpool", .kernel = 2}, {1, 2, 4});
+  Tensor x;
+  x.resize({1, 1, 2, 4});
+  x.data = {1, 5, 3, 3,  //
+            5, 2, 3, 3};
+  Tensor y, dx;
+  b.layer->forward(x, y);
+  EXPECT_EQ(y.data, std::vector<float>({5, 3}));
+  Tensor dy;
+  dy.resize({1, 1, 1, 2});
+  dy.data = {10, 20};
+  b.layer->backward(x, dy, dx);
+  EXPECT_EQ(dx.data, std::vector<float>({0, 10, 20, 0,  //
+                                         0, 0, 0, 0}));
+}
+
+TEST(ModelLayers, ReluAndFlatten) {
+  BoundLayer relu = bind_layer({.type = "relu"}, {4});
+  Tensor x, y, dx, dy;
+  x.resize({1, 4});
+  x.data = {-1.0f, 0.0f, 2.0f, -0.5f};
+  relu.layer->forward(x, y);
+  EXPECT_EQ(y.data, std::vector<float>({0, 0, 2, 0}));
+  dy.resize({1, 4});
+  dy.data = {1, 2, 3, 4};
+  relu.layer->backward(x, dy, dx);
+  EXPECT_EQ(dx.data, std::vector<float>({0, 0, 3, 0}));  // 0 at x == 0
+
+  BoundLayer flat = bind_layer({.type = "flatten"}, {2, 1, 3});
+  Rng rng{1, 1};
+  const Tensor img = random_tensor({2, 2, 1, 3}, rng);
+  flat.layer->forward(img, y);
+  EXPECT_EQ(y.shape, std::vector<int>({2, 6}));
+  EXPECT_EQ(y.data, img.data);
+  flat.layer->backward(img, y, dx);
+  EXPECT_EQ(dx.shape, img.shape);
+  EXPECT_EQ(dx.data, img.data);
+}
+
+TEST(ModelLayers, SkippedInputGradientKeepsParameterGradients) {
+  Rng rng{10, 11};
+  const Tensor x = random_tensor({3, 2, 6, 6}, rng);
+  BoundLayer a = bind_layer({.type = "conv2d", .out = 4, .kernel = 3, .padding = 1}, {2, 6, 6});
+  BoundLayer b = bind_layer({.type = "conv2d", .out = 4, .kernel = 3, .padding = 1}, {2, 6, 6});
+  dynamic_cast<Conv2d&>(*b.layer).set_input_grad_needed(false);
+  Tensor ya, yb, da, db;
+  a.layer->forward(x, ya);
+  b.layer->forward(x, yb);
+  a.layer->backward(x, ya, da);
+  b.layer->backward(x, yb, db);
+  EXPECT_EQ(a.grads, b.grads);
+  EXPECT_EQ(da.shape, x.shape);
+  EXPECT_EQ(db.size(), 0u);
+
+  const Tensor v = random_tensor({3, 5}, rng);
+  BoundLayer c = bind_layer({.type = "linear", .out = 2}, {5});
+  dynamic_cast<Linear&>(*c.layer).set_input_grad_needed(false);
+  c.layer->forward(v, ya);
+  c.layer->backward(v, ya, db);
+  EXPECT_EQ(db.size(), 0u);
+}
+
+TEST(ModelLayers, EmptyBatchForwardBackward) {
+  struct Case {
+    LayerSpec spec;
+    std::vector<int> input;
+  };
+  for (const Case& c : {Case{{.type = "linear", .out = 3}, {0, 5}},
+                        Case{{.type = "conv2d", .out = 3, .kernel = 3, .padding = 1}, {0, 2, 5, 5}},
+                        Case{{.type = "maxpool", .kernel = 2}, {0, 2, 4, 4}},
+                        Case{{.type = "relu"}, {0, 2, 4, 4}},
+                        Case{{.type = "flatten"}, {0, 2, 4, 4}}}) {
+    SCOPED_TRACE(c.spec.type);
+    BoundLayer b = bind_layer(c.spec, SampleShape(c.input.begin() + 1, c.input.end()));
+    std::fill(b.grads.begin(), b.grads.end(), 5.0f);  // stale values from an earlier batch
+    Tensor x, y, dx;
+    x.resize(c.input);
+    b.layer->forward(x, y);
+    EXPECT_EQ(y.size(), 0u);
+    ASSERT_FALSE(y.shape.empty());
+    EXPECT_EQ(y.shape[0], 0);
+    std::vector<int> expected{0};
+    for (int d : b.layer->output_shape(SampleShape(c.input.begin() + 1, c.input.end())))
+      expected.push_back(d);
+    EXPECT_EQ(y.shape, expected);
+    b.layer->backward(x, y, dx);
+    EXPECT_EQ(dx.shape, x.shape);
+    EXPECT_EQ(dx.size(), 0u);
+    for (float g : b.grads) ASSERT_EQ(g, 0.0f);
+  }
+}
+
+TEST(ModelLayers, BackwardOverwritesParameterGradients) {
+  Rng rng{12, 13};
+  const Tensor x = random_tensor({2, 3, 5, 5}, rng);
+  BoundLayer b = bind_layer({.type = "conv2d", .out = 2, .kernel = 3}, {3, 5, 5});
+  Tensor y, dx;
+  b.layer->forward(x, y);
+  b.layer->backward(x, y, dx);
+  const std::vector<float> first = b.grads;
+  b.layer->backward(x, y, dx);
+  EXPECT_EQ(b.grads, first);
+}
+
+}  // namespace
+}  // namespace conflux::model
