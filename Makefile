@@ -48,7 +48,9 @@ UNIT_TESTS  := $(BINDIR)/conflux-unit-tests
 MPI_TESTS   := $(BINDIR)/conflux-mpi-tests
 BENCH       := $(BINDIR)/conflux-bench
 
-.PHONY: all deps test build-tests demo bench install format format-check clean help
+BENCH_PACKAGES ?= python3-torch python3-numpy
+
+.PHONY: all deps bench-deps test build-tests demo bench docs install format format-check clean help
 all: $(CONFLUX) $(if $(BENCH_SRCS),$(BENCH))
 
 help:
@@ -57,6 +59,7 @@ help:
 	@echo "make demo                          deps + build + train the MNIST demo (2 trainers)"
 	@echo "make test                          deps + build + all unit and MPI tests"
 	@echo "make bench                         run benchmarks/ (MNIST epoch vs PyTorch DDP)"
+	@echo "make docs                          regenerate docs/config.md from the schema"
 	@echo "make install PREFIX=/opt/conflux   install binaries, headers, configs"
 	@echo "make format | format-check         clang-format every source file"
 
@@ -104,9 +107,18 @@ demo: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) $(CONFLUX)
 	@tools/run-demo.sh
 
-bench: deps
+bench-deps:
+	@tools/install-deps.sh $(BENCH_PACKAGES) || echo "bench: PyTorch baseline unavailable"
+
+bench: deps bench-deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@benchmarks/mnist_epoch_vs_pytorch.sh
+
+# docs/config.md = its hand-written head + the schema table printed by the binary.
+docs: $(CONFLUX)
+	@sed -n '1,/^it lists every key.$$/p' docs/config.md > $(OUT)/config-head.md
+	@{ cat $(OUT)/config-head.md; echo; $(CONFLUX) config reference; } > docs/config.md
+	@echo "docs/config.md regenerated"
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/conflux/configs

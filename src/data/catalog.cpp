@@ -16,15 +16,14 @@ constexpr const char* kWhereToPoint =
     "holding mnist/, fashion-mnist/ and cifar-10/";
 
 const std::vector<std::string>& mnist_class_names() {
-  static const std::vector<std::string> names = {"0", "1", "2", "3", "4",
-                                                 "5", "6", "7", "8", "9"};
+  static const std::vector<std::string> names = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
   return names;
 }
 
 const std::vector<std::string>& fashion_mnist_class_names() {
-  static const std::vector<std::string> names = {
-      "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-      "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  static const std::vector<std::string> names = {"T-shirt/top", "Trouser",   "Pullover", "Dress",
+                                                 "Coat",        "Sandal",    "Shirt",    "Sneaker",
+                                                 "Bag",         "Ankle boot"};
   return names;
 }
 
@@ -75,7 +74,8 @@ const std::vector<std::string>& known_dataset_names() {
 }
 
 DatasetSplits load_dataset(const std::string& name, const std::filesystem::path& data_dir) {
-  if (name == "mnist") return load_idx(name, dataset_dir(data_dir, "mnist", name), mnist_class_names());
+  if (name == "mnist")
+    return load_idx(name, dataset_dir(data_dir, "mnist", name), mnist_class_names());
   if (name == "fashion-mnist") {
     return load_idx(name, dataset_dir(data_dir, "fashion-mnist", name),
                     fashion_mnist_class_names());

@@ -51,15 +51,14 @@ void read_batch(FileStream& in, std::size_t records, Dataset& ds,
     const std::size_t want = n * kRecordBytes;
     if (const std::size_t got = in.read(std::as_writable_bytes(std::span(chunk.data(), want)));
         got < want) {
-      CONFLUX_INPUT_ERROR("{}: truncated at byte offset {}: the file shrank while being read",
-                          file, chunk_offset + got);
+      CONFLUX_INPUT_ERROR("{}: truncated at byte offset {}: the file shrank while being read", file,
+                          chunk_offset + got);
     }
     for (std::size_t r = 0; r < n; ++r) {
       const std::uint8_t* record = chunk.data() + r * kRecordBytes;
       if (record[0] >= kNumClasses) {
-        CONFLUX_INPUT_ERROR("{}: label {} at byte offset {} out of range [0, {}) (record {})",
-                            file, record[0], chunk_offset + r * kRecordBytes, kNumClasses,
-                            first + r);
+        CONFLUX_INPUT_ERROR("{}: label {} at byte offset {} out of range [0, {}) (record {})", file,
+                            record[0], chunk_offset + r * kRecordBytes, kNumClasses, first + r);
       }
       ds.labels.push_back(record[0]);
       // The record's R, G, B planes are already CHW order.
@@ -67,17 +66,15 @@ void read_batch(FileStream& in, std::size_t records, Dataset& ds,
     }
   }
   if (in.skip_to_end() > 0) {
-    CONFLUX_INPUT_ERROR("{}: grew beyond {} bytes while being read", file,
-                        records * kRecordBytes);
+    CONFLUX_INPUT_ERROR("{}: grew beyond {} bytes while being read", file, records * kRecordBytes);
   }
 }
 
 }  // namespace
 
 const std::vector<std::string>& cifar10_class_names() {
-  static const std::vector<std::string> names = {"airplane", "automobile", "bird",  "cat",
-                                                 "deer",     "dog",        "frog",  "horse",
-                                                 "ship",     "truck"};
+  static const std::vector<std::string> names = {
+      "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
   return names;
 }
 

@@ -172,10 +172,18 @@ FileStream::~FileStream() = default;
 FileStream::FileStream(FileStream&&) noexcept = default;
 FileStream& FileStream::operator=(FileStream&&) noexcept = default;
 
-const std::filesystem::path& FileStream::path() const noexcept { return impl_->path; }
-bool FileStream::gzip() const noexcept { return impl_->gzip; }
-std::uint64_t FileStream::file_size() const noexcept { return impl_->file_size; }
-std::uint64_t FileStream::offset() const noexcept { return impl_->offset; }
+const std::filesystem::path& FileStream::path() const noexcept {
+  return impl_->path;
+}
+bool FileStream::gzip() const noexcept {
+  return impl_->gzip;
+}
+std::uint64_t FileStream::file_size() const noexcept {
+  return impl_->file_size;
+}
+std::uint64_t FileStream::offset() const noexcept {
+  return impl_->offset;
+}
 
 std::string FileStream::where(std::uint64_t offset) const {
   return impl_->gzip ? fmt::format("byte offset {} (decompressed)", offset)

@@ -106,10 +106,10 @@ void write_split(hid_t file, const char* split, const Dataset& ds) {
                            H5P_DEFAULT, H5P_DEFAULT),
                 fmt::format("create dataset /{}/labels", split).c_str());
   if (n > 0) {
-    CONFLUX_H5_CHECK(H5Dwrite(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                              ds.images.data()));
-    CONFLUX_H5_CHECK(H5Dwrite(labels.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                              ds.labels.data()));
+    CONFLUX_H5_CHECK(
+        H5Dwrite(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, ds.images.data()));
+    CONFLUX_H5_CHECK(
+        H5Dwrite(labels.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, ds.labels.data()));
   }
   // Per-split provenance, so that reading restores each split's sources exactly; the root
   // attributes list all of them.
@@ -167,7 +167,8 @@ void write_file(const std::filesystem::path& path, const DatasetSplits& splits) 
 /// Frees the strings HDF5 allocated for a variable-length read.
 class VlenReclaim {
  public:
-  VlenReclaim(hid_t type, hid_t space, void* buffer) : type_(type), space_(space), buffer_(buffer) {}
+  VlenReclaim(hid_t type, hid_t space, void* buffer)
+      : type_(type), space_(space), buffer_(buffer) {}
   ~VlenReclaim() { H5Dvlen_reclaim(type_, space_, H5P_DEFAULT, buffer_); }
   VlenReclaim(const VlenReclaim&) = delete;
   VlenReclaim& operator=(const VlenReclaim&) = delete;
@@ -184,8 +185,7 @@ class Reader {
  public:
   explicit Reader(const std::filesystem::path& path) : file_name_(path.string()) {
     std::error_code ec;
-    CONFLUX_REQUIRE(std::filesystem::is_regular_file(path, ec), "{}: no such file",
-                    file_name_);
+    CONFLUX_REQUIRE(std::filesystem::is_regular_file(path, ec), "{}: no such file", file_name_);
     const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
     CONFLUX_REQUIRE(is_hdf5 > 0, "{}: not an HDF5 file", file_name_);
     const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -213,10 +213,9 @@ class Reader {
     Handle attr = open_attribute(object, object_name, name);
     Handle type(H5Aget_type(attr.get()), "get attribute type");
     Handle space(H5Aget_space(attr.get()), "get attribute dataspace");
-    CONFLUX_REQUIRE(H5Tget_class(type.get()) == H5T_INTEGER &&
-                        H5Sget_simple_extent_npoints(space.get()) == 1,
-                    "{}: attribute '{}' on {} is not a single integer", file_name_, name,
-                    object_name);
+    CONFLUX_REQUIRE(
+        H5Tget_class(type.get()) == H5T_INTEGER && H5Sget_simple_extent_npoints(space.get()) == 1,
+        "{}: attribute '{}' on {} is not a single integer", file_name_, name, object_name);
     std::int32_t value = 0;
     CONFLUX_H5_CHECK(H5Aread(attr.get(), H5T_NATIVE_INT32, &value));
     return value;
@@ -252,8 +251,7 @@ class Reader {
     } else {
       // Fixed-length strings (as other tools may write them): read null-padded, trim.
       const std::size_t width = H5Tget_size(type.get());
-      CONFLUX_CHECK(width > 0, "{}: attribute '{}' has a zero-sized string type", file_name_,
-                    name);
+      CONFLUX_CHECK(width > 0, "{}: attribute '{}' has a zero-sized string type", file_name_, name);
       Handle mem_type(H5Tcopy(H5T_C_S1), "copy the C string type");
       CONFLUX_H5_CHECK(H5Tset_size(mem_type.get(), width));
       CONFLUX_H5_CHECK(H5Tset_strpad(mem_type.get(), H5T_STR_NULLPAD));
@@ -284,8 +282,7 @@ class Reader {
   }
 
   /// Opens a uint8 dataset of the given rank; returns it and its dimensions.
-  std::pair<Handle, std::vector<hsize_t>> open_uint8_dataset(hid_t group,
-                                                             const std::string& path,
+  std::pair<Handle, std::vector<hsize_t>> open_uint8_dataset(hid_t group, const std::string& path,
                                                              const char* name, int rank) const {
     const htri_t exists = H5Lexists(group, name, H5P_DEFAULT);
     CONFLUX_H5_CHECK(exists);
@@ -348,10 +345,10 @@ void read_split(const Reader& r, const char* split, const std::vector<SourceFile
   ds.images.resize(static_cast<std::size_t>(n) * ds.shape.size());
   ds.labels.resize(static_cast<std::size_t>(n));
   if (n > 0) {
-    CONFLUX_H5_CHECK(H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                             ds.images.data()));
-    CONFLUX_H5_CHECK(H5Dread(labels.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                             ds.labels.data()));
+    CONFLUX_H5_CHECK(
+        H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, ds.images.data()));
+    CONFLUX_H5_CHECK(
+        H5Dread(labels.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, ds.labels.data()));
   }
   const auto bad = std::find_if(ds.labels.begin(), ds.labels.end(),
                                 [&](std::uint8_t label) { return label >= ds.num_classes; });
@@ -360,8 +357,8 @@ void read_split(const Reader& r, const char* split, const std::vector<SourceFile
                         bad - ds.labels.begin(), *bad, ds.num_classes);
   }
 
-  const bool own_sources = r.has_attribute(group.get(), "source_files") ||
-                           r.has_attribute(group.get(), "source_sha256");
+  const bool own_sources =
+      r.has_attribute(group.get(), "source_files") || r.has_attribute(group.get(), "source_sha256");
   ds.sources = own_sources ? read_sources(r, group.get(), group_name) : root_sources;
 }
 
@@ -406,8 +403,9 @@ DatasetSplits read_hdf5_dataset(const std::filesystem::path& path) {
         std::tuple{"height", proto.shape.height, kMaxSide},
         std::tuple{"width", proto.shape.width, kMaxSide},
         std::tuple{"num_classes", proto.num_classes, kMaxClasses}}) {
-    CONFLUX_REQUIRE(value >= 1 && value <= max, "{}: root attribute {} = {} is out of range [1, {}]",
-                    r.file_name(), name, value, max);
+    CONFLUX_REQUIRE(value >= 1 && value <= max,
+                    "{}: root attribute {} = {} is out of range [1, {}]", r.file_name(), name,
+                    value, max);
   }
   proto.class_names = r.read_strings(r.root(), root, "class_names");
   CONFLUX_REQUIRE(proto.class_names.size() == static_cast<std::size_t>(proto.num_classes),

@@ -71,8 +71,9 @@ void read_payload(FileStream& in, std::vector<std::uint8_t>& out, std::uint64_t 
   const std::uint64_t header = in.offset();
   // Never allocate more than the file could possibly hold: a corrupt count must produce a
   // truncation error, not an out-of-memory abort.
-  const std::uint64_t capacity = in.gzip() ? in.file_size() * kMaxDeflateRatio + 64
-                                           : std::max<std::uint64_t>(in.file_size(), header) - header;
+  const std::uint64_t capacity = in.gzip()
+                                     ? in.file_size() * kMaxDeflateRatio + 64
+                                     : std::max<std::uint64_t>(in.file_size(), header) - header;
   out.resize(static_cast<std::size_t>(std::min(expected, capacity)));
   std::uint64_t got = in.read(std::as_writable_bytes(std::span(out)));
   if (got < expected) {

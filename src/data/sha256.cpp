@@ -27,9 +27,8 @@ constexpr std::array<std::uint32_t, 64> kK = {
     0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
-constexpr std::array<std::uint32_t, 8> kInitialState = {0x6a09e667, 0xbb67ae85, 0x3c6ef372,
-                                                        0xa54ff53a, 0x510e527f, 0x9b05688c,
-                                                        0x1f83d9ab, 0x5be0cd19};
+constexpr std::array<std::uint32_t, 8> kInitialState = {
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
 
 inline std::uint32_t load_be32(const std::uint8_t* p) {
   return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
@@ -47,17 +46,17 @@ void compress_portable(std::uint32_t* state, const std::uint8_t* data, std::size
     std::uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
 
 // One round; W is the message-schedule word of round i.
-#define CONFLUX_SHA_ROUND(a, b, c, d, e, f, g, h, i, W)                                     \
-  do {                                                                                      \
-    const std::uint32_t t1 =                                                                \
-        h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kK[i] + (W);  \
-    const std::uint32_t t2 =                                                                \
-        (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));           \
-    d += t1;                                                                                \
-    h = t1 + t2;                                                                            \
+#define CONFLUX_SHA_ROUND(a, b, c, d, e, f, g, h, i, W)                                    \
+  do {                                                                                     \
+    const std::uint32_t t1 =                                                               \
+        h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kK[i] + (W); \
+    const std::uint32_t t2 =                                                               \
+        (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));          \
+    d += t1;                                                                               \
+    h = t1 + t2;                                                                           \
   } while (0)
-#define CONFLUX_SHA_EIGHT(i, W)                          \
-  do {                                                   \
+#define CONFLUX_SHA_EIGHT(i, W)                                 \
+  do {                                                          \
     CONFLUX_SHA_ROUND(a, b, c, d, e, f, g, h, i + 0, W(i + 0)); \
     CONFLUX_SHA_ROUND(h, a, b, c, d, e, f, g, i + 1, W(i + 1)); \
     CONFLUX_SHA_ROUND(g, h, a, b, c, d, e, f, i + 2, W(i + 2)); \
@@ -101,8 +100,8 @@ void compress_portable(std::uint32_t* state, const std::uint8_t* data, std::size
 // hashed while it loads without dominating the load time. Selected at run time (cpuid), so
 // the binary still runs on CPUs without them.
 __attribute__((target("sha,sse4.1"))) void compress_shani(std::uint32_t* state,
-                                                           const std::uint8_t* data,
-                                                           std::size_t blocks) {
+                                                          const std::uint8_t* data,
+                                                          std::size_t blocks) {
   const __m128i byteswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
   // The instructions want the state as ABEF / CDGH.
   __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(state)), 0xB1);
@@ -118,8 +117,8 @@ __attribute__((target("sha,sse4.1"))) void compress_shani(std::uint32_t* state,
     // 16 groups of 4 rounds; message words 16..63 are expanded four at a time in the ring m.
     for (int g = 0; g < 16; ++g) {
       if (g < 4) {
-        m[g] = _mm_shuffle_epi8(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 16 * g)), byteswap);
+        m[g] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 16 * g)),
+                                byteswap);
       }
       __m128i msg = _mm_add_epi32(
           m[g & 3], _mm_loadu_si128(reinterpret_cast<const __m128i*>(kK.data() + 4 * g)));
@@ -171,7 +170,9 @@ struct FileCloser {
 
 Sha256::Sha256() : state_(kInitialState) {}
 
-void Sha256::compress(const std::uint8_t* block) { compress_blocks(state_.data(), block, 1); }
+void Sha256::compress(const std::uint8_t* block) {
+  compress_blocks(state_.data(), block, 1);
+}
 
 void Sha256::update(std::span<const std::byte> bytes) {
   const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
@@ -204,13 +205,15 @@ std::array<std::uint8_t, 32> Sha256::finish() {
     buffered_ = 0;
   }
   std::memset(buffer_.data() + buffered_, 0, 56 - buffered_);
-  for (int i = 0; i < 8; ++i) buffer_[56 + i] = static_cast<std::uint8_t>(bit_length >> (56 - 8 * i));
+  for (int i = 0; i < 8; ++i)
+    buffer_[56 + i] = static_cast<std::uint8_t>(bit_length >> (56 - 8 * i));
   compress(buffer_.data());
   buffered_ = 0;
 
   std::array<std::uint8_t, 32> digest{};
   for (int i = 0; i < 8; ++i) {
-    for (int j = 0; j < 4; ++j) digest[4 * i + j] = static_cast<std::uint8_t>(state_[i] >> (24 - 8 * j));
+    for (int j = 0; j < 4; ++j)
+      digest[4 * i + j] = static_cast<std::uint8_t>(state_[i] >> (24 - 8 * j));
   }
   return digest;
 }

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Command-line tests of build/bin/conflux: bad configs and bad data files (each must exit 2
+# with a clear message, on every rank, without hanging), the run directory, and bit-identical
+# digests across repeated runs, rank layouts and the HDF5 copy of a dataset.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+# shellcheck source=tools/mpi-env.sh
+source tools/mpi-env.sh
+CONFLUX=build/bin/conflux
+DATA=${CONFLUX_DATA:-../shared/data}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+QUICK=(--set data.train_limit=1000 --set data.test_limit=200 --set train.log_every=0)
+
+ok() { pass=$((pass + 1)); echo "ok   - $1"; }
+not_ok() { fail=$((fail + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && sed 's/^/       /' <<<"$2" | tail -15; }
+
+# expect_fail NAME EXIT_CODE "TEXT" [MIN_LINES] -- COMMAND...: the command exits with EXIT_CODE
+# within 120 s and its output contains TEXT (at least MIN_LINES times: once per rank).
+expect_fail() {
+  local name=$1 code=$2 text=$3 min=1
+  shift 3
+  if [ "$1" != "--" ]; then min=$1; shift; fi
+  shift
+  local out rc
+  out=$(timeout 120 "$@" 2>&1)
+  rc=$?
+  local count
+  count=$(grep -cF -- "$text" <<<"$out")
+  if [ "$rc" -eq "$code" ] && [ "$count" -ge "$min" ]; then
+    ok "$name (exit $rc)"
+  else
+    not_ok "$name: exit $rc (want $code), '$text' seen $count time(s) (want >= $min)" "$out"
+  fi
+}
+
+mnist_train() { "${MPIRUN[@]}" -np "$1" "$CONFLUX" train --config configs/mnist_mlp.toml \
+  "${QUICK[@]}" --set "run.dir=$TMP/run-$2" "${@:3}"; }
+
+digest_of() { sed -n 's/^model digest: //p' "$1"; }
+
+# --- bad command lines and configs -----------------------------------------------------------
+expect_fail "unknown command" 2 "unknown command 'trian'" -- $CONFLUX trian
+expect_fail "missing config file" 2 "cannot open config file" -- $CONFLUX config check --config "$TMP/none.toml"
+printf '[train]\nlr = = 1\n' >"$TMP/syntax.toml"
+expect_fail "TOML syntax error with line:column" 2 "syntax.toml:2:" -- $CONFLUX config check --config "$TMP/syntax.toml"
+sed 's/^lr = 0.05/learning_rate = 0.05/' configs/mnist_mlp.toml >"$TMP/typo.toml"
+expect_fail "unknown key with hint" 2 "unknown key 'train.learning_rate'" -- $CONFLUX config check --config "$TMP/typo.toml"
+expect_fail "bad --set value" 2 "train.lr: expected a number" -- $CONFLUX config check --config configs/mnist_mlp.toml --set train.lr=fast
+expect_fail "--set without =" 2 "expected key=value" -- $CONFLUX config check --config configs/mnist_mlp.toml --set train.lr
+expect_fail "unknown option" 2 "unrecognised option" -- $CONFLUX train --config configs/mnist_mlp.toml --sett x=1
+expect_fail "too few ranks: error on every rank" 2 "cluster.trainers = 3 needs at least 3 ranks, but the job has 2" 2 -- \
+  mnist_train 2 ranks --set cluster.trainers=3
+expect_fail "rank count vs cluster.workers: error on every rank" 2 "need 3 ranks, but the job has 2" 2 -- \
+  mnist_train 2 workers --set cluster.trainers=2 --set cluster.workers=1
+sed 's/^out = 10$/out = 5/' configs/mnist_mlp.toml >"$TMP/out5.toml"
+expect_fail "model output does not match classes" 2 "10 classes" 2 -- \
+  "${MPIRUN[@]}" -np 2 $CONFLUX train --config "$TMP/out5.toml" "${QUICK[@]}" --set "run.dir=$TMP/run-out5"
+expect_fail "crop larger than the image" 2 "transform.crop = 40 is larger than the padded image" -- \
+  mnist_train 2 crop --set transform.crop=40
+expect_fail "missing data directory" 2 "$TMP/nodata/mnist" -- \
+  mnist_train 2 nodata --set "data.dir=$TMP/nodata"
+
+# --- bad data files ------------------------------------------------------------------------
+if [ -d "$DATA/mnist" ]; then
+  bad="$TMP/bad"
+  mkdir -p "$bad/mnist"
+  cp "$DATA"/mnist/*.gz "$bad/mnist/"
+  zcat "$DATA/mnist/t10k-images-idx3-ubyte.gz" | head -c 100000 | gzip >"$bad/mnist/t10k-images-idx3-ubyte.gz"
+  expect_fail "truncated image file: names file and offset" 2 "t10k-images-idx3-ubyte.gz: truncated at byte offset" 2 -- \
+    mnist_train 2 trunc --set "data.dir=$bad"
+  cp "$DATA/mnist/t10k-images-idx3-ubyte.gz" "$bad/mnist/"
+  cp "$DATA/mnist/t10k-images-idx3-ubyte.gz" "$bad/mnist/t10k-labels-idx1-ubyte.gz"
+  expect_fail "bad magic number" 2 "bad magic number 0x00000803 at byte offset 0" -- \
+    mnist_train 2 magic --set "data.dir=$bad"
+  zcat "$DATA/mnist/t10k-labels-idx1-ubyte.gz" >"$TMP/labels"
+  printf '\x0c' | dd of="$TMP/labels" bs=1 seek=13 conv=notrunc status=none
+  gzip -c "$TMP/labels" >"$bad/mnist/t10k-labels-idx1-ubyte.gz"
+  expect_fail "label out of range" 2 "label 12 at byte offset 13" -- \
+    mnist_train 2 label --set "data.dir=$bad"
+  zcat "$DATA/mnist/t10k-labels-idx1-ubyte.gz" | head -c 5008 | gzip >"$bad/mnist/t10k-labels-idx1-ubyte.gz"
+  expect_fail "image and label counts differ" 2 "t10k-labels-idx1-ubyte.gz" -- \
+    mnist_train 2 count --set "data.dir=$bad"
+  printf 'not gzip, not idx' | gzip -c | head -c 20 >"$bad/mnist/t10k-labels-idx1-ubyte.gz"
+  expect_fail "corrupt gzip stream" 2 "t10k-labels-idx1-ubyte.gz" -- \
+    mnist_train 2 gz --set "data.dir=$bad"
+else
+  echo "skip - bad MNIST files: $DATA/mnist not found"
+fi
+if [ -d "$DATA/cifar-10" ]; then
+  bad="$TMP/badcifar/cifar-10"
+  mkdir -p "$bad"
+  for f in data_batch_1 data_batch_2 data_batch_3 data_batch_4 data_batch_5; do ln -s "$(realpath "$DATA/cifar-10/$f.bin")" "$bad/$f.bin"; done
+  head -c 30729999 "$DATA/cifar-10/test_batch.bin" >"$bad/test_batch.bin"
+  expect_fail "CIFAR truncated record" 2 "test_batch.bin" 2 -- \
+    "${MPIRUN[@]}" -np 2 $CONFLUX train --config configs/cifar10_cnn.toml --set "data.dir=$TMP/badcifar" --set "run.dir=$TMP/run-c1"
+  cp "$DATA/cifar-10/test_batch.bin" "$bad/test_batch.bin"
+  chmod u+w "$bad/test_batch.bin"
+  printf '\x0b' | dd of="$bad/test_batch.bin" bs=1 seek=$((3073 * 5)) conv=notrunc status=none
+  expect_fail "CIFAR label out of range" 2 "label 11 at byte offset 15365" 2 -- \
+    "${MPIRUN[@]}" -np 2 $CONFLUX train --config configs/cifar10_cnn.toml --set "data.dir=$TMP/badcifar" --set "run.dir=$TMP/run-c2"
+fi
+printf 'this is not HDF5' >"$TMP/fake.h5"
+expect_fail "data.hdf5_file that is not HDF5" 2 "fake.h5" 2 -- \
+  mnist_train 2 fakeh5 --set "data.hdf5_file=$TMP/fake.h5"
+
+# --- successful runs: run directory, determinism, HDF5 copy ---------------------------------
+if [ -d "$DATA/mnist" ]; then
+  mnist_train 2 a >"$TMP/a.log" 2>&1 && mnist_train 2 b >"$TMP/b.log" 2>&1
+  da=$(digest_of "$TMP/a.log")
+  db=$(digest_of "$TMP/b.log")
+  if [ -n "$da" ] && [ "$da" = "$db" ]; then ok "same seed and ranks: identical digests ($da)"; else not_ok "digests differ: '$da' '$db'" "$(cat "$TMP/a.log")"; fi
+  files_ok=1
+  for f in config.toml metrics.jsonl model.h5 summary.json; do [ -s "$TMP/run-a/$f" ] || files_ok=0; done
+  if [ $files_ok = 1 ] && grep -q "\"digest\": \"$da\"" "$TMP/run-a/summary.json" && grep -q '"test_accuracy"' "$TMP/run-a/metrics.jsonl" \
+    && $CONFLUX config check --config "$TMP/run-a/config.toml" >/dev/null; then
+    ok "run directory holds a reloadable config.toml, metrics.jsonl, model.h5, summary.json"
+  else
+    not_ok "run directory incomplete" "$(ls -l "$TMP/run-a")"
+  fi
+  mnist_train 4 c >"$TMP/c.log" 2>&1
+  dc=$(digest_of "$TMP/c.log")
+  if [ "$da" = "$dc" ] && grep -q "2 trainer(s), 2 worker(s)" "$TMP/c.log"; then ok "2 trainers + 2 idle workers give the same digest as 2 ranks"; else not_ok "4-rank digest '$dc' != '$da'" "$(cat "$TMP/c.log")"; fi
+  if $CONFLUX data convert --dataset mnist --data-dir "$DATA" --output "$TMP/mnist.h5" >/dev/null &&
+    $CONFLUX data info "$TMP/mnist.h5" | grep -q "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609"; then
+    ok "data convert writes HDF5 with source SHA-256"
+  else
+    not_ok "data convert"
+  fi
+  mnist_train 2 h >"$TMP/h.log" 2>&1 --set "data.hdf5_file=$TMP/mnist.h5"
+  dh=$(digest_of "$TMP/h.log")
+  if [ "$da" = "$dh" ]; then ok "training from the HDF5 copy gives the same digest"; else not_ok "HDF5 digest '$dh' != '$da'" "$(cat "$TMP/h.log")"; fi
+  expect_fail "HDF5 file of another dataset" 2 "holds dataset 'mnist' but data.dataset is 'fashion-mnist'" -- \
+    mnist_train 2 other --set "data.hdf5_file=$TMP/mnist.h5" --set data.dataset=fashion-mnist
+fi
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,87 @@
+// softmax_cross_entropy: values, accuracy count, gradient formula, numerical stability.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "conflux/core/error.hpp"
+#include "conflux/model/loss.hpp"
+
+namespace conflux::model {
+namespace {
+
+Tensor make_logits(int n, int k, std::vector<float> values) {
+  Tensor t;
+  t.resize({n, k});
+  t.data = std::move(values);
+  return t;
+}
+
+TEST(ModelLoss, HandComputedValues) {
+  const Tensor logits = make_logits(2, 3, {1, 2, 3, 0, 0, 0});
+  const std::vector<std::uint8_t> labels{2, 1};
+  Tensor grad;
+  const LossResult r = softmax_cross_entropy(logits, labels, 0.5f, &grad);
+  // log(e + e^2 + e^3) - 3 and log(3)
+  EXPECT_NEAR(r.loss_sum, 0.4076059644443804 + 1.0986122886681098, 1e-9);
+  // Row 0 predicts class 2 (right); row 1 is a three-way tie, resolved to class 0 (wrong).
+  EXPECT_EQ(r.correct, 1);
+  ASSERT_EQ(grad.shape, std::vector<int>({2, 3}));
+  const double p0[3] = {0.09003057317038046, 0.24472847105479764, 0.6652409557748219};
+  EXPECT_NEAR(grad.data[0], 0.5 * p0[0], 1e-7);
+  EXPECT_NEAR(grad.data[1], 0.5 * p0[1], 1e-7);
+  EXPECT_NEAR(grad.data[2], 0.5 * (p0[2] - 1.0), 1e-7);
+  EXPECT_NEAR(grad.data[3], 0.5 / 3.0, 1e-7);
+  EXPECT_NEAR(grad.data[4], 0.5 * (1.0 / 3.0 - 1.0), 1e-7);
+  EXPECT_NEAR(grad.data[5], 0.5 / 3.0, 1e-7);
+}
+
+TEST(ModelLoss, GradientRowsSumToZero) {
+  const Tensor logits = make_logits(1, 4, {0.3f, -2.0f, 5.0f, 1.0f});
+  const std::vector<std::uint8_t> labels{1};
+  Tensor grad;
+  softmax_cross_entropy(logits, labels, 1.0f, &grad);
+  double sum = 0.0;
+  for (float g : grad.data) sum += g;
+  EXPECT_NEAR(sum, 0.0, 1e-6);
+  EXPECT_LT(grad.data[1], 0.0f);
+}
+
+TEST(ModelLoss, StableForHugeLogits) {
+  const Tensor logits = make_logits(2, 3, {1000, 0, -1000, 1e30f, -1e30f, 0});
+  const std::vector<std::uint8_t> labels{1, 0};
+  Tensor grad;
+  const LossResult r = softmax_cross_entropy(logits, labels, 1.0f, &grad);
+  EXPECT_TRUE(std::isfinite(r.loss_sum));
+  EXPECT_NEAR(r.loss_sum, 1000.0, 1e-6);
+  for (float g : grad.data) EXPECT_TRUE(std::isfinite(g));
+  EXPECT_NEAR(grad.data[0], 1.0, 1e-6);
+  EXPECT_NEAR(grad.data[1], -1.0, 1e-6);
+  EXPECT_EQ(r.correct, 1);
+}
+
+TEST(ModelLoss, WithoutGradientAndEmptyBatch) {
+  const Tensor logits = make_logits(1, 2, {0, 0});
+  const std::vector<std::uint8_t> labels{1};
+  EXPECT_NEAR(softmax_cross_entropy(logits, labels, 1.0f, nullptr).loss_sum, std::log(2.0), 1e-12);
+
+  Tensor empty;
+  empty.resize({0, 10});
+  Tensor grad;
+  const LossResult r = softmax_cross_entropy(empty, {}, 1.0f, &grad);
+  EXPECT_EQ(r.loss_sum, 0.0);
+  EXPECT_EQ(r.correct, 0);
+  EXPECT_EQ(grad.shape, std::vector<int>({0, 10}));
+}
+
+TEST(ModelLoss, RejectsBadLabels) {
+  const Tensor logits = make_logits(2, 3, {0, 0, 0, 0, 0, 0});
+  const std::vector<std::uint8_t> out_of_range{0, 3};
+  EXPECT_THROW(softmax_cross_entropy(logits, out_of_range, 1.0f, nullptr), InputError);
+  const std::vector<std::uint8_t> too_few{0};
+  EXPECT_THROW(softmax_cross_entropy(logits, too_few, 1.0f, nullptr), InputError);
+}
+
+}  // namespace
+}  // namespace conflux::model

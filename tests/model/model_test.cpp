@@ -1,0 +1,217 @@
+// Model construction (shape checks, parameter layout and counts), determinism, batches.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "conflux/core/error.hpp"
+#include "conflux/core/rng.hpp"
+#include "conflux/model/loss.hpp"
+#include "conflux/model/model.hpp"
+#include "conflux/model/model_io.hpp"
+
+namespace conflux::model {
+namespace {
+
+const std::vector<LayerSpec> kMlp{
+    {.type = "flatten"},          {.type = "linear", .out = 512}, {.type = "relu"},
+    {.type = "linear", .out = 256}, {.type = "relu"},             {.type = "linear", .out = 10},
+};
+
+const std::vector<LayerSpec> kCifarCnn{
+    {.type = "conv2d", .out = 32, .kernel = 3, .stride = 1, .padding = 1},
+    {.type = "relu"},
+    {.type = "maxpool", .kernel = 2},
+    {.type = "conv2d", .out = 64, .kernel = 3, .stride = 1, .padding = 1},
+    {.type = "relu"},
+    {.type = "maxpool", .kernel = 2},
+    {.type = "conv2d", .out = 128, .kernel = 3, .stride = 1, .padding = 1},
+    {.type = "relu"},
+    {.type = "maxpool", .kernel = 2},
+    {.type = "flatten"},
+    {.type = "linear", .out = 256},
+    {.type = "relu"},
+    {.type = "linear", .out = 10},
+};
+
+Tensor random_tensor(std::vector<int> shape, std::uint64_t seed) {
+  Rng rng{seed, 77};
+  Tensor t;
+  t.resize(std::move(shape));
+  for (float& v : t.data) v = rng.uniform(-1.0f, 1.0f);
+  return t;
+}
+
+std::string input_error(const std::vector<LayerSpec>& specs, const SampleShape& input,
+                        int classes) {
+  try {
+    Model m(specs, input, classes, 1);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ModelModel, MlpParameterLayout) {
+  Model m(kMlp, {1, 28, 28}, 10, 1);
+  EXPECT_EQ(m.params().size(), 535818u);  // 784*512+512 + 512*256+256 + 256*10+10
+  EXPECT_EQ(m.grads().size(), 535818u);
+  const auto& infos = m.param_infos();
+  ASSERT_EQ(infos.size(), 6u);
+  EXPECT_EQ(infos[0].name, "layer1.linear.weight");
+  EXPECT_EQ(infos[0].shape, std::vector<int>({512, 784}));
+  EXPECT_EQ(infos[0].offset, 0u);
+  EXPECT_EQ(infos[1].name, "layer1.linear.bias");
+  EXPECT_EQ(infos[1].shape, std::vector<int>({512}));
+  EXPECT_EQ(infos[1].offset, 784u * 512u);
+  EXPECT_EQ(infos[5].name, "layer5.linear.bias");
+  EXPECT_EQ(infos[5].offset + infos[5].size, 535818u);
+  for (std::size_t i = 1; i < infos.size(); ++i)
+    EXPECT_EQ(infos[i].offset, infos[i - 1].offset + infos[i - 1].size);
+  const std::vector<std::string> summary = m.summary();
+  ASSERT_EQ(summary.size(), 6u);
+  EXPECT_EQ(summary[0], "flatten : [784] (0 params)");
+  EXPECT_EQ(summary[1], "linear 784->512 : [512] (401920 params)");
+  EXPECT_EQ(summary[5], "linear 256->10 : [10] (2570 params)");
+}
+
+TEST(ModelModel, CifarCnnParameterCount) {
+  Model m(kCifarCnn, {3, 32, 32}, 10, 1);
+  // conv 3*32*9+32 = 896, conv 32*64*9+64 = 18496, conv 64*128*9+128 = 73856,
+  // linear 2048*256+256 = 524544, linear 256*10+10 = 2570.
+  EXPECT_EQ(m.params().size(), 620362u);
+  const std::vector<std::string> summary = m.summary();
+  EXPECT_EQ(summary[0], "conv2d 3->32 k3 p1 : [32,32,32] (896 params)");
+  EXPECT_EQ(summary[2], "maxpool k2 s2 : [32,16,16] (0 params)");
+  EXPECT_EQ(summary[8], "maxpool k2 s2 : [128,4,4] (0 params)");
+  EXPECT_EQ(summary[9], "flatten : [2048] (0 params)");
+  EXPECT_EQ(m.param_infos()[0].name, "layer0.conv2d.weight");
+  EXPECT_EQ(m.param_infos()[0].shape, std::vector<int>({32, 3, 3, 3}));
+  const Tensor& logits = m.forward(random_tensor({2, 3, 32, 32}, 1));
+  EXPECT_EQ(logits.shape, std::vector<int>({2, 10}));
+}
+
+TEST(ModelModel, ShapeErrorsNameTheLayer) {
+  std::vector<LayerSpec> no_flatten{
+      {.type = "conv2d", .out = 64, .kernel = 3, .stride = 1, .padding = 1},
+      {.type = "relu"},
+      {.type = "maxpool", .kernel = 2},
+      {.type = "linear", .out = 10},
+  };
+  EXPECT_EQ(input_error(no_flatten, {3, 16, 16}, 10),
+            "layer 3 (linear) expects a feature vector but gets [64,8,8]; add a flatten layer");
+  EXPECT_EQ(input_error({{.type = "conv2d", .out = 4}}, {784}, 10),
+            "layer 0 (conv2d) expects an image [C,H,W] but gets [784]");
+  EXPECT_EQ(input_error({{.type = "flatten"}, {.type = "linear", .out = 20}}, {1, 28, 28}, 10),
+            "model output is [20] but the dataset has 10 classes");
+  EXPECT_EQ(input_error({{.type = "relu"}}, {1, 28, 28}, 10),
+            "model output is [1,28,28] but the dataset has 10 classes");
+  const std::string bad_spec =
+      input_error({{.type = "flatten"}, {.type = "linear", .out = 0}}, {4}, 10);
+  EXPECT_EQ(bad_spec.rfind("layer 1: ", 0), 0u) << bad_spec;
+  const std::string unknown = input_error({{.type = "softmax"}}, {4}, 4);
+  EXPECT_EQ(unknown.rfind("layer 0: unknown layer type 'softmax'", 0), 0u) << unknown;
+  EXPECT_THROW(Model({}, {4}, 4, 1), InputError);
+  EXPECT_THROW(Model({{.type = "linear", .out = 4}}, {4}, 0, 1), InputError);
+  EXPECT_THROW(Model({{.type = "linear", .out = 4}}, {0}, 4, 1), InputError);
+}
+
+TEST(ModelModel, ForwardRejectsWrongInputShape) {
+  Model m(kMlp, {1, 28, 28}, 10, 1);
+  EXPECT_THROW(m.forward(random_tensor({4, 784}, 1)), InputError);
+  EXPECT_THROW(m.forward(random_tensor({4, 1, 28, 27}, 1)), InputError);
+}
+
+TEST(ModelModel, InitIsDeterministicPerSeed) {
+  Model a(kCifarCnn, {3, 32, 32}, 10, 42);
+  Model b(kCifarCnn, {3, 32, 32}, 10, 42);
+  Model c(kCifarCnn, {3, 32, 32}, 10, 43);
+  EXPECT_EQ(weights_digest(a), weights_digest(b));
+  EXPECT_NE(weights_digest(a), weights_digest(c));
+  EXPECT_TRUE(std::equal(a.params().begin(), a.params().end(), b.params().begin()));
+  // PyTorch bounds: 1/sqrt(fan_in), fan_in = C*k*k for conv and in-features for linear.
+  for (const ParamInfo& info : a.param_infos()) {
+    const int fan_in = info.shape.size() == 1
+                           ? 0
+                           : static_cast<int>(Tensor::count_of(info.shape) / info.shape[0]);
+    if (fan_in == 0) continue;
+    const float bound = 1.0f / std::sqrt(static_cast<float>(fan_in));
+    float largest = 0.0f;
+    for (std::size_t i = 0; i < info.size; ++i)
+      largest = std::max(largest, std::abs(a.params()[info.offset + i]));
+    EXPECT_LE(largest, bound) << info.name;
+    EXPECT_GT(largest, 0.9f * bound) << info.name;  // spans the range, not e.g. all zero
+  }
+}
+
+TEST(ModelModel, BatchedForwardEqualsPerSample) {
+  Model m(kCifarCnn, {3, 32, 32}, 10, 5);
+  const Tensor batch = random_tensor({3, 3, 32, 32}, 9);
+  const std::vector<float> logits = m.forward(batch).data;
+  for (int i = 0; i < 3; ++i) {
+    Tensor one;
+    one.resize({1, 3, 32, 32});
+    std::copy_n(batch.data.begin() + i * one.size(), one.size(), one.data.begin());
+    const Tensor& l = m.forward(one);
+    for (int k = 0; k < 10; ++k) EXPECT_NEAR(l.data[k], logits[i * 10 + k], 1e-5) << i;
+  }
+}
+
+TEST(ModelModel, EmptyBatchGivesZeroGradients) {
+  Model m(kCifarCnn, {3, 32, 32}, 10, 5);
+  const std::vector<std::uint8_t> labels{1, 2};
+  const Tensor batch = random_tensor({2, 3, 32, 32}, 3);  // must outlive backward()
+  Tensor grad;
+  softmax_cross_entropy(m.forward(batch), labels, 0.5f, &grad);
+  m.backward(grad);
+  EXPECT_TRUE(std::ranges::any_of(m.grads(), [](float g) { return g != 0.0f; }));
+
+  Tensor empty;
+  empty.resize({0, 3, 32, 32});
+  const Tensor& logits = m.forward(empty);
+  EXPECT_EQ(logits.shape, std::vector<int>({0, 10}));
+  const LossResult r = softmax_cross_entropy(logits, {}, 1.0f, &grad);
+  EXPECT_EQ(r.loss_sum, 0.0);
+  m.backward(grad);
+  EXPECT_TRUE(std::ranges::all_of(m.grads(), [](float g) { return g == 0.0f; }));
+}
+
+TEST(ModelModel, BackwardIsDeterministicAndMoveKeepsBindings) {
+  Model a(kCifarCnn, {3, 32, 32}, 10, 8);
+  const Tensor x = random_tensor({4, 3, 32, 32}, 4);
+  const std::vector<std::uint8_t> labels{0, 3, 9, 3};
+  Tensor grad;
+  softmax_cross_entropy(a.forward(x), labels, 0.25f, &grad);
+  a.backward(grad);
+  const std::vector<float> first(a.grads().begin(), a.grads().end());
+
+  Model b = std::move(a);  // layers keep spans into the moved buffers
+  softmax_cross_entropy(b.forward(x), labels, 0.25f, &grad);
+  b.backward(grad);
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), b.grads().begin()));
+}
+
+TEST(ModelModel, LossDecreasesWithSgdSteps) {
+  // A tiny learning problem: the end-to-end wiring (forward, loss, backward, update) works.
+  Model m({{.type = "flatten"}, {.type = "linear", .out = 16}, {.type = "relu"},
+           {.type = "linear", .out = 3}},
+          {2, 2, 2}, 3, 1);
+  const Tensor x = random_tensor({6, 2, 2, 2}, 2);
+  const std::vector<std::uint8_t> labels{0, 1, 2, 0, 1, 2};
+  Tensor grad;
+  double first = 0.0, last = 0.0;
+  for (int step = 0; step < 200; ++step) {
+    const LossResult r = softmax_cross_entropy(m.forward(x), labels, 1.0f / 6, &grad);
+    if (step == 0) first = r.loss_sum;
+    last = r.loss_sum;
+    m.backward(grad);
+    for (std::size_t i = 0; i < m.params().size(); ++i) m.params()[i] -= 0.5f * m.grads()[i];
+  }
+  EXPECT_LT(last, 0.1 * first);
+}
+
+}  // namespace
+}  // namespace conflux::model
