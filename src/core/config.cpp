@@ -139,8 +139,12 @@ class ConfigLoader {
   const toml::node& checked(const toml::node& node, const KeySpec& spec,
                             const std::string& label) const {
     const auto wrong = [&](const std::string& got) {
-      fail_at(node.source(), fmt::format("{}: expected {}, got {}", label,
-                                         describe_expected(spec), got));
+      // Overridden values are copies that lose their source region: name the --set instead.
+      const auto origin = override_origin_.find(label);
+      CONFLUX_INPUT_ERROR("{}: {}: expected {}, got {}",
+                          origin != override_origin_.end() ? origin->second
+                                                           : location(node.source()),
+                          label, describe_expected(spec), got);
     };
     const auto check_range = [&](double v, const std::string& shown) {
       if (!std::isfinite(v)) wrong(shown);
@@ -255,6 +259,8 @@ class ConfigLoader {
     c.train_.epochs = static_cast<int>(get_int("train.epochs"));
     c.train_.batch_size = static_cast<int>(get_int("train.batch_size"));
     c.train_.lr = get_double("train.lr");
+    c.train_.lr_schedule = get_string("train.lr_schedule");
+    c.train_.warmup_steps = get_int("train.warmup_steps");
     c.train_.momentum = get_double("train.momentum");
     c.train_.weight_decay = get_double("train.weight_decay");
     c.train_.log_every = static_cast<int>(get_int("train.log_every"));
@@ -380,6 +386,8 @@ class ConfigLoader {
     root.insert("train", toml::table{{"epochs", c.train_.epochs},
                                      {"batch_size", c.train_.batch_size},
                                      {"lr", c.train_.lr},
+                                     {"lr_schedule", c.train_.lr_schedule},
+                                     {"warmup_steps", c.train_.warmup_steps},
                                      {"momentum", c.train_.momentum},
                                      {"weight_decay", c.train_.weight_decay},
                                      {"log_every", c.train_.log_every},

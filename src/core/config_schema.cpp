@@ -58,6 +58,12 @@ std::vector<KeySpec> make_keys() {
       key("train.batch_size", T::kInt, 1, 1 << 24, "128",
           "Global batch size, split evenly over the trainer ranks."),
       key("train.lr", T::kFloat, 0, 100, "0.01", "SGD learning rate."),
+      key("train.lr_schedule", T::kString, {}, {}, R"("constant")",
+          "Learning-rate schedule: constant, or cosine annealing from train.lr to 0 over the "
+          "whole run.",
+          {"constant", "cosine"}),
+      key("train.warmup_steps", T::kInt, 0, kIntMax, "0",
+          "Steps of linear warm-up from 0 to train.lr before the schedule."),
       key("train.momentum", T::kFloat, 0, 0.999999, "0.0", "SGD momentum."),
       key("train.weight_decay", T::kFloat, 0, 1, "0.0", "L2 weight decay added to gradients."),
       key("train.log_every", T::kInt, 0, kIntMax, "100",

@@ -338,6 +338,9 @@ void read_split(const Reader& r, const char* split, const std::vector<SourceFile
                   "channels={}, height={}, width={}",
                   r.file_name(), images_name, n, image_dims[1], image_dims[2], image_dims[3],
                   ds.shape.channels, ds.shape.height, ds.shape.width);
+  CONFLUX_REQUIRE(n <= (std::uint64_t{1} << 40) / ds.shape.size(),
+                  "{}: dataset {} claims {} images, more than memory could hold", r.file_name(),
+                  images_name, n);
   auto [labels, label_dims] = r.open_uint8_dataset(group.get(), labels_name, "labels", 1);
   CONFLUX_REQUIRE(label_dims[0] == n, "{}: {} holds {} images but {} holds {} labels",
                   r.file_name(), images_name, n, labels_name, label_dims[0]);

@@ -155,11 +155,11 @@ CompressFn select_compress() {
   return compress_portable;
 }
 
-// Chosen once; a function pointer per call of many blocks costs nothing measurable.
-const CompressFn g_compress = select_compress();
-
 void compress_blocks(std::uint32_t* state, const std::uint8_t* data, std::size_t blocks) {
-  if (blocks > 0) g_compress(state, data, blocks);
+  // Chosen once, on first use (a function-local static is safe even from other translation
+  // units' static initialisers); one indirect call per run of blocks costs nothing measurable.
+  static const CompressFn impl = select_compress();
+  if (blocks > 0) impl(state, data, blocks);
 }
 
 struct FileCloser {

@@ -10,6 +10,23 @@
 #include "conflux/core/error.hpp"
 
 namespace conflux::model {
+namespace {
+
+// Sum with 8 independent partial sums. Without -ffast-math the compiler must keep a plain
+// loop's single serial chain of adds (one per add latency); the lanes make it vectorisable
+// while staying deterministic.
+float sum(const float* x, int n) {
+  float lanes[8] = {};
+  int j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) lanes[l] += x[j + l];
+  float total = 0.0f;
+  for (; j < n; ++j) total += x[j];
+  for (float lane : lanes) total += lane;
+  return total;
+}
+
+}  // namespace
 
 Conv2d::Conv2d(int out_channels, int kernel, int stride, int padding)
     : out_(out_channels), kernel_(kernel), stride_(stride), padding_(padding) {
@@ -91,10 +108,11 @@ void Conv2d::forward(const Tensor& in, Tensor& out) {
     im2col(std::span<const float>(in.data).subspan(i * g.image_size(), g.image_size()), g, col);
     float* y = out.data.data() + i * out_size;
     // Bias first, then the GEMM accumulates onto it (beta = 1).
-    for (int o = 0; o < out_; ++o) std::fill_n(y + static_cast<std::size_t>(o) * cols, cols, bias_[o]);
+    for (int o = 0; o < out_; ++o)
+      std::fill_n(y + static_cast<std::size_t>(o) * cols, cols, bias_[o]);
     // Y_i = W [out, C*k*k] x col_i [C*k*k, H'*W']
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out_, cols, rows, 1.0f,
-                weight_.data(), rows, col.data(), cols, 1.0f, y, cols);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out_, cols, rows, 1.0f, weight_.data(),
+                rows, col.data(), cols, 1.0f, y, cols);
   }
 }
 
@@ -117,14 +135,9 @@ void Conv2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in)
   for (int i = 0; i < n; ++i) {
     const float* dy_i = dy + i * out_size;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, out_, rows, cols, 1.0f, dy_i, cols,
-                col_.data() + i * col_size, cols, i == 0 ? 0.0f : 1.0f, weight_grad_.data(),
-                rows);
-    for (int o = 0; o < out_; ++o) {
-      const float* plane = dy_i + static_cast<std::size_t>(o) * cols;
-      float sum = 0.0f;
-      for (int j = 0; j < cols; ++j) sum += plane[j];
-      bias_grad_[o] += sum;
-    }
+                col_.data() + i * col_size, cols, i == 0 ? 0.0f : 1.0f, weight_grad_.data(), rows);
+    for (int o = 0; o < out_; ++o)
+      bias_grad_[o] += sum(dy_i + static_cast<std::size_t>(o) * cols, cols);
   }
 
   if (!input_grad_needed_) {

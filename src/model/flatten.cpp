@@ -18,15 +18,16 @@ SampleShape Flatten::output_shape(const SampleShape& input) const {
 void Flatten::forward(const Tensor& in, Tensor& out) {
   CONFLUX_CHECK(!in.shape.empty(), "flatten got a tensor without a batch dimension");
   // Computed from the shape rather than per_sample() so that an empty batch keeps its width.
-  const std::size_t features = std::accumulate(in.shape.begin() + 1, in.shape.end(),
-                                               std::size_t{1}, std::multiplies<>());
+  const std::size_t features =
+      std::accumulate(in.shape.begin() + 1, in.shape.end(), std::size_t{1}, std::multiplies<>());
   out.shape.assign({in.batch(), static_cast<int>(features)});
   out.data = in.data;  // copy-assignment reuses out's capacity
 }
 
 void Flatten::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) {
-  CONFLUX_CHECK(grad_out.size() == in.size(), "flatten: backward gradient of {} values for {} inputs",
-                grad_out.size(), in.size());
+  CONFLUX_CHECK(grad_out.size() == in.size(),
+                "flatten: backward gradient of {} values for {} inputs", grad_out.size(),
+                in.size());
   grad_in.shape = in.shape;
   grad_in.data = grad_out.data;
 }

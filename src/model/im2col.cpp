@@ -15,7 +15,7 @@ struct ColumnRange {
 
 ColumnRange valid_columns(const ConvGeometry& g, int kj) noexcept {
   const int s = g.stride;
-  const int first = g.padding - kj;  // ow*s >= first
+  const int first = g.padding - kj;               // ow*s >= first
   const int last = g.width - 1 + g.padding - kj;  // ow*s <= last
   int lo = first > 0 ? (first + s - 1) / s : 0;
   int hi = last >= 0 ? last / s + 1 : 0;

@@ -17,14 +17,13 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec) {
     return std::make_unique<Conv2d>(spec.out, spec.kernel, spec.stride, spec.padding);
   }
   if (spec.type == "maxpool") {
-    CONFLUX_REQUIRE(spec.padding == 0, "maxpool: padding is not supported, got {}",
-                    spec.padding);
+    CONFLUX_REQUIRE(spec.padding == 0, "maxpool: padding is not supported, got {}", spec.padding);
     return std::make_unique<MaxPool2d>(spec.kernel, spec.stride);
   }
   if (spec.type == "relu") return std::make_unique<Relu>();
   if (spec.type == "flatten") return std::make_unique<Flatten>();
-  CONFLUX_INPUT_ERROR("unknown layer type '{}' (known types: linear, conv2d, maxpool, relu, flatten)",
-                      spec.type);
+  CONFLUX_INPUT_ERROR(
+      "unknown layer type '{}' (known types: linear, conv2d, maxpool, relu, flatten)", spec.type);
 }
 
 }  // namespace conflux::model

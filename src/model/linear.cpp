@@ -16,8 +16,7 @@ Linear::Linear(int out_features) : out_(out_features) {
 }
 
 SampleShape Linear::output_shape(const SampleShape& input) const {
-  CONFLUX_REQUIRE(input.size() == 1,
-                  "expects a feature vector but gets [{}]; add a flatten layer",
+  CONFLUX_REQUIRE(input.size() == 1, "expects a feature vector but gets [{}]; add a flatten layer",
                   fmt::join(input, ","));
   CONFLUX_REQUIRE(input[0] > 0, "expects a non-empty feature vector but gets [{}]", input[0]);
   return {out_};
@@ -30,9 +29,9 @@ std::vector<ParamInfo> Linear::param_layout(const SampleShape& input) const {
 
 void Linear::bind(std::span<float> params, std::span<float> grads) {
   // The layout is weight {out, in} then bias {out}, so the input width follows from the size.
-  CONFLUX_CHECK(params.size() == grads.size() && params.size() % out_ == 0 &&
-                    params.size() / out_ >= 2,
-                "linear: bad parameter binding of {} floats for {} outputs", params.size(), out_);
+  CONFLUX_CHECK(
+      params.size() == grads.size() && params.size() % out_ == 0 && params.size() / out_ >= 2,
+      "linear: bad parameter binding of {} floats for {} outputs", params.size(), out_);
   in_ = static_cast<int>(params.size() / out_) - 1;
   const std::size_t w = static_cast<std::size_t>(out_) * in_;
   weight_ = params.first(w);
@@ -55,7 +54,8 @@ void Linear::forward(const Tensor& in, Tensor& out) {
   float* y = out.data.data();
   // Seed every output row with the bias so that the GEMM adds onto it (beta = 1): one pass
   // over the output instead of two.
-  for (int i = 0; i < n; ++i) std::copy(bias_.begin(), bias_.end(), y + static_cast<std::size_t>(i) * out_);
+  for (int i = 0; i < n; ++i)
+    std::copy(bias_.begin(), bias_.end(), y + static_cast<std::size_t>(i) * out_);
   if (n == 0) return;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out_, in_, 1.0f, in.data.data(), in_,
               weight_.data(), in_, 1.0f, y, out_);
@@ -96,6 +96,8 @@ void Linear::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in)
               weight_.data(), in_, 0.0f, grad_in.data.data(), in_);
 }
 
-std::string Linear::describe() const { return fmt::format("linear {}->{}", in_, out_); }
+std::string Linear::describe() const {
+  return fmt::format("linear {}->{}", in_, out_);
+}
 
 }  // namespace conflux::model

@@ -9,11 +9,46 @@
 
 namespace conflux::model {
 
+namespace {
+
+// The common 2x2 / stride 2 pool. Which of the four wins is random, so the comparisons are
+// written as selects (cmov/blend) rather than branches, which would mispredict constantly.
+void forward_2x2(const float* in, std::size_t planes, int h, int w, float* out, std::int32_t* arg) {
+  const int oh_count = h / 2;
+  const int ow_count = w / 2;
+  for (std::size_t p = 0; p < planes; ++p) {
+    const float* x = in + p * static_cast<std::size_t>(h) * w;
+    for (int oh = 0; oh < oh_count; ++oh) {
+      const int top = 2 * oh * w;
+      const float* r0 = x + top;
+      const float* r1 = r0 + w;
+      for (int ow = 0; ow < ow_count; ++ow) {
+        const int j = 2 * ow;
+        // Strict '>' keeps the first maximum on ties (row-major order a, b, c, d).
+        float best = r0[j];
+        std::int32_t index = top + j;
+        const float b = r0[j + 1];
+        const float c = r1[j];
+        const float d = r1[j + 1];
+        index = b > best ? top + j + 1 : index;
+        best = b > best ? b : best;
+        index = c > best ? top + w + j : index;
+        best = c > best ? c : best;
+        index = d > best ? top + w + j + 1 : index;
+        best = d > best ? d : best;
+        *out++ = best;
+        *arg++ = index;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 MaxPool2d::MaxPool2d(int kernel, int stride)
-    : kernel_(kernel), stride_(stride <= 1 ? kernel : stride) {
+    : kernel_(kernel), stride_(stride == 0 ? kernel : stride) {
   CONFLUX_REQUIRE(kernel >= 1, "maxpool: kernel must be >= 1, got {}", kernel);
-  CONFLUX_REQUIRE(stride >= 0, "maxpool: stride must be >= 0 (0 = same as kernel), got {}",
-                  stride);
+  CONFLUX_REQUIRE(stride >= 0, "maxpool: stride must be >= 0 (0 = same as kernel), got {}", stride);
 }
 
 SampleShape MaxPool2d::output_shape(const SampleShape& input) const {
@@ -39,6 +74,10 @@ void MaxPool2d::forward(const Tensor& in, Tensor& out) {
   const std::size_t in_plane = static_cast<std::size_t>(h) * w;
   float* y = out.data.data();
   std::int32_t* arg = argmax_.data();
+  if (kernel_ == 2 && stride_ == 2) {
+    forward_2x2(in.data.data(), planes, h, w, y, arg);
+    return;
+  }
   for (std::size_t p = 0; p < planes; ++p) {
     const float* x = in.data.data() + p * in_plane;
     for (int oh = 0; oh < oh_count; ++oh) {
@@ -73,8 +112,7 @@ void MaxPool2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_
   std::fill(grad_in.data.begin(), grad_in.data.end(), 0.0f);
   const std::size_t planes = static_cast<std::size_t>(in.shape[0]) * in.shape[1];
   const std::size_t in_plane = static_cast<std::size_t>(in.shape[2]) * in.shape[3];
-  const std::size_t out_plane =
-      static_cast<std::size_t>(grad_out.shape[2]) * grad_out.shape[3];
+  const std::size_t out_plane = static_cast<std::size_t>(grad_out.shape[2]) * grad_out.shape[3];
   const float* dy = grad_out.data.data();
   const std::int32_t* arg = argmax_.data();
   for (std::size_t p = 0; p < planes; ++p) {

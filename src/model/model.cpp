@@ -27,13 +27,14 @@ std::string describe(const Layer& layer) {
 
 }  // namespace
 
-Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape,
-             int num_classes, std::uint64_t seed)
+Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape, int num_classes,
+             std::uint64_t seed)
     : input_shape_(input_shape) {
   CONFLUX_REQUIRE(!specs.empty(), "the model has no layers");
   CONFLUX_REQUIRE(num_classes > 0, "the number of classes must be > 0, got {}", num_classes);
-  CONFLUX_REQUIRE(!input_shape.empty() && std::ranges::all_of(input_shape, [](int d) { return d > 0; }),
-                  "invalid model input shape [{}]", fmt::join(input_shape, ","));
+  CONFLUX_REQUIRE(
+      !input_shape.empty() && std::ranges::all_of(input_shape, [](int d) { return d > 0; }),
+      "invalid model input shape [{}]", fmt::join(input_shape, ","));
 
   shapes_.push_back(input_shape);
   for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -94,12 +95,12 @@ Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
 
 const Tensor& Model::forward(const Tensor& input) {
-  CONFLUX_REQUIRE(input.shape.size() == input_shape_.size() + 1 &&
-                      std::equal(input_shape_.begin(), input_shape_.end(),
-                                 input.shape.begin() + 1) &&
-                      input.size() == Tensor::count_of(input.shape),
-                  "model expects input [N,{}] but gets [{}]", fmt::join(input_shape_, ","),
-                  fmt::join(input.shape, ","));
+  CONFLUX_REQUIRE(
+      input.shape.size() == input_shape_.size() + 1 &&
+          std::equal(input_shape_.begin(), input_shape_.end(), input.shape.begin() + 1) &&
+          input.size() == Tensor::count_of(input.shape),
+      "model expects input [N,{}] but gets [{}]", fmt::join(input_shape_, ","),
+      fmt::join(input.shape, ","));
   last_input_ = &input;
   const Tensor* x = &input;
   for (std::size_t i = 0; i < layers_.size(); ++i) {

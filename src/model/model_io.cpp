@@ -74,7 +74,9 @@ std::string shape_string(std::span<const hsize_t> dims) {
 
 }  // namespace
 
-std::string weights_digest(const Model& model) { return digest_of(model.params()); }
+std::string weights_digest(const Model& model) {
+  return digest_of(model.params());
+}
 
 void save_model_hdf5(const fs::path& path, const Model& model) {
   h5::silence_error_stack();
@@ -91,8 +93,9 @@ void save_model_hdf5(const fs::path& path, const Model& model) {
       const std::span<const float> params = model.params();
       for (const ParamInfo& info : model.param_infos()) {
         std::vector<hsize_t> dims(info.shape.begin(), info.shape.end());
-        const h5::Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                               "create a parameter dataspace");
+        const h5::Handle space(
+            H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+            "create a parameter dataspace");
         const h5::Handle dset(H5Dcreate2(group.get(), info.name.c_str(), H5T_IEEE_F32LE,
                                          space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                               "create a parameter dataset");
@@ -146,8 +149,8 @@ void load_model_hdf5(const fs::path& path, Model& model) {
     CONFLUX_H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr));
     const std::vector<hsize_t> expected(info.shape.begin(), info.shape.end());
     CONFLUX_REQUIRE(dims == expected,
-                    "model file {}: parameter {} has shape {} but the model expects {}",
-                    file_name, info.name, shape_string(dims), shape_string(expected));
+                    "model file {}: parameter {} has shape {} but the model expects {}", file_name,
+                    info.name, shape_string(dims), shape_string(expected));
     CONFLUX_H5_CHECK(H5Dread(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
                              staged.data() + info.offset));
   }

@@ -7,8 +7,7 @@ namespace conflux::model {
 Sgd::Sgd(SgdOptions options, std::size_t num_params)
     : options_(options), velocity_(num_params, 0.0f) {
   CONFLUX_REQUIRE(options.lr >= 0.0f, "sgd: learning rate must be >= 0, got {}", options.lr);
-  CONFLUX_REQUIRE(options.momentum >= 0.0f, "sgd: momentum must be >= 0, got {}",
-                  options.momentum);
+  CONFLUX_REQUIRE(options.momentum >= 0.0f, "sgd: momentum must be >= 0, got {}", options.momentum);
   CONFLUX_REQUIRE(options.weight_decay >= 0.0f, "sgd: weight decay must be >= 0, got {}",
                   options.weight_decay);
 }

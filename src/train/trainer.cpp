@@ -7,6 +7,7 @@
 #include "conflux/data/batch_builder.hpp"
 #include "conflux/data/epoch_plan.hpp"
 #include "conflux/model/loss.hpp"
+#include "conflux/model/lr_schedule.hpp"
 #include "conflux/model/model_io.hpp"
 
 namespace conflux::train {
@@ -78,6 +79,14 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
   model::Tensor images, grad_logits;
   std::vector<std::uint8_t> labels;
 
+  const std::size_t steps_per_epoch =
+      (data_.train.size() + static_cast<std::size_t>(cfg.batch_size) - 1) /
+      static_cast<std::size_t>(cfg.batch_size);
+  const model::LrSchedule schedule(model::LrSchedule::parse_kind(cfg.lr_schedule), cfg.lr,
+                                   steps_per_epoch * static_cast<std::size_t>(cfg.epochs),
+                                   static_cast<std::size_t>(cfg.warmup_steps));
+  std::size_t global_step = 0;
+
   for (auto* cb : callbacks) cb->on_train_begin(model_);
   const auto train_start = Clock::now();
   TrainSummary summary;
@@ -98,6 +107,7 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
       const auto result = model::softmax_cross_entropy(logits, labels, grad_scale, &grad_logits);
       model_.backward(grad_logits);
       sync_->sum(model_.grads());
+      sgd_.set_lr(static_cast<float>(schedule.at(global_step++)));
       sgd_.step(model_.params(), model_.grads());
       window.add(result, labels.size());
 

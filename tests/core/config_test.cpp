@@ -85,7 +85,7 @@ TEST(Config, LoadsValidConfigWithDefaults) {
   EXPECT_EQ(c.layers()[1].out, 10);
   EXPECT_DOUBLE_EQ(c.train().lr, 0.05);
   EXPECT_EQ(c.train().epochs, 1);  // default
-  EXPECT_EQ(c.where("train.lr"), "test.toml:27:1");
+  EXPECT_EQ(c.where("train.lr"), "test.toml:27:6");
   EXPECT_EQ(c.where("train.epochs"), "default");
 }
 

@@ -26,9 +26,9 @@ constexpr double kRelTol = 1e-2;
 constexpr double kAbsTol = 1e-3;
 
 enum class Fill {
-  kUniform,      // U(-1, 1)
+  kUniform,       // U(-1, 1)
   kAwayFromZero,  // |x| in [0.1, 1], random sign: no ReLU kink within eps
-  kDistinct,     // a shuffled grid with spacing 0.05: no max-pool tie within eps
+  kDistinct,      // a shuffled grid with spacing 0.05: no max-pool tie within eps
 };
 
 Tensor random_tensor(std::vector<int> shape, Rng& rng, Fill fill = Fill::kUniform) {
@@ -164,7 +164,7 @@ TEST(ModelGradient, Conv2dEvenKernelStride3) {
 }
 
 TEST(ModelGradient, MaxPool2x2) {
-  check_layer({.type = "maxpool", .kernel = 2}, {2, 3, 6, 6}, Fill::kDistinct, 1e-2f);
+  check_layer({.type = "maxpool", .kernel = 2, .stride = 0}, {2, 3, 6, 6}, Fill::kDistinct, 1e-2f);
 }
 
 TEST(ModelGradient, MaxPoolOverlappingWindowsOddSize) {
@@ -198,7 +198,7 @@ TEST(ModelGradient, SoftmaxCrossEntropy) {
 const std::vector<LayerSpec> kSmallCnn{
     {.type = "conv2d", .out = 3, .kernel = 3, .stride = 1, .padding = 1},
     {.type = "relu"},
-    {.type = "maxpool", .kernel = 2},
+    {.type = "maxpool", .kernel = 2, .stride = 0},
     {.type = "flatten"},
     {.type = "linear", .out = 4},
 };
@@ -233,8 +233,7 @@ bool kink_free(Model& model, const Tensor& in, float margin) {
 
 // The first seed (from `first`) whose model and input are kink_free(); deterministic, and
 // robust to rounding differences between BLAS kernels.
-std::uint64_t kink_free_seed(std::uint64_t first, const std::vector<int>& input_shape,
-                             float eps) {
+std::uint64_t kink_free_seed(std::uint64_t first, const std::vector<int>& input_shape, float eps) {
   for (std::uint64_t seed = first; seed < first + 200; ++seed) {
     Model model(kSmallCnn, {2, 6, 6}, 4, seed);
     Rng rng{seed, 1};

@@ -54,8 +54,7 @@ TEST(ModelLayers, MakeLayerValidatesSpecs) {
                InputError);
   EXPECT_THROW(make_layer({.type = "maxpool", .kernel = 0}), InputError);
   EXPECT_THROW(make_layer({.type = "maxpool", .kernel = 2, .stride = -1}), InputError);
-  EXPECT_THROW(make_layer({.type = "maxpool", .kernel = 2, .stride = 2, .padding = 1}),
-               InputError);
+  EXPECT_THROW(make_layer({.type = "maxpool", .kernel = 2, .stride = 2, .padding = 1}), InputError);
   try {
     make_layer({.type = "dense", .out = 3});
     FAIL() << "unknown type accepted";
@@ -68,19 +67,20 @@ TEST(ModelLayers, MakeLayerValidatesSpecs) {
   EXPECT_EQ(make_layer({.type = "flatten"})->type(), "flatten");
   EXPECT_EQ(make_layer({.type = "linear", .out = 3})->type(), "linear");
   EXPECT_EQ(make_layer({.type = "conv2d", .out = 3})->type(), "conv2d");
-  EXPECT_EQ(make_layer({.type = "maxpool", .kernel = 2})->type(), "maxpool");
+  EXPECT_EQ(make_layer({.type = "maxpool", .kernel = 2, .stride = 0})->type(), "maxpool");
 }
 
 TEST(ModelLayers, OutputShapes) {
   EXPECT_EQ(make_layer({.type = "linear", .out = 7})->output_shape({12}), SampleShape({7}));
   EXPECT_THROW(make_layer({.type = "linear", .out = 7})->output_shape({3, 4, 4}), InputError);
-  const auto conv = make_layer({.type = "conv2d", .out = 8, .kernel = 3, .stride = 2, .padding = 1});
+  const auto conv =
+      make_layer({.type = "conv2d", .out = 8, .kernel = 3, .stride = 2, .padding = 1});
   EXPECT_EQ(conv->output_shape({3, 32, 32}), SampleShape({8, 16, 16}));
   EXPECT_EQ(conv->output_shape({3, 7, 5}), SampleShape({8, 4, 3}));
   EXPECT_THROW(conv->output_shape({784}), InputError);
   EXPECT_THROW(make_layer({.type = "conv2d", .out = 1, .kernel = 5})->output_shape({1, 4, 4}),
                InputError);
-  EXPECT_EQ(make_layer({.type = "maxpool", .kernel = 2})->output_shape({4, 7, 6}),
+  EXPECT_EQ(make_layer({.type = "maxpool", .kernel = 2, .stride = 0})->output_shape({4, 7, 6}),
             SampleShape({4, 3, 3}));
   EXPECT_THROW(make_layer({.type = "maxpool", .kernel = 3})->output_shape({4, 2, 6}), InputError);
   EXPECT_EQ(make_layer({.type = "flatten"})->output_shape({64, 4, 4}), SampleShape({1024}));
@@ -89,12 +89,13 @@ TEST(ModelLayers, OutputShapes) {
 }
 
 TEST(ModelLayers, MaxPoolStrideRule) {
-  // 0 and 1 mean "same as the kernel"; larger strides are used as given.
+  // 0 means "same as the kernel" (docs/config.md); everything else is used as given.
   EXPECT_EQ(MaxPool2d(2, 0).stride(), 2);
-  EXPECT_EQ(MaxPool2d(2, 1).stride(), 2);
-  EXPECT_EQ(MaxPool2d(3, 1).stride(), 3);
+  EXPECT_EQ(MaxPool2d(3, 0).stride(), 3);
+  EXPECT_EQ(MaxPool2d(2, 1).stride(), 1);
   EXPECT_EQ(MaxPool2d(2, 3).stride(), 3);
   EXPECT_EQ(MaxPool2d(3, 2).output_shape({1, 7, 7}), SampleShape({1, 3, 3}));
+  EXPECT_EQ(MaxPool2d(2, 1).output_shape({1, 7, 5}), SampleShape({1, 6, 4}));
 }
 
 TEST(ModelLayers, LinearForwardMatchesReference) {
@@ -138,9 +139,9 @@ class ModelConvForward : public ::testing::TestWithParam<ConvCase> {};
 
 TEST_P(ModelConvForward, MatchesDirectConvolution) {
   const ConvCase cc = GetParam();
-  BoundLayer b = bind_layer({.type = "conv2d", .out = cc.out, .kernel = cc.k, .stride = cc.s,
-                             .padding = cc.p},
-                            {cc.c, cc.h, cc.w});
+  BoundLayer b =
+      bind_layer({.type = "conv2d", .out = cc.out, .kernel = cc.k, .stride = cc.s, .padding = cc.p},
+                 {cc.c, cc.h, cc.w});
   Rng rng{4, 5};
   const Tensor x = random_tensor({cc.n, cc.c, cc.h, cc.w}, rng);
   Tensor y;
@@ -150,8 +151,12 @@ TEST_P(ModelConvForward, MatchesDirectConvolution) {
   ASSERT_EQ(y.shape, std::vector<int>({cc.n, cc.out, oh_count, ow_count}));
   const float* weight = b.params.data();
   const float* bias = b.params.data() + std::size_t(cc.out) * cc.c * cc.k * cc.k;
-  auto X = [&](int n, int c, int i, int j) { return x.data[((n * cc.c + c) * cc.h + i) * cc.w + j]; };
-  auto W = [&](int o, int c, int i, int j) { return weight[((o * cc.c + c) * cc.k + i) * cc.k + j]; };
+  auto X = [&](int n, int c, int i, int j) {
+    return x.data[((n * cc.c + c) * cc.h + i) * cc.w + j];
+  };
+  auto W = [&](int o, int c, int i, int j) {
+    return weight[((o * cc.c + c) * cc.k + i) * cc.k + j];
+  };
   for (int n = 0; n < cc.n; ++n)
     for (int o = 0; o < cc.out; ++o)
       for (int oh = 0; oh < oh_count; ++oh)
@@ -170,13 +175,11 @@ TEST_P(ModelConvForward, MatchesDirectConvolution) {
         }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, ModelConvForward,
-                         ::testing::Values(ConvCase{2, 3, 8, 8, 4, 3, 1, 1},
-                                           ConvCase{3, 2, 7, 9, 5, 3, 2, 1},
-                                           ConvCase{1, 4, 6, 5, 3, 1, 1, 0},
-                                           ConvCase{2, 1, 5, 5, 2, 5, 1, 2},
-                                           ConvCase{2, 3, 9, 8, 2, 2, 3, 0},
-                                           ConvCase{1, 2, 4, 4, 3, 3, 1, 3}));
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ModelConvForward,
+    ::testing::Values(ConvCase{2, 3, 8, 8, 4, 3, 1, 1}, ConvCase{3, 2, 7, 9, 5, 3, 2, 1},
+                      ConvCase{1, 4, 6, 5, 3, 1, 1, 0}, ConvCase{2, 1, 5, 5, 2, 5, 1, 2},
+                      ConvCase{2, 3, 9, 8, 2, 2, 3, 0}, ConvCase{1, 2, 4, 4, 3, 3, 1, 3}));
 
 TEST(ModelLayers, Im2colAndCol2imAreAdjoint) {
   // <im2col(x), c> == <x, col2im(c)> for every geometry: col2im is the exact adjoint that the
@@ -184,8 +187,12 @@ TEST(ModelLayers, Im2colAndCol2imAreAdjoint) {
   Rng rng{6, 7};
   for (const ConvCase cc : {ConvCase{1, 2, 7, 6, 0, 3, 2, 1}, ConvCase{1, 3, 5, 5, 0, 3, 1, 2},
                             ConvCase{1, 1, 8, 7, 0, 2, 3, 0}}) {
-    ConvGeometry g{.channels = cc.c, .height = cc.h, .width = cc.w, .kernel = cc.k,
-                   .stride = cc.s, .padding = cc.p};
+    ConvGeometry g{.channels = cc.c,
+                   .height = cc.h,
+                   .width = cc.w,
+                   .kernel = cc.k,
+                   .stride = cc.s,
+                   .padding = cc.p};
     g.compute_output();
     const Tensor x = random_tensor({int(g.image_size())}, rng);
     const Tensor c = random_tensor({int(g.col_rows() * g.col_cols())}, rng);
@@ -200,8 +207,8 @@ TEST(ModelLayers, Im2colAndCol2imAreAdjoint) {
 }
 
 TEST(ModelLayers, MaxPoolForwardMatchesReference) {
-  for (const auto& [k, s, h, w] : std::vector<std::array<int, 4>>{{2, 2, 6, 6}, {2, 2, 7, 5},
-                                                                  {3, 2, 7, 7}, {3, 3, 9, 10}}) {
+  for (const auto& [k, s, h, w] :
+       std::vector<std::array<int, 4>>{{2, 2, 6, 6}, {2, 2, 7, 5}, {3, 2, 7, 7}, {3, 3, 9, 10}}) {
     BoundLayer b = bind_layer({.type = "maxpool", .kernel = k, .stride = s}, {3, h, w});
     Rng rng{8, 9};
     const Tensor x = random_tensor({2, 3, h, w}, rng);
@@ -222,7 +229,7 @@ TEST(ModelLayers, MaxPoolForwardMatchesReference) {
 }
 
 TEST(ModelLayers, MaxPoolTiesGoToFirstMaximum) {
-  BoundLayer b = bind_layer({.type = "maxpool", .kernel = 2}, {1, 2, 4});
+  BoundLayer b = bind_layer({.type = "maxpool", .kernel = 2, .stride = 0}, {1, 2, 4});
   Tensor x;
   x.resize({1, 1, 2, 4});
   x.data = {1, 5, 3, 3,  //
@@ -289,11 +296,11 @@ TEST(ModelLayers, EmptyBatchForwardBackward) {
     LayerSpec spec;
     std::vector<int> input;
   };
-  for (const Case& c : {Case{{.type = "linear", .out = 3}, {0, 5}},
-                        Case{{.type = "conv2d", .out = 3, .kernel = 3, .padding = 1}, {0, 2, 5, 5}},
-                        Case{{.type = "maxpool", .kernel = 2}, {0, 2, 4, 4}},
-                        Case{{.type = "relu"}, {0, 2, 4, 4}},
-                        Case{{.type = "flatten"}, {0, 2, 4, 4}}}) {
+  for (const Case& c :
+       {Case{{.type = "linear", .out = 3}, {0, 5}},
+        Case{{.type = "conv2d", .out = 3, .kernel = 3, .padding = 1}, {0, 2, 5, 5}},
+        Case{{.type = "maxpool", .kernel = 2, .stride = 0}, {0, 2, 4, 4}}, Case{{.type = "relu"}, {0, 2, 4, 4}},
+        Case{{.type = "flatten"}, {0, 2, 4, 4}}}) {
     SCOPED_TRACE(c.spec.type);
     BoundLayer b = bind_layer(c.spec, SampleShape(c.input.begin() + 1, c.input.end()));
     std::fill(b.grads.begin(), b.grads.end(), 5.0f);  // stale values from an earlier batch

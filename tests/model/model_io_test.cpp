@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 const std::vector<LayerSpec> kSmall{
     {.type = "conv2d", .out = 4, .kernel = 3, .stride = 1, .padding = 1},
     {.type = "relu"},
-    {.type = "maxpool", .kernel = 2},
+    {.type = "maxpool", .kernel = 2, .stride = 0},
     {.type = "flatten"},
     {.type = "linear", .out = 5},
 };
@@ -153,8 +153,8 @@ TEST_F(ModelIo, LoadIntoAnotherArchitectureFails) {
 }
 
 TEST_F(ModelIo, LoadRejectsExtraTensors) {
-  Model big({{.type = "linear", .out = 4}, {.type = "relu"}, {.type = "linear", .out = 4}}, {4},
-            4, 1);
+  Model big({{.type = "linear", .out = 4}, {.type = "relu"}, {.type = "linear", .out = 4}}, {4}, 4,
+            1);
   Model small({{.type = "linear", .out = 4}}, {4}, 4, 1);
   const fs::path file = dir_ / "big.h5";
   save_model_hdf5(file, big);

@@ -17,20 +17,21 @@ namespace conflux::model {
 namespace {
 
 const std::vector<LayerSpec> kMlp{
-    {.type = "flatten"},          {.type = "linear", .out = 512}, {.type = "relu"},
-    {.type = "linear", .out = 256}, {.type = "relu"},             {.type = "linear", .out = 10},
+    {.type = "flatten"}, {.type = "linear", .out = 512},
+    {.type = "relu"},    {.type = "linear", .out = 256},
+    {.type = "relu"},    {.type = "linear", .out = 10},
 };
 
 const std::vector<LayerSpec> kCifarCnn{
     {.type = "conv2d", .out = 32, .kernel = 3, .stride = 1, .padding = 1},
     {.type = "relu"},
-    {.type = "maxpool", .kernel = 2},
+    {.type = "maxpool", .kernel = 2, .stride = 0},
     {.type = "conv2d", .out = 64, .kernel = 3, .stride = 1, .padding = 1},
     {.type = "relu"},
-    {.type = "maxpool", .kernel = 2},
+    {.type = "maxpool", .kernel = 2, .stride = 0},
     {.type = "conv2d", .out = 128, .kernel = 3, .stride = 1, .padding = 1},
     {.type = "relu"},
-    {.type = "maxpool", .kernel = 2},
+    {.type = "maxpool", .kernel = 2, .stride = 0},
     {.type = "flatten"},
     {.type = "linear", .out = 256},
     {.type = "relu"},
@@ -98,7 +99,7 @@ TEST(ModelModel, ShapeErrorsNameTheLayer) {
   std::vector<LayerSpec> no_flatten{
       {.type = "conv2d", .out = 64, .kernel = 3, .stride = 1, .padding = 1},
       {.type = "relu"},
-      {.type = "maxpool", .kernel = 2},
+      {.type = "maxpool", .kernel = 2, .stride = 0},
       {.type = "linear", .out = 10},
   };
   EXPECT_EQ(input_error(no_flatten, {3, 16, 16}, 10),
@@ -134,9 +135,8 @@ TEST(ModelModel, InitIsDeterministicPerSeed) {
   EXPECT_TRUE(std::equal(a.params().begin(), a.params().end(), b.params().begin()));
   // PyTorch bounds: 1/sqrt(fan_in), fan_in = C*k*k for conv and in-features for linear.
   for (const ParamInfo& info : a.param_infos()) {
-    const int fan_in = info.shape.size() == 1
-                           ? 0
-                           : static_cast<int>(Tensor::count_of(info.shape) / info.shape[0]);
+    const int fan_in =
+        info.shape.size() == 1 ? 0 : static_cast<int>(Tensor::count_of(info.shape) / info.shape[0]);
     if (fan_in == 0) continue;
     const float bound = 1.0f / std::sqrt(static_cast<float>(fan_in));
     float largest = 0.0f;
@@ -196,7 +196,9 @@ TEST(ModelModel, BackwardIsDeterministicAndMoveKeepsBindings) {
 
 TEST(ModelModel, LossDecreasesWithSgdSteps) {
   // A tiny learning problem: the end-to-end wiring (forward, loss, backward, update) works.
-  Model m({{.type = "flatten"}, {.type = "linear", .out = 16}, {.type = "relu"},
+  Model m({{.type = "flatten"},
+           {.type = "linear", .out = 16},
+           {.type = "relu"},
            {.type = "linear", .out = 3}},
           {2, 2, 2}, 3, 1);
   const Tensor x = random_tensor({6, 2, 2, 2}, 2);

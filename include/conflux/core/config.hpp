@@ -53,6 +53,8 @@ struct TrainSection {
   int epochs = 1;
   int batch_size = 128;
   double lr = 0.01;
+  std::string lr_schedule = "constant";
+  std::int64_t warmup_steps = 0;
   double momentum = 0;
   double weight_decay = 0;
   int log_every = 100;

@@ -29,9 +29,7 @@ struct ConvGeometry {
     return static_cast<std::size_t>(channels) * kernel * kernel;
   }
   /// Columns of the column matrix: H' * W'.
-  std::size_t col_cols() const noexcept {
-    return static_cast<std::size_t>(out_height) * out_width;
-  }
+  std::size_t col_cols() const noexcept { return static_cast<std::size_t>(out_height) * out_width; }
   /// Elements of one input image: C * H * W.
   std::size_t image_size() const noexcept {
     return static_cast<std::size_t>(channels) * height * width;

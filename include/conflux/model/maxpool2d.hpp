@@ -13,21 +13,22 @@ namespace conflux::model {
 /// Max pooling over kernel x kernel windows, input [N, C, H, W] -> [N, C, H', W'] with
 /// H' = (H - kernel) / stride + 1 (a partial last window is dropped, as in PyTorch).
 ///
-/// Stride: a LayerSpec stride of 0 or 1 means "same as the kernel" (non-overlapping windows,
-/// the usual pooling). LayerSpec.stride defaults to 1 for the sake of conv2d, so treating 1
-/// literally would turn `{type = "maxpool", kernel = 2}` into an overlapping pool that barely
-/// shrinks the image; a stride >= 2 is used as given. Ties go to the first maximum in
+/// Stride: 0 means "same as the kernel" (non-overlapping windows); any other value is used
+/// as given, so stride 1 is an overlapping pool. This follows docs/config.md ("0 = same as the
+/// window") and the config loader, which maps an absent or 0 stride to the kernel before the
+/// spec reaches make_layer(). Beware that a LayerSpec built in C++ defaults to stride 1 (the
+/// conv2d default): write .stride = 0 for the usual pooling. Ties go to the first maximum in
 /// row-major window order.
 class MaxPool2d final : public Layer {
  public:
-  /// kernel >= 1; stride as described above (0 or 1 -> kernel).
+  /// kernel >= 1; stride >= 0 as described above (0 -> kernel).
   MaxPool2d(int kernel, int stride);
   std::string type() const override { return "maxpool"; }
   SampleShape output_shape(const SampleShape& input) const override;
   void forward(const Tensor& in, Tensor& out) override;
   void backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) override;
 
-  /// Effective stride (after the 0/1 -> kernel rule).
+  /// Effective stride (after the 0 -> kernel rule).
   int stride() const noexcept { return stride_; }
   /// "maxpool k2 s2".
   std::string describe() const;
