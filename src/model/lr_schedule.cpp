@@ -16,9 +16,10 @@ double LrSchedule::at(std::size_t step) const noexcept {
   if (step < warmup_steps_) {
     return peak_lr_ * static_cast<double>(step + 1) / static_cast<double>(warmup_steps_);
   }
-  if (kind_ == Kind::kConstant || total_steps_ <= warmup_steps_) return peak_lr_;
+  if (kind_ == Kind::kConstant || total_steps_ <= warmup_steps_ + 1) return peak_lr_;
+  // The last step (total_steps - 1) gets lr 0: the run ends fully annealed.
   const double progress = std::min(1.0, static_cast<double>(step - warmup_steps_) /
-                                            static_cast<double>(total_steps_ - warmup_steps_));
+                                            static_cast<double>(total_steps_ - warmup_steps_ - 1));
   return 0.5 * peak_lr_ * (1.0 + std::cos(std::numbers::pi * progress));
 }
 

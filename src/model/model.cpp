@@ -25,6 +25,15 @@ std::string describe(const Layer& layer) {
   return layer.type();
 }
 
+// Index of the first layer with parameters (layers.size() if none). Gradients with respect to
+// its input, and anything below it, are never read: backward() stops there.
+std::size_t first_trainable(const std::vector<std::unique_ptr<Layer>>& layers,
+                            const std::vector<SampleShape>& shapes) {
+  std::size_t i = 0;
+  while (i < layers.size() && layers[i]->param_layout(shapes[i]).empty()) ++i;
+  return i;
+}
+
 }  // namespace
 
 Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape, int num_classes,
@@ -81,10 +90,13 @@ Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape
     layers_[i]->init_params(rng);
   }
 
-  // Nothing reads the gradient with respect to the model input, and for a first linear or
-  // conv layer it costs as much as its weight gradient; skip it.
-  if (auto* l = dynamic_cast<Linear*>(layers_.front().get())) l->set_input_grad_needed(false);
-  if (auto* l = dynamic_cast<Conv2d*>(layers_.front().get())) l->set_input_grad_needed(false);
+  // Nothing reads the gradient with respect to the input of the first layer with parameters
+  // (e.g. the linear layer after a leading flatten), and it costs as much as that layer's
+  // weight gradient, a quarter of an MLP step; skip it.
+  if (const std::size_t first = first_trainable(layers_, shapes_); first < layers_.size()) {
+    if (auto* l = dynamic_cast<Linear*>(layers_[first].get())) l->set_input_grad_needed(false);
+    if (auto* l = dynamic_cast<Conv2d*>(layers_[first].get())) l->set_input_grad_needed(false);
+  }
 
   activations_.resize(layers_.size());
   gradients_.resize(layers_.size());
@@ -115,7 +127,10 @@ void Model::backward(const Tensor& grad_logits) {
   CONFLUX_CHECK(grad_logits.shape == activations_.back().shape,
                 "Model::backward: gradient [{}] does not match the logits [{}]",
                 fmt::join(grad_logits.shape, ","), fmt::join(activations_.back().shape, ","));
-  for (std::size_t i = layers_.size(); i-- > 0;) {
+  // Parameter-free layers below the first trainable one need no backward pass (their input
+  // gradients would be thrown away).
+  const std::size_t first = first_trainable(layers_, shapes_);
+  for (std::size_t i = layers_.size(); i-- > first;) {
     const Tensor& in = i == 0 ? *last_input_ : activations_[i - 1];
     const Tensor& grad_out = i + 1 == layers_.size() ? grad_logits : gradients_[i + 1];
     layers_[i]->backward(in, grad_out, gradients_[i]);

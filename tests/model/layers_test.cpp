@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -207,8 +208,8 @@ TEST(ModelLayers, Im2colAndCol2imAreAdjoint) {
 }
 
 TEST(ModelLayers, MaxPoolForwardMatchesReference) {
-  for (const auto& [k, s, h, w] :
-       std::vector<std::array<int, 4>>{{2, 2, 6, 6}, {2, 2, 7, 5}, {3, 2, 7, 7}, {3, 3, 9, 10}}) {
+  for (const auto& [k, s, h, w] : std::vector<std::array<int, 4>>{
+           {2, 2, 6, 6}, {2, 2, 7, 5}, {3, 2, 7, 7}, {3, 3, 9, 10}, {2, 1, 5, 6}}) {
     BoundLayer b = bind_layer({.type = "maxpool", .kernel = k, .stride = s}, {3, h, w});
     Rng rng{8, 9};
     const Tensor x = random_tensor({2, 3, h, w}, rng);
@@ -242,6 +243,16 @@ TEST(ModelLayers, MaxPoolTiesGoToFirstMaximum) {
   dy.data = {10, 20};
   b.layer->backward(x, dy, dx);
   EXPECT_EQ(dx.data, std::vector<float>({0, 10, 20, 0,  //
+                                         0, 0, 0, 0}));
+
+  // The general path (stride 1, overlapping windows): same rule, and shared maxima add up.
+  MaxPool2d overlapping(2, 1);
+  overlapping.forward(x, y);
+  EXPECT_EQ(y.data, std::vector<float>({5, 5, 3}));
+  dy.resize({1, 1, 1, 3});
+  dy.data = {1, 2, 4};
+  overlapping.backward(x, dy, dx);
+  EXPECT_EQ(dx.data, std::vector<float>({0, 3, 4, 0,  //
                                          0, 0, 0, 0}));
 }
 
@@ -299,8 +310,8 @@ TEST(ModelLayers, EmptyBatchForwardBackward) {
   for (const Case& c :
        {Case{{.type = "linear", .out = 3}, {0, 5}},
         Case{{.type = "conv2d", .out = 3, .kernel = 3, .padding = 1}, {0, 2, 5, 5}},
-        Case{{.type = "maxpool", .kernel = 2, .stride = 0}, {0, 2, 4, 4}}, Case{{.type = "relu"}, {0, 2, 4, 4}},
-        Case{{.type = "flatten"}, {0, 2, 4, 4}}}) {
+        Case{{.type = "maxpool", .kernel = 2, .stride = 0}, {0, 2, 4, 4}},
+        Case{{.type = "relu"}, {0, 2, 4, 4}}, Case{{.type = "flatten"}, {0, 2, 4, 4}}}) {
     SCOPED_TRACE(c.spec.type);
     BoundLayer b = bind_layer(c.spec, SampleShape(c.input.begin() + 1, c.input.end()));
     std::fill(b.grads.begin(), b.grads.end(), 5.0f);  // stale values from an earlier batch

@@ -20,20 +20,21 @@ Tensor make_logits(int n, int k, std::vector<float> values) {
 
 TEST(ModelLoss, HandComputedValues) {
   const Tensor logits = make_logits(2, 3, {1, 2, 3, 0, 0, 0});
-  const std::vector<std::uint8_t> labels{2, 1};
+  const std::vector<std::uint8_t> labels{2, 0};
   Tensor grad;
   const LossResult r = softmax_cross_entropy(logits, labels, 0.5f, &grad);
   // log(e + e^2 + e^3) - 3 and log(3)
   EXPECT_NEAR(r.loss_sum, 0.4076059644443804 + 1.0986122886681098, 1e-9);
-  // Row 0 predicts class 2 (right); row 1 is a three-way tie, resolved to class 0 (wrong).
-  EXPECT_EQ(r.correct, 1);
+  // Row 0 predicts class 2 (right); row 1 is a three-way tie, resolved to the first maximum,
+  // class 0 (right).
+  EXPECT_EQ(r.correct, 2);
   ASSERT_EQ(grad.shape, std::vector<int>({2, 3}));
   const double p0[3] = {0.09003057317038046, 0.24472847105479764, 0.6652409557748219};
   EXPECT_NEAR(grad.data[0], 0.5 * p0[0], 1e-7);
   EXPECT_NEAR(grad.data[1], 0.5 * p0[1], 1e-7);
   EXPECT_NEAR(grad.data[2], 0.5 * (p0[2] - 1.0), 1e-7);
-  EXPECT_NEAR(grad.data[3], 0.5 / 3.0, 1e-7);
-  EXPECT_NEAR(grad.data[4], 0.5 * (1.0 / 3.0 - 1.0), 1e-7);
+  EXPECT_NEAR(grad.data[3], 0.5 * (1.0 / 3.0 - 1.0), 1e-7);
+  EXPECT_NEAR(grad.data[4], 0.5 / 3.0, 1e-7);
   EXPECT_NEAR(grad.data[5], 0.5 / 3.0, 1e-7);
 }
 
