@@ -21,18 +21,25 @@ conflux_s=$(sed -n '2p' "$run_dir/metrics.jsonl" | python3 -c 'import json,sys; 
 echo "conflux epoch 2: ${conflux_s} s"
 
 torch_s=""
-if python3 -c 'import torch' 2>/dev/null; then
+# Debian's python3-torch belongs to the system interpreter, not to a pyenv/venv one.
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+if "$PY" -c 'import torch' 2>/dev/null; then
   echo "pytorch: torchrun-style 2 processes (gloo, 1 thread each)"
   pids=()
   for r in 0 1; do
     MASTER_ADDR=127.0.0.1 MASTER_PORT=29517 RANK=$r WORLD_SIZE=2 OMP_NUM_THREADS=1 \
-      python3 benchmarks/pytorch_ddp_mnist.py --data "$DATA" --epochs 2 >"$OUT/pytorch-r$r.log" 2>&1 &
+      "$PY" benchmarks/pytorch_ddp_mnist.py --data "$DATA" --epochs 2 >"$OUT/pytorch-r$r.log" 2>&1 &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done
   cat "$OUT/pytorch-r0.log"
-  if grep -q "libblas.so.3\|openblas" <(head -1 "$OUT/pytorch-r0.log") && ! grep -q "openblas" <(head -1 "$OUT/pytorch-r0.log"); then
-    echo "warning: PyTorch is not on OpenBLAS; the comparison would be unfair" >&2
+  # Debian's torch uses whatever libblas.so.3 points to; the reference BLAS would make it
+  # about 3x slower and the comparison unfair.
+  if ! head -1 "$OUT/pytorch-r0.log" | grep -q "openblas"; then
+    echo "error: PyTorch is not running on OpenBLAS (see the blas field above); fix libblas.so.3" >&2
+    echo "       with: update-alternatives --config libblas.so.3-x86_64-linux-gnu" >&2
+    exit 3
   fi
   torch_s=$(grep '"epoch": 2' "$OUT/pytorch-r0.log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["epoch_seconds"])')
   echo "pytorch epoch 2: ${torch_s} s"
