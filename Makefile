@@ -31,7 +31,8 @@ CXXFLAGS ?= -std=c++20 -Wall -Wextra -Wpedantic
 CPPFLAGS += -Iinclude -MMD -MP -DOMPI_SKIP_MPICXX
 OUT      := $(BUILDDIR)/$(BUILD)
 OBJDIR   := $(OUT)/obj
-BINDIR   := $(BUILDDIR)/bin
+# Release binaries go to build/bin (what users run); debug/asan ones beside their objects.
+BINDIR   := $(if $(filter release,$(BUILD)),$(BUILDDIR)/bin,$(OUT)/bin)
 
 LIB_SRCS   := $(shell find src -name '*.cpp' -not -path 'src/cli/*' | sort)
 CLI_SRCS   := $(shell find src/cli -name '*.cpp' | sort)
@@ -100,12 +101,12 @@ build-tests: $(CONFLUX) $(UNIT_TESTS) $(MPI_TESTS)
 # The README's test command: installs what is missing, builds, runs every test.
 test: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) build-tests
-	@BUILD=$(BUILD) tests/run-all.sh
+	@CONFLUX_BIN=$(BINDIR) tests/run-all.sh
 
 # The README's demo command: MNIST MLP on 2 trainer ranks under mpirun.
 demo: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) $(CONFLUX)
-	@tools/run-demo.sh
+	@CONFLUX_BIN=$(BINDIR) tools/run-demo.sh
 
 bench-deps:
 	@tools/install-deps.sh $(BENCH_PACKAGES) || echo "bench: PyTorch baseline unavailable"

@@ -2,10 +2,15 @@
 # Runs every test: GoogleTest units, MPI integration tests under mpirun -np 2 and -np 4, and
 # the command-line tests. Prints "N passed, M failed" and exits non-zero on any failure.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 3
 # shellcheck source=tools/mpi-env.sh
 source tools/mpi-env.sh
-BIN=build/bin
+BIN=${CONFLUX_BIN:-build/bin}
+export CONFLUX_BIN=$BIN
+# For BUILD=asan: leaks inside MPI/BLAS/HDF5 libraries are theirs (see tests/lsan.supp).
+# Full (slow) unwinding and no plugin unloading let every leak stack name its library.
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0:fast_unwind_on_malloc=0"
+export OMPI_MCA_mca_base_component_disable_dlclose=1
 passed=0
 failed=0
 failures=()

@@ -7,4 +7,5 @@ fi
 # One BLAS thread per rank: ranks already share the cores.
 export OPENBLAS_NUM_THREADS=1
 # More ranks than cores is fine for tests; yield instead of spinning when idle.
+# shellcheck disable=SC2034  # used by the scripts that source this file
 MPIRUN=(mpirun --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none)

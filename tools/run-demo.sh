@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 source tools/mpi-env.sh
 run_dir="runs/mnist_mlp-demo-$(date +%Y%m%d-%H%M%S)"
 echo "demo: mpirun -np 2 build/bin/conflux train --config configs/mnist_mlp.toml --set run.dir=$run_dir"
-"${MPIRUN[@]}" -np 2 build/bin/conflux train --config configs/mnist_mlp.toml \
+"${MPIRUN[@]}" -np 2 "${CONFLUX_BIN:-build/bin}/conflux" train --config configs/mnist_mlp.toml \
   --set "run.dir=$run_dir"
 echo
 echo "demo: results in $run_dir/"

@@ -3,10 +3,10 @@
 # with a clear message, on every rank, without hanging), the run directory, and bit-identical
 # digests across repeated runs, rank layouts and the HDF5 copy of a dataset.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 3
 # shellcheck source=tools/mpi-env.sh
 source tools/mpi-env.sh
-CONFLUX=build/bin/conflux
+CONFLUX=${CONFLUX_BIN:-build/bin}/conflux
 DATA=${CONFLUX_DATA:-../shared/data}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -15,7 +15,11 @@ fail=0
 QUICK=(--set data.train_limit=1000 --set data.test_limit=200 --set train.log_every=0)
 
 ok() { pass=$((pass + 1)); echo "ok   - $1"; }
-not_ok() { fail=$((fail + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && sed 's/^/       /' <<<"$2" | tail -15; }
+not_ok() {
+  fail=$((fail + 1))
+  echo "FAIL - $1"
+  if [ -n "${2:-}" ]; then tail -15 <<<"$2" | while IFS= read -r line; do echo "       $line"; done; fi
+}
 
 # expect_fail NAME EXIT_CODE "TEXT" [MIN_LINES] -- COMMAND...: the command exits with EXIT_CODE
 # and its output contains TEXT (at least MIN_LINES times: once per rank).
@@ -44,22 +48,22 @@ mnist_train() { "${MPIRUN[@]}" -np "$1" "$CONFLUX" train --config configs/mnist_
 digest_of() { sed -n 's/^model digest: //p' "$1"; }
 
 # --- bad command lines and configs -----------------------------------------------------------
-expect_fail "unknown command" 2 "unknown command 'trian'" -- $CONFLUX trian
-expect_fail "missing config file" 2 "cannot open config file" -- $CONFLUX config check --config "$TMP/none.toml"
+expect_fail "unknown command" 2 "unknown command 'trian'" -- "$CONFLUX" trian
+expect_fail "missing config file" 2 "cannot open config file" -- "$CONFLUX" config check --config "$TMP/none.toml"
 printf '[train]\nlr = = 1\n' >"$TMP/syntax.toml"
-expect_fail "TOML syntax error with line:column" 2 "syntax.toml:2:" -- $CONFLUX config check --config "$TMP/syntax.toml"
+expect_fail "TOML syntax error with line:column" 2 "syntax.toml:2:" -- "$CONFLUX" config check --config "$TMP/syntax.toml"
 sed 's/^lr = 0.05/learning_rate = 0.05/' configs/mnist_mlp.toml >"$TMP/typo.toml"
-expect_fail "unknown key with hint" 2 "unknown key 'train.learning_rate'" -- $CONFLUX config check --config "$TMP/typo.toml"
-expect_fail "bad --set value" 2 "train.lr: expected a number" -- $CONFLUX config check --config configs/mnist_mlp.toml --set train.lr=fast
-expect_fail "--set without =" 2 "expected key=value" -- $CONFLUX config check --config configs/mnist_mlp.toml --set train.lr
-expect_fail "unknown option" 2 "unrecognised option" -- $CONFLUX train --config configs/mnist_mlp.toml --sett x=1
+expect_fail "unknown key with hint" 2 "unknown key 'train.learning_rate'" -- "$CONFLUX" config check --config "$TMP/typo.toml"
+expect_fail "bad --set value" 2 "train.lr: expected a number" -- "$CONFLUX" config check --config configs/mnist_mlp.toml --set train.lr=fast
+expect_fail "--set without =" 2 "expected key=value" -- "$CONFLUX" config check --config configs/mnist_mlp.toml --set train.lr
+expect_fail "unknown option" 2 "unrecognised option" -- "$CONFLUX" train --config configs/mnist_mlp.toml --sett x=1
 expect_fail "too few ranks: error on every rank" 2 "cluster.trainers = 3 needs at least 3 ranks, but the job has 2" 2 -- \
   mnist_train 2 ranks --set cluster.trainers=3
 expect_fail "rank count vs cluster.workers: error on every rank" 2 "need 3 ranks, but the job has 2" 2 -- \
   mnist_train 2 workers --set cluster.trainers=2 --set cluster.workers=1
 sed 's/^out = 10$/out = 5/' configs/mnist_mlp.toml >"$TMP/out5.toml"
 expect_fail "model output does not match classes" 2 "10 classes" 2 -- \
-  "${MPIRUN[@]}" -np 2 $CONFLUX train --config "$TMP/out5.toml" "${QUICK[@]}" --set "run.dir=$TMP/run-out5"
+  "${MPIRUN[@]}" -np 2 "$CONFLUX" train --config "$TMP/out5.toml" "${QUICK[@]}" --set "run.dir=$TMP/run-out5"
 expect_fail "crop larger than the image" 2 "transform.crop = 40 is larger than the padded image" -- \
   mnist_train 2 crop --set transform.crop=40
 expect_fail "missing data directory" 2 "$TMP/nodata/mnist" -- \
@@ -97,12 +101,12 @@ if [ -d "$DATA/cifar-10" ]; then
   for f in data_batch_1 data_batch_2 data_batch_3 data_batch_4 data_batch_5; do ln -s "$(realpath "$DATA/cifar-10/$f.bin")" "$bad/$f.bin"; done
   head -c 30729999 "$DATA/cifar-10/test_batch.bin" >"$bad/test_batch.bin"
   expect_fail "CIFAR truncated record" 2 "test_batch.bin" 2 -- \
-    "${MPIRUN[@]}" -np 2 $CONFLUX train --config configs/cifar10_cnn.toml --set "data.dir=$TMP/badcifar" --set "run.dir=$TMP/run-c1"
+    "${MPIRUN[@]}" -np 2 "$CONFLUX" train --config configs/cifar10_cnn.toml --set "data.dir=$TMP/badcifar" --set "run.dir=$TMP/run-c1"
   cp "$DATA/cifar-10/test_batch.bin" "$bad/test_batch.bin"
   chmod u+w "$bad/test_batch.bin"
   printf '\x0b' | dd of="$bad/test_batch.bin" bs=1 seek=$((3073 * 5)) conv=notrunc status=none
   expect_fail "CIFAR label out of range" 2 "label 11 at byte offset 15365" 2 -- \
-    "${MPIRUN[@]}" -np 2 $CONFLUX train --config configs/cifar10_cnn.toml --set "data.dir=$TMP/badcifar" --set "run.dir=$TMP/run-c2"
+    "${MPIRUN[@]}" -np 2 "$CONFLUX" train --config configs/cifar10_cnn.toml --set "data.dir=$TMP/badcifar" --set "run.dir=$TMP/run-c2"
 fi
 printf 'this is not HDF5' >"$TMP/fake.h5"
 expect_fail "data.hdf5_file that is not HDF5" 2 "fake.h5" 2 -- \
@@ -117,7 +121,7 @@ if [ -d "$DATA/mnist" ]; then
   files_ok=1
   for f in config.toml metrics.jsonl model.h5 summary.json; do [ -s "$TMP/run-a/$f" ] || files_ok=0; done
   if [ $files_ok = 1 ] && grep -q "\"digest\": \"$da\"" "$TMP/run-a/summary.json" && grep -q '"test_accuracy"' "$TMP/run-a/metrics.jsonl" \
-    && $CONFLUX config check --config "$TMP/run-a/config.toml" >/dev/null; then
+    && "$CONFLUX" config check --config "$TMP/run-a/config.toml" >/dev/null; then
     ok "run directory holds a reloadable config.toml, metrics.jsonl, model.h5, summary.json"
   else
     not_ok "run directory incomplete" "$(ls -l "$TMP/run-a")"
@@ -125,8 +129,8 @@ if [ -d "$DATA/mnist" ]; then
   mnist_train 4 c >"$TMP/c.log" 2>&1
   dc=$(digest_of "$TMP/c.log")
   if [ "$da" = "$dc" ] && grep -q "2 trainer(s), 2 worker(s)" "$TMP/c.log"; then ok "2 trainers + 2 idle workers give the same digest as 2 ranks"; else not_ok "4-rank digest '$dc' != '$da'" "$(cat "$TMP/c.log")"; fi
-  if $CONFLUX data convert --dataset mnist --data-dir "$DATA" --output "$TMP/mnist.h5" >/dev/null &&
-    $CONFLUX data info "$TMP/mnist.h5" | grep -q "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609"; then
+  if "$CONFLUX" data convert --dataset mnist --data-dir "$DATA" --output "$TMP/mnist.h5" >/dev/null &&
+    "$CONFLUX" data info "$TMP/mnist.h5" | grep -q "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609"; then
     ok "data convert writes HDF5 with source SHA-256"
   else
     not_ok "data convert"
