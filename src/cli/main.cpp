@@ -1,8 +1,8 @@
 // conflux: the command-line entry point. Parses arguments, dispatches to a subcommand, and
 // maps errors to the documented exit codes (0 ok, 2 bad input, 3 runtime failure).
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <boost/program_options.hpp>
 
 #include <chrono>
 #include <cstdlib>
@@ -63,8 +63,8 @@ struct ConfigArgs {
 ConfigArgs parse_config_args(const std::vector<std::string>& args, const char* command) {
   ConfigArgs out;
   po::options_description options(fmt::format("conflux {} options", command));
-  options.add_options()("help,h", "show this help")(
-      "config,c", po::value(&out.path)->required(), "TOML experiment config")(
+  options.add_options()("help,h", "show this help")("config,c", po::value(&out.path)->required(),
+                                                    "TOML experiment config")(
       "set,s", po::value(&out.overrides)->composing(),
       "override a config key, e.g. --set train.lr=0.1 (repeatable)");
   po::variables_map vm;
@@ -117,8 +117,7 @@ int cmd_config(const std::vector<std::string>& args) {
     CONFLUX_INPUT_ERROR("conflux config: unknown action '{}' (expected check or reference)",
                         args[0]);
   }
-  const ConfigArgs config_args =
-      parse_config_args({args.begin() + 1, args.end()}, "config check");
+  const ConfigArgs config_args = parse_config_args({args.begin() + 1, args.end()}, "config check");
   const Config config =
       load_config_file(config_args.path, sources_for(config_args, local_time_stamp()));
   std::cout << config.resolved_toml();
@@ -145,8 +144,8 @@ int cmd_data(const std::vector<std::string>& args) {
   }
   std::string dataset, output, data_dir = env_or_empty("CONFLUX_DATA");
   po::options_description options("conflux data convert options");
-  options.add_options()("help,h", "show this help")(
-      "dataset", po::value(&dataset)->required(), "mnist | fashion-mnist | cifar10")(
+  options.add_options()("help,h", "show this help")("dataset", po::value(&dataset)->required(),
+                                                    "mnist | fashion-mnist | cifar10")(
       "output,o", po::value(&output)->required(), "HDF5 file to write")(
       "data-dir", po::value(&data_dir), "directory with the original files");
   po::variables_map vm;

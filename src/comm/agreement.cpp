@@ -24,13 +24,12 @@ void run_agreed(const Communicator& comm, const std::function<void()>& phase) {
       static_cast<int>(comm.allreduce_min(local_code != 0 ? comm.rank() : comm.size()));
   const std::string first_message = comm.broadcast(local_message, first_failed);
   if (local_code != 0) {
-    throw AgreedFailure(static_cast<ExitCode>(local_code), local_message, first_failed, file,
-                        line);
+    throw AgreedFailure(static_cast<ExitCode>(local_code), local_message, first_failed, file, line);
   }
-  throw AgreedFailure(static_cast<ExitCode>(worst),
-                      fmt::format("stopping because rank {} failed: {}", first_failed,
-                                  first_message),
-                      first_failed, __FILE__, __LINE__);
+  throw AgreedFailure(
+      static_cast<ExitCode>(worst),
+      fmt::format("stopping because rank {} failed: {}", first_failed, first_message), first_failed,
+      __FILE__, __LINE__);
 }
 
 }  // namespace conflux::comm

@@ -12,7 +12,9 @@ Communicator::Communicator(MPI_Comm comm, bool owned) : comm_(comm), owned_(owne
   CONFLUX_MPI_CHECK(MPI_Comm_size(comm_, &size_));
 }
 
-Communicator Communicator::world() { return Communicator(MPI_COMM_WORLD, false); }
+Communicator Communicator::world() {
+  return Communicator(MPI_COMM_WORLD, false);
+}
 
 Communicator::Communicator(Communicator&& other) noexcept
     : comm_(std::exchange(other.comm_, MPI_COMM_NULL)),
@@ -89,6 +91,8 @@ std::string Communicator::broadcast(const std::string& value, int root) const {
   return out;
 }
 
-void Communicator::barrier() const { CONFLUX_MPI_CHECK(MPI_Barrier(comm_)); }
+void Communicator::barrier() const {
+  CONFLUX_MPI_CHECK(MPI_Barrier(comm_));
+}
 
 }  // namespace conflux::comm

@@ -2,12 +2,14 @@
 
 namespace conflux::comm {
 
-std::string_view role_name(Role role) { return role == Role::kTrainer ? "trainer" : "worker"; }
+std::string_view role_name(Role role) {
+  return role == Role::kTrainer ? "trainer" : "worker";
+}
 
 RoleSplit split_roles(const Communicator& world, int trainers, int workers) {
   CONFLUX_CHECK(trainers >= 1 && workers >= 0 && trainers + workers == world.size(),
-                "role split of {} trainers + {} workers does not fit {} ranks", trainers,
-                workers, world.size());
+                "role split of {} trainers + {} workers does not fit {} ranks", trainers, workers,
+                world.size());
   RoleLayout layout;
   layout.world_rank = world.rank();
   layout.world_size = world.size();

@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "conflux/core/config_schema.hpp"
 #include "conflux/core/error.hpp"
@@ -16,8 +16,8 @@ namespace conflux {
 
 namespace {
 
-const std::vector<std::string> kSections = {"run",   "cluster", "data",
-                                            "transform", "model", "train"};
+const std::vector<std::string> kSections = {"run",       "cluster", "data",
+                                            "transform", "model",   "train"};
 
 std::vector<std::string> all_key_paths() {
   std::vector<std::string> paths;
@@ -105,8 +105,8 @@ class ConfigLoader {
     for (const auto& [section_key, section_node] : root_) {
       const std::string section(section_key.str());
       if (std::find(kSections.begin(), kSections.end(), section) == kSections.end()) {
-        fail_at(section_key.source(), fmt::format("unknown section '{}'{}", section,
-                                                  did_you_mean(section, kSections)));
+        fail_at(section_key.source(),
+                fmt::format("unknown section '{}'{}", section, did_you_mean(section, kSections)));
       }
       const toml::table* table = section_node.as_table();
       if (table == nullptr) {
@@ -141,10 +141,10 @@ class ConfigLoader {
     const auto wrong = [&](const std::string& got) {
       // Overridden values are copies that lose their source region: name the --set instead.
       const auto origin = override_origin_.find(label);
-      CONFLUX_INPUT_ERROR("{}: {}: expected {}, got {}",
-                          origin != override_origin_.end() ? origin->second
-                                                           : location(node.source()),
-                          label, describe_expected(spec), got);
+      CONFLUX_INPUT_ERROR(
+          "{}: {}: expected {}, got {}",
+          origin != override_origin_.end() ? origin->second : location(node.source()), label,
+          describe_expected(spec), got);
     };
     const auto check_range = [&](double v, const std::string& shown) {
       if (!std::isfinite(v)) wrong(shown);
@@ -217,9 +217,7 @@ class ConfigLoader {
   std::int64_t get_int(const std::string& path) { return *value_of(path).value<std::int64_t>(); }
   double get_double(const std::string& path) { return *value_of(path).value<double>(); }
   bool get_bool(const std::string& path) { return *value_of(path).value<bool>(); }
-  std::string get_string(const std::string& path) {
-    return *value_of(path).value<std::string>();
-  }
+  std::string get_string(const std::string& path) { return *value_of(path).value<std::string>(); }
   std::vector<float> get_floats(const std::string& path) {
     std::vector<float> values;
     for (const auto& e : *value_of(path).as_array()) values.push_back(*e.value<double>());
@@ -231,8 +229,8 @@ class ConfigLoader {
     c.run_.seed = static_cast<std::uint64_t>(get_int("run.seed"));
     const std::string dir = get_string("run.dir");
     CONFLUX_REQUIRE(!dir.empty(), "{}: run.dir must not be empty", locations_["run.dir"]);
-    c.run_.dir = replace_all(replace_all(dir, "{time}", sources_.launch_time), "{name}",
-                             c.run_.name);
+    c.run_.dir =
+        replace_all(replace_all(dir, "{time}", sources_.launch_time), "{name}", c.run_.name);
 
     c.cluster_.trainers = static_cast<int>(get_int("cluster.trainers"));
     c.cluster_.workers = static_cast<int>(get_int("cluster.workers"));
@@ -277,8 +275,7 @@ class ConfigLoader {
     }
     const toml::array* layers = node->as_array();
     if (layers == nullptr || !layers->is_array_of_tables() || layers->empty()) {
-      fail_at(node->source(),
-              "model.layers: expected a non-empty list of [[model.layers]] tables");
+      fail_at(node->source(), "model.layers: expected a non-empty list of [[model.layers]] tables");
     }
     std::vector<std::string> types;
     for (const auto& l : layer_keys()) types.push_back(l.type);
@@ -287,8 +284,8 @@ class ConfigLoader {
       const std::string label = fmt::format("model.layers[{}]", i);
       const toml::node* type_node = table.get("type");
       if (type_node == nullptr || !type_node->is_string()) {
-        fail_at(table.source(), fmt::format("{}: missing 'type' (one of {})", label,
-                                            fmt::join(types, ", ")));
+        fail_at(table.source(),
+                fmt::format("{}: missing 'type' (one of {})", label, fmt::join(types, ", ")));
       }
       const std::string type = *type_node->value<std::string>();
       const auto spec_it = std::find_if(layer_keys().begin(), layer_keys().end(),
@@ -315,8 +312,8 @@ class ConfigLoader {
         const toml::node* value = table.get(k.path);
         if (value == nullptr) {
           if (k.default_toml.empty()) {
-            fail_at(table.source(), fmt::format("{}: a {} layer needs '{}' ({})", label, type,
-                                                k.path, k.doc));
+            fail_at(table.source(),
+                    fmt::format("{}: a {} layer needs '{}' ({})", label, type, k.path, k.doc));
           }
           continue;  // LayerSpec defaults mirror the schema defaults
         }
@@ -420,8 +417,8 @@ int Config::workers_for(int world_size) const {
   CONFLUX_REQUIRE(cluster_.workers < 0 || cluster_.workers == workers,
                   "{}: cluster.trainers = {} and cluster.workers = {} need {} ranks, but the "
                   "job has {} (mpirun -np / srun -n)",
-                  where("cluster.workers"), trainers, cluster_.workers,
-                  trainers + cluster_.workers, world_size);
+                  where("cluster.workers"), trainers, cluster_.workers, trainers + cluster_.workers,
+                  world_size);
   return workers;
 }
 

@@ -11,8 +11,8 @@ constexpr double kIntMax = std::numeric_limits<int>::max();
 
 KeySpec key(std::string path, ValueType type, std::optional<double> min, std::optional<double> max,
             std::string default_toml, std::string doc, std::vector<std::string> choices = {}) {
-  return KeySpec{std::move(path), type, min, max, std::move(default_toml), std::move(choices),
-                 std::move(doc)};
+  return KeySpec{std::move(path),    type,          min, max, std::move(default_toml),
+                 std::move(choices), std::move(doc)};
 }
 
 std::vector<KeySpec> make_keys() {
@@ -34,8 +34,8 @@ std::vector<KeySpec> make_keys() {
           "OpenBLAS threads per rank (keep 1 when ranks share cores)."),
       key("cluster.peer_timeout_s", T::kFloat, 0.1, 86400, "600",
           "Longest wait for another rank before failing with an error naming it."),
-      key("data.dataset", T::kString, {}, {}, "",
-          "Dataset to train on.", {"mnist", "fashion-mnist", "cifar10"}),
+      key("data.dataset", T::kString, {}, {}, "", "Dataset to train on.",
+          {"mnist", "fashion-mnist", "cifar10"}),
       key("data.dir", T::kString, {}, {}, R"("")",
           "Directory holding mnist/, fashion-mnist/, cifar-10/; empty means $CONFLUX_DATA, "
           "else ../shared/data."),
@@ -119,11 +119,16 @@ const KeySpec* find_key(std::string_view path) {
 
 std::string_view type_name(ValueType type) {
   switch (type) {
-    case ValueType::kInt: return "an integer";
-    case ValueType::kFloat: return "a number";
-    case ValueType::kBool: return "a boolean";
-    case ValueType::kString: return "a string";
-    case ValueType::kFloatList: return "a list of numbers";
+    case ValueType::kInt:
+      return "an integer";
+    case ValueType::kFloat:
+      return "a number";
+    case ValueType::kBool:
+      return "a boolean";
+    case ValueType::kString:
+      return "a string";
+    case ValueType::kFloatList:
+      return "a list of numbers";
   }
   return "a value";
 }
@@ -147,8 +152,7 @@ std::string describe_expected(const KeySpec& spec) {
 }
 
 std::string config_reference_markdown() {
-  std::string md =
-      "| key | type and range | default | meaning |\n|---|---|---|---|\n";
+  std::string md = "| key | type and range | default | meaning |\n|---|---|---|---|\n";
   for (const auto& k : config_keys()) {
     md += fmt::format("| `{}` | {} | {} | {} |\n", k.path, describe_expected(k),
                       k.default_toml.empty() ? "**required**" : "`" + k.default_toml + "`", k.doc);
@@ -161,9 +165,9 @@ std::string config_reference_markdown() {
   for (const auto& layer : layer_keys()) {
     md += fmt::format("| `{}` | | | | {} |\n", layer.type, layer.doc);
     for (const auto& k : layer.keys) {
-      md += fmt::format("| | `{}` | {} | {} | {} |\n", k.path, describe_expected(k),
-                        k.default_toml.empty() ? "**required**" : "`" + k.default_toml + "`",
-                        k.doc);
+      md +=
+          fmt::format("| | `{}` | {} | {} | {} |\n", k.path, describe_expected(k),
+                      k.default_toml.empty() ? "**required**" : "`" + k.default_toml + "`", k.doc);
     }
   }
   return md;

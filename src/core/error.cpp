@@ -17,8 +17,12 @@ const char* strip_source_root(const char* file) {
 }
 }  // namespace
 
-void set_error_rank(int rank) noexcept { g_error_rank.store(rank, std::memory_order_relaxed); }
-int error_rank() noexcept { return g_error_rank.load(std::memory_order_relaxed); }
+void set_error_rank(int rank) noexcept {
+  g_error_rank.store(rank, std::memory_order_relaxed);
+}
+int error_rank() noexcept {
+  return g_error_rank.load(std::memory_order_relaxed);
+}
 
 Error::Error(ExitCode code, std::string message, const char* file, int line)
     : std::runtime_error(std::move(message)),

@@ -18,6 +18,8 @@ Handle& Handle::operator=(Handle&& other) noexcept {
   return *this;
 }
 
-void silence_error_stack() noexcept { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+void silence_error_stack() noexcept {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
 
 }  // namespace conflux::h5

@@ -1,7 +1,7 @@
 #include "conflux/core/suggest.hpp"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 #include <numeric>
 
 namespace conflux {

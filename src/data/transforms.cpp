@@ -30,10 +30,10 @@ SampleTransform::SampleTransform(const TransformOptions& options, ImageShape inp
                     options.pad);
   }
   for (const auto* values : {&options.mean, &options.std}) {
-    CONFLUX_REQUIRE(values->size() == 1 || values->size() == static_cast<std::size_t>(input.channels),
-                    "transform.{} has {} values but the images have {} channel(s); give 1 or {}",
-                    values == &options.mean ? "mean" : "std", values->size(), input.channels,
-                    input.channels);
+    CONFLUX_REQUIRE(
+        values->size() == 1 || values->size() == static_cast<std::size_t>(input.channels),
+        "transform.{} has {} values but the images have {} channel(s); give 1 or {}",
+        values == &options.mean ? "mean" : "std", values->size(), input.channels, input.channels);
   }
   for (int c = 0; c < input.channels; ++c) {
     const float sd = per_channel(options.std, c);
@@ -66,8 +66,8 @@ void SampleTransform::render(std::span<const std::uint8_t> image, int top, int l
                              float* out) const {
   const int h = output_.height, w = output_.width;
   for (int c = 0; c < input_.channels; ++c) {
-    const std::uint8_t* plane = image.data() + static_cast<std::size_t>(c) * input_.height *
-                                                   input_.width;
+    const std::uint8_t* plane =
+        image.data() + static_cast<std::size_t>(c) * input_.height * input_.width;
     const float scale = scale_[c], shift = shift_[c];
     for (int y = 0; y < h; ++y) {
       const int sy = y + top;

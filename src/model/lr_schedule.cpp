@@ -8,8 +8,7 @@
 
 namespace conflux::model {
 
-LrSchedule::LrSchedule(Kind kind, double peak_lr, std::size_t total_steps,
-                       std::size_t warmup_steps)
+LrSchedule::LrSchedule(Kind kind, double peak_lr, std::size_t total_steps, std::size_t warmup_steps)
     : kind_(kind), peak_lr_(peak_lr), total_steps_(total_steps), warmup_steps_(warmup_steps) {}
 
 double LrSchedule::at(std::size_t step) const noexcept {

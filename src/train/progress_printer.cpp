@@ -17,14 +17,15 @@ void ProgressPrinter::on_step_report(const StepReport& r) {
 }
 
 void ProgressPrinter::on_epoch_end(const EpochReport& r) {
-  const std::string test = std::isnan(r.test_accuracy)
-                               ? std::string("test: off")
-                               : fmt::format("test loss {:.4f}  test acc {:6.2f}%", r.test_loss,
-                                             100 * r.test_accuracy);
-  log_.info("epoch {}/{} done: train loss {:.4f}  train acc {:6.2f}%  {}  {:.0f} samples/s  "
-            "{:.1f} s (+{:.1f} s eval)",
-            r.epoch + 1, r.epochs, r.train_loss, 100 * r.train_accuracy, test, r.samples_per_s,
-            r.epoch_seconds, r.eval_seconds);
+  const std::string test =
+      std::isnan(r.test_accuracy)
+          ? std::string("test: off")
+          : fmt::format("test loss {:.4f}  test acc {:6.2f}%", r.test_loss, 100 * r.test_accuracy);
+  log_.info(
+      "epoch {}/{} done: train loss {:.4f}  train acc {:6.2f}%  {}  {:.0f} samples/s  "
+      "{:.1f} s (+{:.1f} s eval)",
+      r.epoch + 1, r.epochs, r.train_loss, 100 * r.train_accuracy, test, r.samples_per_s,
+      r.epoch_seconds, r.eval_seconds);
 }
 
 void ProgressPrinter::on_train_end(const model::Model&, const TrainSummary& s) {

@@ -10,7 +10,9 @@
 namespace conflux::train {
 
 namespace {
-std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
+std::string json_number(double v) {
+  return std::isfinite(v) ? fmt::format("{}", v) : "null";
+}
 
 void write_text_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -23,8 +25,8 @@ void prepare_run_dir(const Config& config) {
   const auto& dir = config.run().dir;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  CONFLUX_REQUIRE(!ec, "{}: cannot create run.dir '{}': {}", config.where("run.dir"),
-                  dir.string(), ec.message());
+  CONFLUX_REQUIRE(!ec, "{}: cannot create run.dir '{}': {}", config.where("run.dir"), dir.string(),
+                  ec.message());
   write_text_file(dir / "config.toml", config.resolved_toml());
 }
 

@@ -24,9 +24,9 @@ void serve_until_shutdown(const comm::RoleLayout& layout, const comm::Communicat
   MPI_Request request = MPI_REQUEST_NULL;
   CONFLUX_MPI_CHECK(MPI_Irecv(&byte, 1, MPI_CHAR, layout.trainer_world_rank(0), kShutdownTag,
                               world.get(), &request));
-  comm::wait_for(request, std::chrono::hours(24 * 365),
-                 fmt::format("the shutdown message from trainer rank {}",
-                             layout.trainer_world_rank(0)));
+  comm::wait_for(
+      request, std::chrono::hours(24 * 365),
+      fmt::format("the shutdown message from trainer rank {}", layout.trainer_world_rank(0)));
 }
 
 void release_workers(const comm::RoleLayout& layout, const comm::Communicator& world,
@@ -36,9 +36,9 @@ void release_workers(const comm::RoleLayout& layout, const comm::Communicator& w
     MPI_Request request = MPI_REQUEST_NULL;
     CONFLUX_MPI_CHECK(MPI_Isend(&byte, 1, MPI_CHAR, layout.worker_world_rank(w), kShutdownTag,
                                 world.get(), &request));
-    comm::wait_for(request, std::chrono::duration<double>(timeout_s),
-                   fmt::format("worker rank {} to take the shutdown message",
-                               layout.worker_world_rank(w)));
+    comm::wait_for(
+        request, std::chrono::duration<double>(timeout_s),
+        fmt::format("worker rank {} to take the shutdown message", layout.worker_world_rank(w)));
   }
 }
 

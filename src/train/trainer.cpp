@@ -115,7 +115,11 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
       if ((cfg.log_every > 0 && (step + 1) % cfg.log_every == 0) || last) {
         std::array<double, 3> totals{window.loss, window.correct, window.samples};
         trainers_.allreduce_sum(totals, timeout);
-        StepReport report{epoch, step, plan.steps(), totals[0] / totals[2], totals[1] / totals[2],
+        StepReport report{epoch,
+                          step,
+                          plan.steps(),
+                          totals[0] / totals[2],
+                          totals[1] / totals[2],
                           totals[2] / seconds_since(window_start)};
         if (!last || cfg.log_every > 0) {
           for (auto* cb : callbacks) cb->on_step_report(report);

@@ -150,7 +150,8 @@ TEST(ConfigBad, WrongType) {
 TEST(ConfigBad, OutOfRange) {
   expect_bad(with("lr = 0.05", "lr = -1.0"), {"train.lr", "in (0, 100]", "-1"});
   expect_bad(with("lr = 0.05", "lr = 0"), {"train.lr", "in (0, 100]"});
-  expect_bad(with("trainers = 2", "trainers = 0"), {"cluster.trainers", "in [1, 65536]", "got integer 0"});
+  expect_bad(with("trainers = 2", "trainers = 0"),
+             {"cluster.trainers", "in [1, 65536]", "got integer 0"});
 }
 TEST(ConfigBad, MissingRequiredKey) {
   expect_bad(with("dataset = \"mnist\"", ""), {"missing required key 'data.dataset'"});

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "../support/data_dir.hpp"
+#include "../support/temp_dir.hpp"
 #include "conflux/core/error.hpp"
 
 namespace conflux::data {
@@ -22,41 +23,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            fmt::format("conflux-catalog-test-{}-{}", ::getpid(), counter.fetch_add(1));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
+using conflux::testing::TempDir;
 
- private:
-  fs::path path_;
-};
-
-/// Runs f, which must throw InputError (exit code 2) whose message contains every needle.
-void expect_input_error(const std::function<void()>& f,
-                        std::initializer_list<std::string> needles) {
-  try {
-    f();
-    ADD_FAILURE() << "expected InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.code(), ExitCode::kBadInput);
-    for (const auto& needle : needles) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
-          << "message: " << e.what() << "\nmissing: " << needle;
-    }
-  }
-}
+using conflux::testing::expect_input_error;
 
 std::string be32(std::uint32_t v) {
   return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),

@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "../support/temp_dir.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/data/sha256.hpp"
 
@@ -21,26 +22,7 @@ namespace fs = std::filesystem;
 
 constexpr std::size_t kRecord = 3073;
 
-/// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            fmt::format("conflux-cifar-test-{}-{}", ::getpid(), counter.fetch_add(1));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using conflux::testing::TempDir;
 
 /// Pixel c of record `seed`'s image, so every byte of every record is distinguishable.
 std::uint8_t pixel(int seed, std::size_t c) {
@@ -65,20 +47,7 @@ void write_file(const fs::path& path, const std::string& bytes) {
   ASSERT_TRUE(out.good());
 }
 
-/// Runs f, which must throw InputError (exit code 2) whose message contains every needle.
-void expect_input_error(const std::function<void()>& f,
-                        std::initializer_list<std::string> needles) {
-  try {
-    f();
-    ADD_FAILURE() << "expected InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.code(), ExitCode::kBadInput);
-    for (const auto& needle : needles) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
-          << "message: " << e.what() << "\nmissing: " << needle;
-    }
-  }
-}
+using conflux::testing::expect_input_error;
 
 class CifarReaderTest : public ::testing::Test {
  protected:

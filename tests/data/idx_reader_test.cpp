@@ -12,6 +12,7 @@
 #include <iterator>
 #include <string>
 
+#include "../support/temp_dir.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/data/sha256.hpp"
 
@@ -20,26 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            fmt::format("conflux-idx-test-{}-{}", ::getpid(), counter.fetch_add(1));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using conflux::testing::TempDir;
 
 std::string be32(std::uint32_t v) {
   return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
@@ -83,20 +65,7 @@ std::vector<std::string> digit_names() {
   return {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
 }
 
-/// Runs f, which must throw InputError (exit code 2) whose message contains every needle.
-void expect_input_error(const std::function<void()>& f,
-                        std::initializer_list<std::string> needles) {
-  try {
-    f();
-    ADD_FAILURE() << "expected InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.code(), ExitCode::kBadInput);
-    for (const auto& needle : needles) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
-          << "message: " << e.what() << "\nmissing: " << needle;
-    }
-  }
-}
+using conflux::testing::expect_input_error;
 
 class IdxReaderTest : public ::testing::TestWithParam<bool> {
  protected:

@@ -17,7 +17,8 @@ Dataset ramp_dataset(std::size_t n, ImageShape shape) {
   d.shape = shape;
   d.num_classes = 10;
   d.images.resize(n * shape.size());
-  for (std::size_t i = 0; i < d.images.size(); ++i) d.images[i] = static_cast<std::uint8_t>(i * 7 + 1);
+  for (std::size_t i = 0; i < d.images.size(); ++i)
+    d.images[i] = static_cast<std::uint8_t>(i * 7 + 1);
   for (std::size_t i = 0; i < n; ++i) d.labels.push_back(static_cast<std::uint8_t>(i % 10));
   return d;
 }

@@ -48,8 +48,7 @@ TEST(Agreement, OneFailingRankStopsEveryRankWithItsCode) {
     EXPECT_EQ(e.failed_rank(), bad);
     EXPECT_NE(std::string(e.what()).find("corrupt at byte offset 7"), std::string::npos);
     if (world.rank() != bad) {
-      EXPECT_NE(std::string(e.what()).find(fmt::format("rank {} failed", bad)),
-                std::string::npos);
+      EXPECT_NE(std::string(e.what()).find(fmt::format("rank {} failed", bad)), std::string::npos);
     }
   }
   EXPECT_NO_THROW(run_agreed(world, [] {}));

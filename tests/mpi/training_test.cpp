@@ -3,11 +3,11 @@
 #include <cmath>
 #include <filesystem>
 
+#include "../support/data_dir.hpp"
 #include "conflux/comm/roles.hpp"
 #include "conflux/model/model_io.hpp"
 #include "conflux/train/trainer.hpp"
 #include "conflux/train/training_data.hpp"
-#include "../support/data_dir.hpp"
 
 namespace conflux::train {
 namespace {

@@ -27,9 +27,9 @@ struct KeySpec {
 
 /// Keys allowed in one [[model.layers]] table, by layer type.
 struct LayerKeySpec {
-  std::string type;               ///< layer type
-  std::vector<KeySpec> keys;      ///< keys besides "type" (paths are bare names)
-  std::string doc;                ///< what the layer does
+  std::string type;           ///< layer type
+  std::vector<KeySpec> keys;  ///< keys besides "type" (paths are bare names)
+  std::string doc;            ///< what the layer does
 };
 
 /// All scalar keys, in documentation order.

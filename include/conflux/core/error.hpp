@@ -70,14 +70,14 @@ class RuntimeError : public Error {
 #define CONFLUX_RUNTIME_ERROR(...) \
   throw ::conflux::RuntimeError(::fmt::format(__VA_ARGS__), __FILE__, __LINE__)
 /// Checks user input: throws InputError (exit 2) when cond is false.
-#define CONFLUX_REQUIRE(cond, ...) \
-  do {                             \
-    if (!(cond)) [[unlikely]]      \
+#define CONFLUX_REQUIRE(cond, ...)      \
+  do {                                  \
+    if (!(cond)) [[unlikely]]           \
       CONFLUX_INPUT_ERROR(__VA_ARGS__); \
   } while (0)
 /// Checks a run-time condition: throws RuntimeError (exit 3) when cond is false.
-#define CONFLUX_CHECK(cond, ...)        \
-  do {                                  \
-    if (!(cond)) [[unlikely]]           \
+#define CONFLUX_CHECK(cond, ...)          \
+  do {                                    \
+    if (!(cond)) [[unlikely]]             \
       CONFLUX_RUNTIME_ERROR(__VA_ARGS__); \
   } while (0)

@@ -39,8 +39,8 @@ void silence_error_stack() noexcept;
 }  // namespace conflux::h5
 
 /// Checks an herr_t/hid_t result of an HDF5 call: negative throws RuntimeError naming the call.
-#define CONFLUX_H5_CHECK(call)                                          \
-  do {                                                                  \
-    if ((call) < 0) [[unlikely]]                                        \
-      CONFLUX_RUNTIME_ERROR("HDF5 call failed: {}", #call);             \
+#define CONFLUX_H5_CHECK(call)                              \
+  do {                                                      \
+    if ((call) < 0) [[unlikely]]                            \
+      CONFLUX_RUNTIME_ERROR("HDF5 call failed: {}", #call); \
   } while (0)

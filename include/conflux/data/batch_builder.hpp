@@ -20,8 +20,8 @@ class BatchBuilder {
   /// `dataset` and `transform` must outlive the builder.
   BatchBuilder(const Dataset& dataset, const SampleTransform& transform, int threads);
   /// Augmented training batch of `samples` for `epoch`: images [n, C, H, W] and labels.
-  void build_train(std::span<const std::uint32_t> samples, std::uint64_t seed,
-                   std::uint32_t epoch, model::Tensor& images, std::vector<std::uint8_t>& labels);
+  void build_train(std::span<const std::uint32_t> samples, std::uint64_t seed, std::uint32_t epoch,
+                   model::Tensor& images, std::vector<std::uint8_t>& labels);
   /// Evaluation batch of the contiguous samples [begin, end).
   void build_eval(std::size_t begin, std::size_t end, model::Tensor& images,
                   std::vector<std::uint8_t>& labels);

@@ -16,9 +16,7 @@ struct ImageShape {
   int height = 0;
   int width = 0;
   /// Bytes (= pixels over all channels) of one image.
-  std::size_t size() const noexcept {
-    return static_cast<std::size_t>(channels) * height * width;
-  }
+  std::size_t size() const noexcept { return static_cast<std::size_t>(channels) * height * width; }
   bool operator==(const ImageShape&) const = default;
 };
 

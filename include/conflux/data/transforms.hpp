@@ -38,8 +38,7 @@ class SampleTransform {
   void eval(std::span<const std::uint8_t> image, float* out) const;
 
  private:
-  void render(std::span<const std::uint8_t> image, int top, int left, bool flip,
-              float* out) const;
+  void render(std::span<const std::uint8_t> image, int top, int left, bool flip, float* out) const;
   TransformOptions options_;
   ImageShape input_;
   ImageShape output_;

@@ -48,11 +48,11 @@ class Layer {
 
 /// Layer description as it comes from the config ([[model.layers]] tables).
 struct LayerSpec {
-  std::string type;      ///< linear | conv2d | maxpool | relu | flatten
-  int out = 0;           ///< linear: output features; conv2d: output channels
-  int kernel = 3;        ///< conv2d kernel size (square); maxpool window
-  int stride = 1;        ///< conv2d stride; maxpool stride (0 = same as kernel)
-  int padding = 0;       ///< conv2d zero padding
+  std::string type;  ///< linear | conv2d | maxpool | relu | flatten
+  int out = 0;       ///< linear: output features; conv2d: output channels
+  int kernel = 3;    ///< conv2d kernel size (square); maxpool window
+  int stride = 1;    ///< conv2d stride; maxpool stride (0 = same as kernel)
+  int padding = 0;   ///< conv2d zero padding
 };
 
 /// Creates a layer from its spec; InputError for an unknown type or bad values.

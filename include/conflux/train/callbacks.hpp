@@ -14,12 +14,12 @@ namespace conflux::train {
 
 /// Totals over all trainers since the previous report.
 struct StepReport {
-  int epoch = 0;                  ///< 0-based
-  std::size_t step = 0;           ///< 0-based step within the epoch
+  int epoch = 0;         ///< 0-based
+  std::size_t step = 0;  ///< 0-based step within the epoch
   std::size_t steps_in_epoch = 0;
-  double loss = 0;                ///< mean training loss since the last report
-  double accuracy = 0;            ///< training accuracy since the last report
-  double samples_per_s = 0;       ///< global training throughput since the last report
+  double loss = 0;           ///< mean training loss since the last report
+  double accuracy = 0;       ///< training accuracy since the last report
+  double samples_per_s = 0;  ///< global training throughput since the last report
 };
 
 /// One epoch's results (global over trainers).
@@ -39,7 +39,7 @@ struct EpochReport {
 
 /// The end of training.
 struct TrainSummary {
-  std::string digest;            ///< SHA-256 of the final weights
+  std::string digest;  ///< SHA-256 of the final weights
   double final_test_accuracy = 0;
   double total_seconds = 0;
   int epochs = 0;
