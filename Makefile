@@ -122,8 +122,10 @@ docs: $(CONFLUX)
 	@echo "docs/config.md regenerated"
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/conflux/configs
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib \
+	  $(DESTDIR)$(PREFIX)/share/conflux/configs
 	install -m 755 $(CONFLUX) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/
 	$(if $(BENCH_SRCS),install -m 755 $(BENCH) $(DESTDIR)$(PREFIX)/bin/)
 	cp -r include/conflux $(DESTDIR)$(PREFIX)/include/
 	install -m 644 configs/*.toml $(DESTDIR)$(PREFIX)/share/conflux/configs/

@@ -13,14 +13,30 @@ export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0:fast
 export OMPI_MCA_mca_base_component_disable_dlclose=1
 passed=0
 failed=0
+tests_passed=0
+tests_failed=0
 failures=()
+LOGDIR=$(mktemp -d)
+trap 'rm -rf "$LOGDIR"' EXIT
 
 run() {  # run NAME COMMAND...
   local name=$1
   shift
   echo "=== $name: $*"
-  local start=$SECONDS
-  if "$@"; then
+  local start=$SECONDS log="$LOGDIR/$name.log"
+  "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  # Individual test counts: GoogleTest's summary lines, or the CLI script's "N passed, M failed".
+  local p f
+  p=$(grep -oP '^\[  PASSED  \] \K[0-9]+(?= tests?)' "$log" | head -1)
+  f=$(grep -oP '^\[  FAILED  \] \K[0-9]+(?= tests?, listed)' "$log" | head -1)
+  if grep -qP '^cli: [0-9]+ passed' "$log"; then
+    p=$(grep -oP '^cli: \K[0-9]+(?= passed)' "$log")
+    f=$(grep -oP '^cli: [0-9]+ passed, \K[0-9]+' "$log")
+  fi
+  tests_passed=$((tests_passed + ${p:-0}))
+  tests_failed=$((tests_failed + ${f:-0}))
+  if [ "$rc" -eq 0 ]; then
     passed=$((passed + 1))
     echo "=== $name: passed ($((SECONDS - start)) s)"
   else
@@ -30,12 +46,14 @@ run() {  # run NAME COMMAND...
   fi
 }
 
-run unit "$BIN/conflux-unit-tests"
-run mpi-np2 "${MPIRUN[@]}" -np 2 "$BIN/conflux-mpi-tests"
-run mpi-np4 "${MPIRUN[@]}" -np 4 "$BIN/conflux-mpi-tests"
+run unit "$BIN/conflux-unit-tests" --gtest_color=no
+run mpi-np2 "${MPIRUN[@]}" -np 2 "$BIN/conflux-mpi-tests" --gtest_color=no
+run mpi-np4 "${MPIRUN[@]}" -np 4 "$BIN/conflux-mpi-tests" --gtest_color=no
 run cli tests/cli/cli-tests.sh
 
 echo
 [ ${#failures[@]} -gt 0 ] && echo "failed suites: ${failures[*]}"
-echo "test suites: $passed passed, $failed failed"
+echo "suites: $passed passed, $failed failed"
+# Counts each test once per run (the MPI suite runs at 2 and at 4 ranks).
+echo "tests: $tests_passed passed, $tests_failed failed"
 [ "$failed" -eq 0 ]
