@@ -21,11 +21,14 @@ import torch.nn as nn
 
 
 def blas_library():
+    """Every BLAS/LAPACK library mapped into this process (Debian's torch uses libblas.so.3)."""
+    found = set()
     with open("/proc/self/maps") as maps:
         for line in maps:
-            if "blas" in line or "mkl" in line:
-                return os.path.realpath(line.split()[-1])
-    return "unknown"
+            path = line.split()[-1]
+            if any(key in path for key in ("blas", "lapack", "mkl")):
+                found.add(os.path.realpath(path))
+    return " ".join(sorted(found)) or "unknown"
 
 
 def read_idx(path):
