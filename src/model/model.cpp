@@ -6,24 +6,12 @@
 #include <algorithm>
 
 #include "conflux/core/error.hpp"
-#include "conflux/model/conv2d.hpp"
-#include "conflux/model/linear.hpp"
-#include "conflux/model/maxpool2d.hpp"
 
 namespace conflux::model {
 namespace {
 
 // Key word of the parameter-initialisation generator: ASCII "model".
 constexpr std::uint64_t kInitStream = 0x6d6f64656c;
-
-// "conv2d 3->32 k3 p1" for the summary; the Layer interface only knows type(), so the
-// configured layers describe themselves.
-std::string describe(const Layer& layer) {
-  if (const auto* l = dynamic_cast<const Linear*>(&layer)) return l->describe();
-  if (const auto* l = dynamic_cast<const Conv2d*>(&layer)) return l->describe();
-  if (const auto* l = dynamic_cast<const MaxPool2d*>(&layer)) return l->describe();
-  return layer.type();
-}
 
 // Index of the first layer with parameters (layers.size() if none). Gradients with respect to
 // its input, and anything below it, are never read: backward() stops there.
@@ -94,8 +82,7 @@ Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape
   // (e.g. the linear layer after a leading flatten), and it costs as much as that layer's
   // weight gradient, a quarter of an MLP step; skip it.
   if (const std::size_t first = first_trainable(layers_, shapes_); first < layers_.size()) {
-    if (auto* l = dynamic_cast<Linear*>(layers_[first].get())) l->set_input_grad_needed(false);
-    if (auto* l = dynamic_cast<Conv2d*>(layers_[first].get())) l->set_input_grad_needed(false);
+    layers_[first]->set_input_grad_needed(false);
   }
 
   activations_.resize(layers_.size());
@@ -143,7 +130,7 @@ std::vector<std::string> Model::summary() const {
     std::size_t count = 0;
     for (const ParamInfo& info : layers_[i]->param_layout(shapes_[i]))
       count += Tensor::count_of(info.shape);
-    lines.push_back(fmt::format("{} : [{}] ({} params)", describe(*layers_[i]),
+    lines.push_back(fmt::format("{} : [{}] ({} params)", layers_[i]->describe(),
                                 fmt::join(shapes_[i + 1], ","), count));
   }
   return lines;

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "../support/byte_files.hpp"
 #include "../support/data_dir.hpp"
 #include "../support/temp_dir.hpp"
 #include "conflux/core/error.hpp"
@@ -27,18 +28,9 @@ using conflux::testing::TempDir;
 
 using conflux::testing::expect_input_error;
 
-std::string be32(std::uint32_t v) {
-  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-          static_cast<char>(v)};
-}
+using conflux::testing::be32;
 
-void write_gz(const fs::path& path, const std::string& bytes) {
-  gzFile f = gzopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr);
-  ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
-            static_cast<int>(bytes.size()));
-  ASSERT_EQ(gzclose(f), Z_OK);
-}
+using conflux::testing::write_gz;
 
 /// A tiny MNIST-layout directory: `n` 2x2 images per split.
 void write_fake_idx_dir(const fs::path& dir, std::uint32_t n) {

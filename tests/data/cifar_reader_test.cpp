@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "../support/byte_files.hpp"
 #include "../support/temp_dir.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/data/sha256.hpp"
@@ -41,19 +42,13 @@ std::string records(const std::vector<int>& labels, int seed0) {
   return bytes;
 }
 
-void write_file(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good());
-}
-
 using conflux::testing::expect_input_error;
 
 class CifarReaderTest : public ::testing::Test {
  protected:
   fs::path write(const std::string& name, const std::string& bytes) {
     const fs::path path = dir_.path() / name;
-    write_file(path, bytes);
+    conflux::testing::write_plain(path, bytes);
     return path;
   }
   TempDir dir_;

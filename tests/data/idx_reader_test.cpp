@@ -12,6 +12,7 @@
 #include <iterator>
 #include <string>
 
+#include "../support/byte_files.hpp"
 #include "../support/temp_dir.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/data/sha256.hpp"
@@ -23,10 +24,7 @@ namespace fs = std::filesystem;
 
 using conflux::testing::TempDir;
 
-std::string be32(std::uint32_t v) {
-  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-          static_cast<char>(v)};
-}
+using conflux::testing::be32;
 
 std::string pixels(std::size_t n) {
   std::string p(n, '\0');
@@ -42,19 +40,9 @@ std::string idx_labels(const std::string& labels) {
   return be32(0x00000801) + be32(static_cast<std::uint32_t>(labels.size())) + labels;
 }
 
-void write_plain(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good());
-}
+using conflux::testing::write_plain;
 
-void write_gz(const fs::path& path, const std::string& bytes) {
-  gzFile f = gzopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr);
-  ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
-            static_cast<int>(bytes.size()));
-  ASSERT_EQ(gzclose(f), Z_OK);
-}
+using conflux::testing::write_gz;
 
 std::string slurp(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

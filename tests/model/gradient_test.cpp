@@ -14,6 +14,7 @@
 #include <numeric>
 #include <vector>
 
+#include "../support/bound_layer.hpp"
 #include "conflux/core/rng.hpp"
 #include "conflux/model/layer.hpp"
 #include "conflux/model/loss.hpp"
@@ -53,23 +54,8 @@ Tensor random_tensor(std::vector<int> shape, Rng& rng, Fill fill = Fill::kUnifor
   return t;
 }
 
-// A layer with its own parameter and gradient storage, initialised like in a model.
-struct BoundLayer {
-  std::unique_ptr<Layer> layer;
-  std::vector<float> params;
-  std::vector<float> grads;
-};
-
-BoundLayer bind_layer(const LayerSpec& spec, const SampleShape& sample, Rng& rng) {
-  BoundLayer b{make_layer(spec), {}, {}};
-  std::size_t total = 0;
-  for (const ParamInfo& p : b.layer->param_layout(sample)) total += Tensor::count_of(p.shape);
-  b.params.assign(total, 0.0f);
-  b.grads.assign(total, 0.0f);
-  b.layer->bind(b.params, b.grads);
-  b.layer->init_params(rng);
-  return b;
-}
+using conflux::testing::bind_layer;
+using conflux::testing::BoundLayer;
 
 double weighted_sum(const Tensor& out, const Tensor& r) {
   EXPECT_EQ(out.size(), r.size());

@@ -25,11 +25,8 @@ class Conv2d final : public Layer {
   void forward(const Tensor& in, Tensor& out) override;
   void backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) override;
 
-  /// When false, backward() skips dL/din (leaving grad_in empty, shape {0}); the model sets
-  /// this for its first layer, whose input gradient nobody reads.
-  void set_input_grad_needed(bool needed) noexcept { input_grad_needed_ = needed; }
-  /// "conv2d 3->32 k3 p1" (" s2" after the kernel when the stride is not 1; valid after bind()).
-  std::string describe() const;
+  void set_input_grad_needed(bool needed) noexcept override { input_grad_needed_ = needed; }
+  std::string describe() const override;
 
  private:
   ConvGeometry geometry_for(const Tensor& in) const;

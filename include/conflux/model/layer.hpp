@@ -31,6 +31,11 @@ class Layer {
   virtual ~Layer() = default;
   /// Short type name, e.g. "linear".
   virtual std::string type() const = 0;
+  /// One-line description with the configuration, e.g. "conv2d 3->32 k3 p1"; type() by default.
+  virtual std::string describe() const { return type(); }
+  /// When false, backward() may skip dL/din (leaving grad_in empty): the model clears it for
+  /// its first layer with parameters, whose input gradient nobody reads. No-op by default.
+  virtual void set_input_grad_needed(bool /*needed*/) noexcept {}
   /// Output per-sample shape for an input per-sample shape; InputError if incompatible.
   virtual SampleShape output_shape(const SampleShape& input) const = 0;
   /// Parameter tensors (name suffix, shape) this layer needs for `input`; empty by default.

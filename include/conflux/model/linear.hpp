@@ -24,11 +24,8 @@ class Linear final : public Layer {
   void forward(const Tensor& in, Tensor& out) override;
   void backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) override;
 
-  /// When false, backward() skips dL/din (leaving grad_in empty, shape {0}); the model sets
-  /// this for its first layer, whose input gradient nobody reads (it is a third of the work).
-  void set_input_grad_needed(bool needed) noexcept { input_grad_needed_ = needed; }
-  /// "linear 784->512" (valid after bind()).
-  std::string describe() const;
+  void set_input_grad_needed(bool needed) noexcept override { input_grad_needed_ = needed; }
+  std::string describe() const override;
 
  private:
   int out_;

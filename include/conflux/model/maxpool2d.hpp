@@ -30,8 +30,7 @@ class MaxPool2d final : public Layer {
 
   /// Effective stride (after the 0 -> kernel rule).
   int stride() const noexcept { return stride_; }
-  /// "maxpool k2 s2".
-  std::string describe() const;
+  std::string describe() const override;
 
  private:
   int kernel_;

@@ -1,0 +1,35 @@
+#pragma once
+/// @file bound_layer.hpp
+/// Test helper: one layer with its own parameter and gradient storage, initialised as a Model
+/// would initialise it.
+
+#include <memory>
+#include <vector>
+
+#include "conflux/core/rng.hpp"
+#include "conflux/model/layer.hpp"
+
+namespace conflux::testing {
+
+/// A layer bound to buffers it owns.
+struct BoundLayer {
+  std::unique_ptr<model::Layer> layer;
+  std::vector<float> params;
+  std::vector<float> grads;
+};
+
+/// Makes the layer of `spec` for inputs of `sample`, binds storage and initialises it.
+inline BoundLayer bind_layer(const model::LayerSpec& spec, const model::SampleShape& sample,
+                             Rng& rng) {
+  BoundLayer b{model::make_layer(spec), {}, {}};
+  std::size_t total = 0;
+  for (const model::ParamInfo& p : b.layer->param_layout(sample))
+    total += model::Tensor::count_of(p.shape);
+  b.params.assign(total, 0.0f);
+  b.grads.assign(total, 0.0f);
+  b.layer->bind(b.params, b.grads);
+  b.layer->init_params(rng);
+  return b;
+}
+
+}  // namespace conflux::testing
