@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/core/hdf5.hpp"
 
@@ -374,17 +375,7 @@ void write_hdf5_dataset(const std::filesystem::path& path, const DatasetSplits& 
   std::error_code ec;
   CONFLUX_REQUIRE(parent.empty() || std::filesystem::is_directory(parent, ec),
                   "{}: directory {} does not exist", path.string(), parent.string());
-  // Readers never see a half-written file: it only appears under its name once complete.
-  auto temp = path;
-  temp += fmt::format(".tmp-{}", ::getpid());
-  try {
-    write_file(temp, splits);
-    std::filesystem::rename(temp, path, ec);
-    CONFLUX_CHECK(!ec, "cannot rename {} to {}: {}", temp.string(), path.string(), ec.message());
-  } catch (...) {
-    std::filesystem::remove(temp, ec);
-    throw;
-  }
+  publish_atomically(path, [&](const std::filesystem::path& temp) { write_file(temp, splits); });
 }
 
 DatasetSplits read_hdf5_dataset(const std::filesystem::path& path) {

@@ -7,6 +7,7 @@
 #include <system_error>
 #include <vector>
 
+#include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/core/hdf5.hpp"
 #include "conflux/data/sha256.hpp"
@@ -80,40 +81,27 @@ std::string weights_digest(const Model& model) {
 
 void save_model_hdf5(const fs::path& path, const Model& model) {
   h5::silence_error_stack();
-  // Write beside the target and rename, so that readers (and a crash) never see a half file.
-  const fs::path tmp = fs::path(path).concat(".tmp");
-  try {
-    {
-      const hid_t id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-      CONFLUX_CHECK(id >= 0, "cannot create model file {}", tmp.string());
-      const h5::Handle file(id, "create the model file");
-      const h5::Handle group(
-          H5Gcreate2(file.get(), "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-          "create group /params");
-      const std::span<const float> params = model.params();
-      for (const ParamInfo& info : model.param_infos()) {
-        std::vector<hsize_t> dims(info.shape.begin(), info.shape.end());
-        const h5::Handle space(
-            H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-            "create a parameter dataspace");
-        const h5::Handle dset(H5Dcreate2(group.get(), info.name.c_str(), H5T_IEEE_F32LE,
-                                         space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                              "create a parameter dataset");
-        CONFLUX_H5_CHECK(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                                  params.data() + info.offset));
-      }
-      write_string_attribute(file.get(), "digest", weights_digest(model));
-      write_strings_attribute(file.get(), "layers", model.summary());
-      CONFLUX_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_LOCAL));
-    }  // every handle is closed here, so the file is complete on disk before the rename
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    CONFLUX_CHECK(!ec, "cannot rename {} to {}: {}", tmp.string(), path.string(), ec.message());
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw;
-  }
+  publish_atomically(path, [&](const fs::path& temp) {
+    const hid_t id = H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    CONFLUX_CHECK(id >= 0, "cannot create model file {}", temp.string());
+    const h5::Handle file(id, "create the model file");
+    const h5::Handle group(H5Gcreate2(file.get(), "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                           "create group /params");
+    const std::span<const float> params = model.params();
+    for (const ParamInfo& info : model.param_infos()) {
+      std::vector<hsize_t> dims(info.shape.begin(), info.shape.end());
+      const h5::Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                             "create a parameter dataspace");
+      const h5::Handle dset(H5Dcreate2(group.get(), info.name.c_str(), H5T_IEEE_F32LE, space.get(),
+                                       H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                            "create a parameter dataset");
+      CONFLUX_H5_CHECK(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                params.data() + info.offset));
+    }
+    write_string_attribute(file.get(), "digest", weights_digest(model));
+    write_strings_attribute(file.get(), "layers", model.summary());
+    CONFLUX_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_LOCAL));
+  });  // every handle is closed when the writer returns, before the file is synced and renamed
 }
 
 void load_model_hdf5(const fs::path& path, Model& model) {

@@ -1,8 +1,8 @@
 #include "conflux/train/run_recorder.hpp"
 
 #include <cmath>
-#include <fstream>
 
+#include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/core/log.hpp"
 #include "conflux/model/model_io.hpp"
@@ -14,11 +14,6 @@ std::string json_number(double v) {
   return std::isfinite(v) ? fmt::format("{}", v) : "null";
 }
 
-void write_text_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  CONFLUX_CHECK(out.good(), "cannot write {}", path.string());
-}
 }  // namespace
 
 void prepare_run_dir(const Config& config) {
@@ -27,7 +22,7 @@ void prepare_run_dir(const Config& config) {
   std::filesystem::create_directories(dir, ec);
   CONFLUX_REQUIRE(!ec, "{}: cannot create run.dir '{}': {}", config.where("run.dir"), dir.string(),
                   ec.message());
-  write_text_file(dir / "config.toml", config.resolved_toml());
+  publish_text_file(dir / "config.toml", config.resolved_toml());
 }
 
 RunRecorder::RunRecorder(const Config& config)
@@ -51,12 +46,12 @@ void RunRecorder::on_epoch_end(const EpochReport& r) {
 void RunRecorder::on_train_end(const model::Model& model, const TrainSummary& s) {
   const auto& dir = config_.run().dir;
   model::save_model_hdf5(dir / "model.h5", model);
-  write_text_file(dir / "summary.json",
-                  fmt::format("{{\"name\": {}, \"digest\": {}, \"final_test_accuracy\": {}, "
-                              "\"epochs\": {}, \"total_seconds\": {}, \"parameters\": {}}}\n",
-                              json_string(config_.run().name), json_string(s.digest),
-                              json_number(s.final_test_accuracy), s.epochs,
-                              json_number(s.total_seconds), model.params().size()));
+  publish_text_file(dir / "summary.json",
+                    fmt::format("{{\"name\": {}, \"digest\": {}, \"final_test_accuracy\": {}, "
+                                "\"epochs\": {}, \"total_seconds\": {}, \"parameters\": {}}}\n",
+                                json_string(config_.run().name), json_string(s.digest),
+                                json_number(s.final_test_accuracy), s.epochs,
+                                json_number(s.total_seconds), model.params().size()));
 }
 
 }  // namespace conflux::train

@@ -1,0 +1,21 @@
+#pragma once
+/// @file atomic_file.hpp
+/// Publishing a file atomically: readers (and a crash) see the old file or the complete new
+/// one, never a half-written file (ARCHITECTURE.md invariant 4).
+
+#include <filesystem>
+#include <functional>
+#include <string_view>
+
+namespace conflux {
+
+/// Calls `write(temp)` to create the file at `temp` (beside `path`), fsyncs it, renames it to
+/// `path` and fsyncs the directory. On any failure the temporary file is removed, `path` is
+/// left as it was, and the exception propagates (RuntimeError for a failed fsync or rename).
+void publish_atomically(const std::filesystem::path& path,
+                        const std::function<void(const std::filesystem::path& temp)>& write);
+
+/// publish_atomically() for a text file with the given contents.
+void publish_text_file(const std::filesystem::path& path, std::string_view text);
+
+}  // namespace conflux
