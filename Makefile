@@ -39,7 +39,8 @@ CLI_SRCS   := $(shell find src/cli -name '*.cpp' | sort)
 UNIT_SRCS  := $(shell find tests -name '*.cpp' -not -path 'tests/mpi/*' | sort)
 MPI_SRCS   := $(shell find tests/mpi -name '*.cpp' 2>/dev/null | sort)
 BENCH_SRCS := $(shell find benchmarks -name '*.cpp' 2>/dev/null | sort)
-PLUGIN_SRCS :=
+PLUGIN_SRCS := $(shell find examples/plugins -maxdepth 1 \( -name '*.c' -o -name '*.cpp' \) \
+  2>/dev/null | sort)
 
 LIB := $(OUT)/libconflux.a
 obj = $(patsubst %.cpp,$(OBJDIR)/%.o,$(1))
@@ -48,14 +49,22 @@ CONFLUX     := $(BINDIR)/conflux
 UNIT_TESTS  := $(BINDIR)/conflux-unit-tests
 MPI_TESTS   := $(BINDIR)/conflux-mpi-tests
 BENCH       := $(BINDIR)/conflux-bench
+# Plugins sit in lib/ beside bin/ (build/lib for release, build/<BUILD>/lib otherwise), where
+# the unit tests look for them relative to their own binary.
+PLUGIN_DIR  := $(patsubst %/bin,%/lib,$(BINDIR))
+PLUGINS     := $(patsubst %,$(PLUGIN_DIR)/libconflux-%.so,$(notdir $(basename $(PLUGIN_SRCS))))
+# Built the same whatever BUILD is: a sanitizer-instrumented plugin could only be loaded by a
+# sanitizer build of conflux, and users load these into release binaries.
+PLUGIN_FLAGS := -O2 -Wall -Wextra -shared -fPIC -Iinclude
 
 BENCH_PACKAGES ?= python3-torch python3-numpy
 
-.PHONY: all deps bench-deps test build-tests demo bench docs install format format-check clean help
-all: $(CONFLUX) $(if $(BENCH_SRCS),$(BENCH))
+.PHONY: all deps bench-deps test build-tests plugins demo bench docs install format format-check clean help
+all: $(CONFLUX) $(if $(BENCH_SRCS),$(BENCH)) plugins
 
 help:
 	@echo "make [BUILD=release|debug|asan]  build build/bin/conflux (and conflux-bench)"
+	@echo "make plugins                       build examples/plugins/*.c* into lib/libconflux-*.so"
 	@echo "make deps                          install missing Debian packages"
 	@echo "make demo                          deps + build + train the MNIST demo (2 trainers)"
 	@echo "make test                          deps + build + all unit and MPI tests"
@@ -84,8 +93,19 @@ $(BENCH): $(call obj,$(BENCH_SRCS)) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $(OPTFLAGS) $^ -o $@ $(LDFLAGS) $(PKG_LIBS)
 
+plugins: $(PLUGINS)
+
+$(PLUGIN_DIR)/libconflux-%.so: examples/plugins/%.c include/conflux/data/plugin_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(PLUGIN_FLAGS) $< -o $@
+
+$(PLUGIN_DIR)/libconflux-%.so: examples/plugins/%.cpp include/conflux/data/plugin_abi.h
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 $(PLUGIN_FLAGS) $< -o $@
+
 $(UNIT_TESTS): EXTRA_CPPFLAGS = $(shell $(PKG_CONFIG) --cflags gtest)
-$(UNIT_TESTS): $(call obj,$(UNIT_SRCS)) $(LIB)
+# Order-only: the tests dlopen the example plugins at run time but do not link them.
+$(UNIT_TESTS): $(call obj,$(UNIT_SRCS)) $(LIB) | $(PLUGINS)
 	@mkdir -p $(dir $@)
 	$(CXX) $(OPTFLAGS) $^ -o $@ $(LDFLAGS) $(shell $(PKG_CONFIG) --libs gtest_main) $(PKG_LIBS)
 
@@ -96,7 +116,7 @@ $(MPI_TESTS): $(call obj,$(MPI_SRCS)) $(LIB)
 
 $(call obj,$(UNIT_SRCS) $(MPI_SRCS)): EXTRA_CPPFLAGS = $(shell $(PKG_CONFIG) --cflags gtest)
 
-build-tests: $(CONFLUX) $(UNIT_TESTS) $(MPI_TESTS)
+build-tests: $(CONFLUX) $(UNIT_TESTS) $(MPI_TESTS) plugins
 
 # The README's test command: installs what is missing, builds, runs every test.
 test: deps
@@ -123,14 +143,16 @@ docs: $(CONFLUX)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib \
-	  $(DESTDIR)$(PREFIX)/share/conflux/configs
+	  $(DESTDIR)$(PREFIX)/lib/conflux $(DESTDIR)$(PREFIX)/share/conflux/configs
 	install -m 755 $(CONFLUX) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/
 	$(if $(BENCH_SRCS),install -m 755 $(BENCH) $(DESTDIR)$(PREFIX)/bin/)
+	$(if $(PLUGINS),install -m 755 $(PLUGINS) $(DESTDIR)$(PREFIX)/lib/conflux/)
 	cp -r include/conflux $(DESTDIR)$(PREFIX)/include/
 	install -m 644 configs/*.toml $(DESTDIR)$(PREFIX)/share/conflux/configs/
 
-FORMAT_FILES = $(shell find include src tests benchmarks -name '*.hpp' -o -name '*.cpp' | sort)
+FORMAT_FILES = $(shell find include src tests benchmarks examples -name '*.hpp' -o -name '*.cpp' \
+  -o -name '*.h' -o -name '*.c' 2>/dev/null | sort)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:

@@ -50,6 +50,8 @@ run unit "$BIN/conflux-unit-tests" --gtest_color=no
 run mpi-np2 "${MPIRUN[@]}" -np 2 "$BIN/conflux-mpi-tests" --gtest_color=no
 run mpi-np4 "${MPIRUN[@]}" -np 4 "$BIN/conflux-mpi-tests" --gtest_color=no
 run cli tests/cli/cli-tests.sh
+run cli-data-service tests/cli/data-service-tests.sh
+run cli-launch tests/cli/launch-tests.sh
 
 echo
 [ ${#failures[@]} -gt 0 ] && echo "failed suites: ${failures[*]}"

@@ -16,8 +16,8 @@ namespace conflux {
 
 namespace {
 
-const std::vector<std::string> kSections = {"run",       "cluster", "data",
-                                            "transform", "model",   "train"};
+const std::vector<std::string> kSections = {"run",   "cluster", "data", "transform",
+                                            "model", "train",   "fault"};
 
 std::vector<std::string> all_key_paths() {
   std::vector<std::string> paths;
@@ -174,7 +174,9 @@ class ConfigLoader {
       }
       case ValueType::kFloatList: {
         const toml::array* array = node.as_array();
-        if (array == nullptr || array->empty()) wrong(describe_node(node));
+        // Only keys whose default is the empty list accept one (e.g. data.offload_ratios).
+        if (array == nullptr || (array->empty() && spec.default_toml != "[]"))
+          wrong(describe_node(node));
         for (const auto& element : *array) {
           if (!element.is_number()) wrong(fmt::format("an entry {}", describe_node(element)));
           check_range(*element.value<double>(), fmt::format("{}", *element.value<double>()));
@@ -211,13 +213,24 @@ class ConfigLoader {
           toml::parse(std::string_view("v = " + spec->default_toml), std::string_view("default")));
       node = defaults_.back().get("v");
     }
-    return checked(*node, *spec, path);
+    const toml::node& value = checked(*node, *spec, path);
+    record_effective(path, value);
+    return value;
+  }
+
+  // Keeps the value a key took, for the resolved config.
+  void record_effective(const std::string& path, const toml::node& value) {
+    const auto dot = path.find('.');
+    const std::string section = path.substr(0, dot);
+    if (!effective_.contains(section)) effective_.insert(section, toml::table{});
+    effective_[section].as_table()->insert_or_assign(path.substr(dot + 1), value);
   }
 
   std::int64_t get_int(const std::string& path) { return *value_of(path).value<std::int64_t>(); }
   double get_double(const std::string& path) { return *value_of(path).value<double>(); }
   bool get_bool(const std::string& path) { return *value_of(path).value<bool>(); }
   std::string get_string(const std::string& path) { return *value_of(path).value<std::string>(); }
+  float get_float(const std::string& path) { return static_cast<float>(get_double(path)); }
   std::vector<float> get_floats(const std::string& path) {
     std::vector<float> values;
     for (const auto& e : *value_of(path).as_array()) values.push_back(*e.value<double>());
@@ -237,6 +250,7 @@ class ConfigLoader {
     c.cluster_.preprocess_threads = static_cast<int>(get_int("cluster.preprocess_threads"));
     c.cluster_.blas_threads = static_cast<int>(get_int("cluster.blas_threads"));
     c.cluster_.peer_timeout_s = get_double("cluster.peer_timeout_s");
+    c.cluster_.worker_threads = static_cast<int>(get_int("cluster.worker_threads"));
 
     c.data_.dataset = get_string("data.dataset");
     std::string data_dir = get_string("data.dir");
@@ -247,12 +261,39 @@ class ConfigLoader {
     if (!hdf5_file.empty()) c.data_.hdf5_file = std::filesystem::absolute(hdf5_file);
     c.data_.train_limit = get_int("data.train_limit");
     c.data_.test_limit = get_int("data.test_limit");
+    c.data_.offload_ratio = get_double("data.offload_ratio");
+    c.data_.offload_ratios = get_floats("data.offload_ratios");
+    c.data_.prefetch_batches = static_cast<int>(get_int("data.prefetch_batches"));
+    c.data_.worker_credits = static_cast<int>(get_int("data.worker_credits"));
+    c.data_.worker_timeout_s = get_double("data.worker_timeout_s");
+    c.data_.worker_backoff_s = get_double("data.worker_backoff_s");
+    c.data_.worker_send_buffers = static_cast<int>(get_int("data.worker_send_buffers"));
+    c.data_.audit = get_bool("data.audit");
 
     c.transform_.pad = static_cast<int>(get_int("transform.pad"));
     c.transform_.crop = static_cast<int>(get_int("transform.crop"));
     c.transform_.hflip = get_bool("transform.hflip");
     c.transform_.mean = get_floats("transform.mean");
     c.transform_.std = get_floats("transform.std");
+    auto& t = c.transform_;
+    t.resized_crop = static_cast<int>(get_int("transform.resized_crop"));
+    t.resized_crop_scale_min = get_float("transform.resized_crop_scale_min");
+    t.resized_crop_scale_max = get_float("transform.resized_crop_scale_max");
+    t.resized_crop_ratio_min = get_float("transform.resized_crop_ratio_min");
+    t.resized_crop_ratio_max = get_float("transform.resized_crop_ratio_max");
+    t.rotation_degrees = get_float("transform.rotation_degrees");
+    t.brightness = get_float("transform.brightness");
+    t.contrast = get_float("transform.contrast");
+    t.saturation = get_float("transform.saturation");
+    t.blur_kernel = static_cast<int>(get_int("transform.blur_kernel"));
+    t.blur_sigma_min = get_float("transform.blur_sigma_min");
+    t.blur_sigma_max = get_float("transform.blur_sigma_max");
+    t.blur_probability = get_float("transform.blur_probability");
+    t.cutout_size = static_cast<int>(get_int("transform.cutout_size"));
+    t.cutout_probability = get_float("transform.cutout_probability");
+    const std::string plugin = get_string("transform.plugin");
+    if (!plugin.empty()) t.plugin = std::filesystem::absolute(plugin).lexically_normal();
+    t.plugin_args = get_string("transform.plugin_args");
 
     c.train_.epochs = static_cast<int>(get_int("train.epochs"));
     c.train_.batch_size = static_cast<int>(get_int("train.batch_size"));
@@ -263,6 +304,11 @@ class ConfigLoader {
     c.train_.weight_decay = get_double("train.weight_decay");
     c.train_.log_every = static_cast<int>(get_int("train.log_every"));
     c.train_.eval = get_bool("train.eval");
+
+    c.fault_.worker = static_cast<int>(get_int("fault.worker"));
+    c.fault_.mode = get_string("fault.mode");
+    c.fault_.delay_s = get_double("fault.delay_s");
+    c.fault_.after = get_int("fault.after");
   }
 
   void read_layers(Config& c) {
@@ -343,31 +389,21 @@ class ConfigLoader {
                     "{}: train.batch_size = {} is smaller than cluster.trainers = {}; every "
                     "trainer needs at least one sample per step",
                     locations_["train.batch_size"], c.train_.batch_size, c.cluster_.trainers);
+    CONFLUX_REQUIRE(
+        c.data_.offload_ratios.empty() ||
+            c.data_.offload_ratios.size() == static_cast<std::size_t>(c.cluster_.trainers),
+        "{}: data.offload_ratios has {} values but cluster.trainers = {}; give one "
+        "per trainer or none",
+        locations_["data.offload_ratios"], c.data_.offload_ratios.size(), c.cluster_.trainers);
   }
 
-  std::string resolved_toml(const Config& c) const {
-    toml::table root;
-    root.insert("run", toml::table{{"name", c.run_.name},
-                                   {"dir", c.run_.dir.string()},
-                                   {"seed", static_cast<std::int64_t>(c.run_.seed)}});
-    root.insert("cluster", toml::table{{"trainers", c.cluster_.trainers},
-                                       {"workers", c.cluster_.workers},
-                                       {"preprocess_threads", c.cluster_.preprocess_threads},
-                                       {"blas_threads", c.cluster_.blas_threads},
-                                       {"peer_timeout_s", c.cluster_.peer_timeout_s}});
-    root.insert("data", toml::table{{"dataset", c.data_.dataset},
-                                    {"dir", c.data_.dir.string()},
-                                    {"hdf5_file", c.data_.hdf5_file.string()},
-                                    {"train_limit", c.data_.train_limit},
-                                    {"test_limit", c.data_.test_limit}});
-    toml::array mean, stddev;
-    for (float v : c.transform_.mean) mean.push_back(static_cast<double>(v));
-    for (float v : c.transform_.std) stddev.push_back(static_cast<double>(v));
-    root.insert("transform", toml::table{{"pad", c.transform_.pad},
-                                         {"crop", c.transform_.crop},
-                                         {"hflip", c.transform_.hflip},
-                                         {"mean", mean},
-                                         {"std", stddev}});
+  std::string resolved_toml(const Config& c) {
+    // Every key as it was read, with paths resolved the way the run uses them.
+    toml::table root = effective_;
+    root["run"].as_table()->insert_or_assign("dir", c.run_.dir.string());
+    root["data"].as_table()->insert_or_assign("dir", c.data_.dir.string());
+    root["data"].as_table()->insert_or_assign("hdf5_file", c.data_.hdf5_file.string());
+    root["transform"].as_table()->insert_or_assign("plugin", c.transform_.plugin.string());
     toml::array layers;
     for (const auto& l : c.layers_) {
       toml::table t{{"type", l.type}};
@@ -380,15 +416,6 @@ class ConfigLoader {
       layers.push_back(std::move(t));
     }
     root.insert("model", toml::table{{"layers", layers}});
-    root.insert("train", toml::table{{"epochs", c.train_.epochs},
-                                     {"batch_size", c.train_.batch_size},
-                                     {"lr", c.train_.lr},
-                                     {"lr_schedule", c.train_.lr_schedule},
-                                     {"warmup_steps", c.train_.warmup_steps},
-                                     {"momentum", c.train_.momentum},
-                                     {"weight_decay", c.train_.weight_decay},
-                                     {"log_every", c.train_.log_every},
-                                     {"eval", c.train_.eval}});
     std::ostringstream out;
     out << "# Fully resolved conflux config (every key, defaults filled in).\n" << root << "\n";
     return out.str();
@@ -397,6 +424,7 @@ class ConfigLoader {
   std::string source_name_;
   const ConfigSources& sources_;
   toml::table root_;
+  toml::table effective_;              // every key's value as read, by section
   std::vector<toml::table> defaults_;  // parsed defaults that value_of() hands out
   std::map<std::string, std::string> override_origin_;
   std::map<std::string, std::string> locations_;

@@ -16,11 +16,16 @@ void BatchBuilder::build_train(std::span<const std::uint32_t> samples, std::uint
                                std::uint32_t epoch, model::Tensor& images,
                                std::vector<std::uint8_t>& labels) {
   shape(samples.size(), images, labels);
+  build_train_into(samples, seed, epoch, images.data.data(), labels.data());
+}
+
+void BatchBuilder::build_train_into(std::span<const std::uint32_t> samples, std::uint64_t seed,
+                                    std::uint32_t epoch, float* images, std::uint8_t* labels) {
   const std::size_t stride = transform_.output_shape().size();
   pool_.parallel_for(samples.size(), [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
       const std::uint32_t index = samples[i];
-      transform_.train(dataset_.image(index), seed, epoch, index, images.data.data() + i * stride);
+      transform_.train(dataset_.image(index), seed, epoch, index, images + i * stride);
       labels[i] = dataset_.labels[index];
     }
   });

@@ -26,6 +26,14 @@ void ProgressPrinter::on_epoch_end(const EpochReport& r) {
       "{:.1f} s (+{:.1f} s eval)",
       r.epoch + 1, r.epochs, r.train_loss, 100 * r.train_accuracy, test, r.samples_per_s,
       r.epoch_seconds, r.eval_seconds);
+  if (r.worker_batches + r.fallback_batches > 0 || r.audited) {
+    log_.info(
+        "epoch {}/{} batches: {} built by trainers, {} by workers, {} rebuilt after a "
+        "worker timeout{}",
+        r.epoch + 1, r.epochs, r.local_batches, r.worker_batches, r.fallback_batches,
+        r.audited ? fmt::format("; audit: all {} samples used exactly once", r.samples)
+                  : std::string());
+  }
 }
 
 void ProgressPrinter::on_train_end(const model::Model&, const TrainSummary& s) {

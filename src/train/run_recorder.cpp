@@ -35,11 +35,14 @@ void RunRecorder::on_epoch_end(const EpochReport& r) {
   fmt::print(metrics_.get(),
              "{{\"epoch\": {}, \"train_loss\": {}, \"train_accuracy\": {}, \"test_loss\": {}, "
              "\"test_accuracy\": {}, \"samples\": {}, \"samples_per_s\": {}, "
-             "\"epoch_seconds\": {}, \"eval_seconds\": {}, \"elapsed_seconds\": {}}}\n",
+             "\"epoch_seconds\": {}, \"eval_seconds\": {}, \"elapsed_seconds\": {}, "
+             "\"local_batches\": {}, \"worker_batches\": {}, \"fallback_batches\": {}, "
+             "\"audited\": {}}}\n",
              r.epoch + 1, json_number(r.train_loss), json_number(r.train_accuracy),
              json_number(r.test_loss), json_number(r.test_accuracy), r.samples,
              json_number(r.samples_per_s), json_number(r.epoch_seconds),
-             json_number(r.eval_seconds), json_number(r.elapsed_seconds));
+             json_number(r.eval_seconds), json_number(r.elapsed_seconds), r.local_batches,
+             r.worker_batches, r.fallback_batches, r.audited);
   std::fflush(metrics_.get());
 }
 

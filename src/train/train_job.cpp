@@ -2,44 +2,50 @@
 
 #include <cblas.h>
 
+#include <fmt/ranges.h>
+
 #include <optional>
 
 #include "conflux/comm/agreement.hpp"
 #include "conflux/comm/roles.hpp"
+#include "conflux/data/batch_server.hpp"
 #include "conflux/train/progress_printer.hpp"
 #include "conflux/train/run_recorder.hpp"
 #include "conflux/train/trainer.hpp"
 #include "conflux/train/training_data.hpp"
+#include "conflux/train/transform_setup.hpp"
 
 namespace conflux::train {
 
 namespace {
 
-constexpr int kShutdownTag = 901;
-
-// Worker ranks have no data service yet (next issue): they wait, without using a core, until
-// trainer 0 says the job is over.
-void serve_until_shutdown(const comm::RoleLayout& layout, const comm::Communicator& world) {
-  char byte = 0;
-  MPI_Request request = MPI_REQUEST_NULL;
-  CONFLUX_MPI_CHECK(MPI_Irecv(&byte, 1, MPI_CHAR, layout.trainer_world_rank(0), kShutdownTag,
-                              world.get(), &request));
-  comm::wait_for(
-      request, std::chrono::hours(24 * 365),
-      fmt::format("the shutdown message from trainer rank {}", layout.trainer_world_rank(0)));
-}
-
-void release_workers(const comm::RoleLayout& layout, const comm::Communicator& world,
-                     double timeout_s) {
-  char byte = 1;
-  for (int w = 0; w < layout.workers; ++w) {
-    MPI_Request request = MPI_REQUEST_NULL;
-    CONFLUX_MPI_CHECK(MPI_Isend(&byte, 1, MPI_CHAR, layout.worker_world_rank(w), kShutdownTag,
-                                world.get(), &request));
-    comm::wait_for(
-        request, std::chrono::duration<double>(timeout_s),
-        fmt::format("worker rank {} to take the shutdown message", layout.worker_world_rank(w)));
-  }
+// Serves batches to the trainers until each has said goodbye, then reports what it did.
+void serve_batches(const Config& config, const comm::RoleLayout& layout,
+                   const comm::Communicator& service, const data::Dataset& train,
+                   const data::SampleTransform& transform, const Logger& log) {
+  data::BatchServerOptions o;
+  o.comm = &service;
+  for (int t = 0; t < layout.trainers; ++t) o.trainer_ranks.push_back(layout.trainer_world_rank(t));
+  o.worker = layout.role_rank;
+  o.dataset = &train;
+  o.transform = &transform;
+  o.threads = config.cluster().worker_threads;
+  o.seed = config.run().seed;
+  o.global_batch = static_cast<std::size_t>(config.train().batch_size);
+  o.send_buffers = config.data().worker_send_buffers;
+  o.drain_timeout = std::chrono::duration<double>(config.cluster().peer_timeout_s);
+  const auto& f = config.fault();
+  o.fault = data::worker_fault(layout.role_rank, f.worker, f.mode, f.delay_s, f.after);
+  o.log = &log;
+  const data::BatchServerStats stats = data::BatchServer(std::move(o)).serve();
+  log.info(
+      "worker {}: served {} batches ({} samples; per trainer {}), cancelled {}; busy {:.0f} % of "
+      "{:.1f} s; at most {:.1f} MiB in flight (bound: {} send buffers)",
+      layout.role_rank, stats.batches, stats.samples, fmt::join(stats.per_trainer, "/"),
+      stats.cancelled,
+      stats.total_seconds > 0 ? 100 * stats.build_seconds / stats.total_seconds : 0.0,
+      stats.total_seconds, static_cast<double>(stats.peak_bytes_in_flight) / (1 << 20),
+      config.data().worker_send_buffers);
 }
 
 }  // namespace
@@ -64,12 +70,21 @@ void run_train_job(const Config& config, const comm::Communicator& world, const 
              layout.trainers, layout.workers, config.run().dir.string());
   }
 
+  // The data service talks on its own communicator, so its tags never meet anyone else's.
+  const comm::Communicator service = world.split(0, world.rank());
+  DataServiceLink link{&service, {}};
+  for (int w = 0; w < layout.workers; ++w) link.worker_ranks.push_back(layout.worker_world_rank(w));
+
   data::DatasetSplits data;
   std::optional<Trainer> trainer;
+  std::optional<data::SampleTransform> worker_transform;
   comm::run_agreed(world, [&] {
-    if (!is_trainer) return;
     data = load_training_data(config);
-    trainer.emplace(TrainerSetup{config, roles.role_comm, data});
+    if (is_trainer) {
+      trainer.emplace(TrainerSetup{config, roles.role_comm, data, link, &log});
+    } else {
+      worker_transform.emplace(make_transform(config, data.train));
+    }
   });
   if (is_root) {
     log.info("dataset {}: {} training / {} test samples of {}x{}x{}", config.data().dataset,
@@ -78,7 +93,7 @@ void run_train_job(const Config& config, const comm::Communicator& world, const 
   }
 
   if (!is_trainer) {
-    serve_until_shutdown(layout, world);
+    serve_batches(config, layout, service, data.train, *worker_transform, log);
     return;
   }
   ProgressPrinter progress(log);
@@ -92,7 +107,6 @@ void run_train_job(const Config& config, const comm::Communicator& world, const 
   if (is_root) {
     fmt::print("model digest: {}\n", summary.digest);
     log.info("results in {}", config.run().dir.string());
-    release_workers(layout, world, config.cluster().peer_timeout_s);
   }
 }
 

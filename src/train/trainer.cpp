@@ -3,12 +3,15 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "conflux/data/batch_builder.hpp"
 #include "conflux/data/epoch_plan.hpp"
 #include "conflux/model/loss.hpp"
 #include "conflux/model/lr_schedule.hpp"
 #include "conflux/model/model_io.hpp"
+#include "conflux/train/sample_audit.hpp"
+#include "conflux/train/transform_setup.hpp"
 
 namespace conflux::train {
 
@@ -18,19 +21,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-data::TransformOptions transform_options(const Config& config) {
-  const auto& t = config.transform();
-  return {t.pad, t.crop, t.hflip, t.mean, t.std};
-}
-
-data::SampleTransform make_transform(const Config& config, const data::Dataset& train) {
-  try {
-    return data::SampleTransform(transform_options(config), train.shape);
-  } catch (const InputError& e) {
-    CONFLUX_INPUT_ERROR("{}: {}", config.where("transform.crop"), e.what());
-  }
 }
 
 model::Model make_model(const Config& config, const data::SampleTransform& transform,
@@ -60,6 +50,8 @@ Trainer::Trainer(const TrainerSetup& setup)
     : config_(setup.config),
       trainers_(setup.trainers),
       data_(setup.data),
+      service_(setup.service),
+      log_(setup.log),
       transform_(make_transform(config_, data_.train)),
       model_(make_model(config_, transform_, data_.train.num_classes)),
       sgd_(model::SgdOptions{static_cast<float>(config_.train().lr),
@@ -71,17 +63,47 @@ Trainer::Trainer(const TrainerSetup& setup)
 
 Trainer::~Trainer() = default;
 
+std::unique_ptr<data::BatchLoader> Trainer::make_loader() const {
+  const auto& d = config_.data();
+  data::BatchLoaderOptions o;
+  o.dataset = &data_.train;
+  o.transform = &transform_;
+  o.seed = config_.run().seed;
+  o.epochs = config_.train().epochs;
+  o.global_batch = static_cast<std::size_t>(config_.train().batch_size);
+  o.trainers = trainers_.size();
+  o.trainer = trainers_.rank();
+  o.threads = config_.cluster().preprocess_threads;
+  o.prefetch = d.prefetch_batches;
+  o.offload_ratio = d.offload_ratio_for(trainers_.rank());
+  o.client.comm = service_.comm;
+  o.client.worker_ranks = service_.worker_ranks;
+  o.client.credits = d.worker_credits;
+  o.client.timeout = std::chrono::duration<double>(d.worker_timeout_s);
+  o.client.backoff = std::chrono::duration<double>(d.worker_backoff_s);
+  o.client.drain_timeout = std::chrono::duration<double>(config_.cluster().peer_timeout_s);
+  o.client.log = log_;
+  if (log_ != nullptr && o.offload_ratio > 0 && service_.worker_ranks.empty()) {
+    log_->warn(
+        "data.offload_ratio = {} but the job has no worker ranks: trainer {} builds all "
+        "its batches itself",
+        o.offload_ratio, trainers_.rank());
+  }
+  return std::make_unique<data::BatchLoader>(std::move(o));
+}
+
 TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
   const auto& cfg = config_.train();
   const int trainer = trainers_.rank();
   const auto timeout = std::chrono::duration<double>(config_.cluster().peer_timeout_s);
-  data::BatchBuilder builder(data_.train, transform_, config_.cluster().preprocess_threads);
-  model::Tensor images, grad_logits;
-  std::vector<std::uint8_t> labels;
-
-  const std::size_t steps_per_epoch =
-      (data_.train.size() + static_cast<std::size_t>(cfg.batch_size) - 1) /
-      static_cast<std::size_t>(cfg.batch_size);
+  const std::unique_ptr<data::BatchLoader> loader = make_loader();
+  std::optional<SampleAudit> audit;
+  if (config_.data().audit) {
+    audit.emplace(data_.train.size(),
+                  config_.run().dir / fmt::format("audit-trainer{}.csv", trainer));
+  }
+  model::Tensor grad_logits;
+  const std::size_t steps_per_epoch = loader->steps_per_epoch();
   const model::LrSchedule schedule(model::LrSchedule::parse_kind(cfg.lr_schedule), cfg.lr,
                                    steps_per_epoch * static_cast<std::size_t>(cfg.epochs),
                                    static_cast<std::size_t>(cfg.warmup_steps));
@@ -98,10 +120,15 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
     const auto epoch_start = Clock::now();
     auto window_start = epoch_start;
     Tally epoch_tally, window;
+    const data::LoaderStats stats_before = loader->stats();
     for (std::size_t step = 0; step < plan.steps(); ++step) {
-      builder.build_train(plan.samples(step, trainer), config_.run().seed,
-                          static_cast<std::uint32_t>(epoch), images, labels);
-      const model::Tensor& logits = model_.forward(images);
+      const data::Batch& batch = loader->next();
+      CONFLUX_CHECK(batch.epoch == static_cast<std::uint32_t>(epoch) && batch.step == step,
+                    "trainer {} got batch {}/{} for step {}/{}", trainer, batch.epoch, batch.step,
+                    epoch, step);
+      if (audit) audit->record(batch);
+      const auto& labels = batch.labels;
+      const model::Tensor& logits = model_.forward(batch.images);
       // Scale by the global step size so that the sum over trainers is the global mean.
       const float grad_scale = 1.0f / static_cast<float>(plan.step_samples(step));
       const auto result = model::softmax_cross_entropy(logits, labels, grad_scale, &grad_logits);
@@ -110,6 +137,7 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
       sgd_.set_lr(static_cast<float>(schedule.at(global_step++)));
       sgd_.step(model_.params(), model_.grads());
       window.add(result, labels.size());
+      for (auto* cb : callbacks) cb->on_step_end(global_step - 1, *loader);
 
       const bool last = step + 1 == plan.steps();
       if ((cfg.log_every > 0 && (step + 1) % cfg.log_every == 0) || last) {
@@ -139,6 +167,19 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
     report.train_loss = epoch_tally.loss / epoch_tally.samples;
     report.train_accuracy = epoch_tally.correct / epoch_tally.samples;
     report.samples_per_s = epoch_tally.samples / report.epoch_seconds;
+    const data::LoaderStats stats_after = loader->stats();
+    std::array<double, 3> origins{
+        static_cast<double>(stats_after.local - stats_before.local),
+        static_cast<double>(stats_after.worker - stats_before.worker),
+        static_cast<double>(stats_after.fallback - stats_before.fallback)};
+    trainers_.allreduce_sum(origins, timeout);
+    report.local_batches = static_cast<std::size_t>(origins[0]);
+    report.worker_batches = static_cast<std::size_t>(origins[1]);
+    report.fallback_batches = static_cast<std::size_t>(origins[2]);
+    if (audit) {
+      audit->check_epoch(epoch, trainers_, timeout);
+      report.audited = true;
+    }
     report.test_loss = report.test_accuracy = std::numeric_limits<double>::quiet_NaN();
     if (cfg.eval) {
       const auto eval_start = Clock::now();
@@ -152,10 +193,23 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
     for (auto* cb : callbacks) cb->on_epoch_end(report);
   }
   summary.total_seconds = seconds_since(train_start);
+  loader->finish();
+  report_data_service(loader->stats());
   summary.digest = model::weights_digest(model_);
   check_replicas_agree(summary.digest);
   for (auto* cb : callbacks) cb->on_train_end(model_, summary);
   return summary;
+}
+
+void Trainer::report_data_service(const data::LoaderStats& s) const {
+  if (log_ == nullptr || service_.worker_ranks.empty()) return;
+  const auto mib = [](std::uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); };
+  log_->info(
+      "trainer {}: batches {} local, {} from workers, {} rebuilt after a timeout; {} late "
+      "answer(s) dropped, {} cancelled; in flight at most {} batches ({:.1f} MiB, bound "
+      "{:.1f} MiB)",
+      trainers_.rank(), s.local, s.worker, s.fallback, s.client.late_dropped, s.client.cancelled,
+      s.peak_batches_in_flight, mib(s.peak_bytes_in_flight), mib(s.bound_bytes_in_flight));
 }
 
 Trainer::EvalResult Trainer::evaluate() {

@@ -3,49 +3,11 @@
 # with a clear message, on every rank, without hanging), the run directory, and bit-identical
 # digests across repeated runs, rank layouts and the HDF5 copy of a dataset.
 set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 3
-# shellcheck source=tools/mpi-env.sh
-source tools/mpi-env.sh
-CONFLUX=${CONFLUX_BIN:-build/bin}/conflux
-DATA=${CONFLUX_DATA:-../shared/data}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass=0
-fail=0
-QUICK=(--set data.train_limit=1000 --set data.test_limit=200 --set train.log_every=0)
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
 
-ok() { pass=$((pass + 1)); echo "ok   - $1"; }
-not_ok() {
-  fail=$((fail + 1))
-  echo "FAIL - $1"
-  if [ -n "${2:-}" ]; then tail -15 <<<"$2" | while IFS= read -r line; do echo "       $line"; done; fi
-}
-
-# expect_fail NAME EXIT_CODE "TEXT" [MIN_LINES] -- COMMAND...: the command exits with EXIT_CODE
-# and its output contains TEXT (at least MIN_LINES times: once per rank).
-expect_fail() {
-  local name=$1 code=$2 text=$3 min=1
-  shift 3
-  if [ "$1" != "--" ]; then min=$1; shift; fi
-  shift
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  local count
-  count=$(grep -cF -- "$text" <<<"$out")
-  if [ "$rc" -eq "$code" ] && [ "$count" -ge "$min" ]; then
-    ok "$name (exit $rc)"
-  else
-    not_ok "$name: exit $rc (want $code), '$text' seen $count time(s) (want >= $min)" "$out"
-  fi
-}
-
-# Every mpirun runs under a time limit: a hang fails the test instead of blocking the suite.
-MPIRUN=(timeout 120 "${MPIRUN[@]}")
 mnist_train() { "${MPIRUN[@]}" -np "$1" "$CONFLUX" train --config configs/mnist_mlp.toml \
   "${QUICK[@]}" --set "run.dir=$TMP/run-$2" "${@:3}"; }
-
-digest_of() { sed -n 's/^model digest: //p' "$1"; }
 
 # --- bad command lines and configs -----------------------------------------------------------
 expect_fail "unknown command" 2 "unknown command 'trian'" -- "$CONFLUX" trian
@@ -142,5 +104,4 @@ if [ -d "$DATA/mnist" ]; then
     mnist_train 2 other --set "data.hdf5_file=$TMP/mnist.h5" --set data.dataset=fashion-mnist
 fi
 
-echo "cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+cli_summary

@@ -28,6 +28,7 @@ struct ClusterSection {
   int preprocess_threads = 1;
   int blas_threads = 1;
   double peer_timeout_s = 600;
+  int worker_threads = 1;
 };
 
 /// [data]
@@ -37,6 +38,18 @@ struct DataSection {
   std::filesystem::path hdf5_file;  ///< empty: read the original files
   std::int64_t train_limit = 0;
   std::int64_t test_limit = 0;
+  double offload_ratio = 0;
+  std::vector<float> offload_ratios;  ///< per trainer; empty = offload_ratio for all
+  int prefetch_batches = 4;
+  int worker_credits = 2;
+  double worker_timeout_s = 30;
+  double worker_backoff_s = 10;
+  int worker_send_buffers = 2;
+  bool audit = false;
+  /// The offload ratio of trainer `t`.
+  double offload_ratio_for(int t) const {
+    return offload_ratios.empty() ? offload_ratio : offload_ratios[static_cast<std::size_t>(t)];
+  }
 };
 
 /// [transform]
@@ -46,6 +59,23 @@ struct TransformSection {
   bool hflip = false;
   std::vector<float> mean;
   std::vector<float> std;
+  int resized_crop = 0;
+  float resized_crop_scale_min = 0.08f;
+  float resized_crop_scale_max = 1.0f;
+  float resized_crop_ratio_min = 0.75f;
+  float resized_crop_ratio_max = 4.0f / 3.0f;
+  float rotation_degrees = 0;
+  float brightness = 0;
+  float contrast = 0;
+  float saturation = 0;
+  int blur_kernel = 0;
+  float blur_sigma_min = 0.1f;
+  float blur_sigma_max = 2.0f;
+  float blur_probability = 0.5f;
+  int cutout_size = 0;
+  float cutout_probability = 1.0f;
+  std::filesystem::path plugin;  ///< resolved to an absolute path; empty = none
+  std::string plugin_args;
 };
 
 /// [train]
@@ -59,6 +89,14 @@ struct TrainSection {
   double weight_decay = 0;
   int log_every = 100;
   bool eval = true;
+};
+
+/// [fault]: fault injection for tests of the data service.
+struct FaultSection {
+  int worker = -1;             ///< worker index that misbehaves; -1 = none
+  std::string mode = "delay";  ///< "delay" or "stop"
+  double delay_s = 1;
+  std::int64_t after = 0;  ///< answers given normally before the fault starts
 };
 
 /// What the loader needs besides the file: values from outside the config, read once by
@@ -78,6 +116,7 @@ class Config {
   const TransformSection& transform() const noexcept { return transform_; }
   const std::vector<model::LayerSpec>& layers() const noexcept { return layers_; }
   const TrainSection& train() const noexcept { return train_; }
+  const FaultSection& fault() const noexcept { return fault_; }
   /// The fully resolved config as TOML (every key, defaults filled in).
   const std::string& resolved_toml() const noexcept { return resolved_toml_; }
   /// "file:line:column" where a key was set (or "default"), for errors found after loading.
@@ -95,6 +134,7 @@ class Config {
   TransformSection transform_;
   std::vector<model::LayerSpec> layers_;
   TrainSection train_;
+  FaultSection fault_;
   std::string resolved_toml_;
   std::map<std::string, std::string> locations_;
 };

@@ -22,6 +22,11 @@ class BatchBuilder {
   /// Augmented training batch of `samples` for `epoch`: images [n, C, H, W] and labels.
   void build_train(std::span<const std::uint32_t> samples, std::uint64_t seed, std::uint32_t epoch,
                    model::Tensor& images, std::vector<std::uint8_t>& labels);
+  /// As build_train, into caller-owned memory: samples.size() images and labels.
+  void build_train_into(std::span<const std::uint32_t> samples, std::uint64_t seed,
+                        std::uint32_t epoch, float* images, std::uint8_t* labels);
+  /// Floats per output image.
+  std::size_t floats_per_sample() const noexcept { return transform_.output_shape().size(); }
   /// Evaluation batch of the contiguous samples [begin, end).
   void build_eval(std::size_t begin, std::size_t end, model::Tensor& images,
                   std::vector<std::uint8_t>& labels);

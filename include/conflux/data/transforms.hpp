@@ -1,15 +1,19 @@
 #pragma once
 /// @file transforms.hpp
-/// CPU image transforms from uint8 CHW to normalised float CHW: zero-pad + random crop, random
-/// horizontal flip, scale to [0, 1] + per-channel normalise. Every random choice comes from a
-/// generator keyed by (seed, epoch, sample index), so a sample's output never depends on which
-/// thread or rank computed it (ARCHITECTURE.md invariant 2).
+/// CPU image transforms from uint8 CHW to normalised float CHW. Light: zero-pad + random crop,
+/// random horizontal flip, scale to [0, 1] + per-channel normalise. Heavy (ImageNet-style,
+/// CPU-bound): random resized crop (bilinear), rotation, colour jitter, Gaussian blur, cutout,
+/// and an optional user plugin. Every random choice comes from a generator keyed by
+/// (seed, epoch, sample index), so a sample's output never depends on which thread or rank
+/// computed it (ARCHITECTURE.md invariant 2).
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "conflux/data/dataset.hpp"
+#include "conflux/data/transform_plugin.hpp"
 
 namespace conflux::data {
 
@@ -20,30 +24,55 @@ struct TransformOptions {
   bool hflip = false;       ///< random horizontal flip, p = 0.5
   std::vector<float> mean;  ///< 1 or C values
   std::vector<float> std;   ///< 1 or C values
+
+  // Heavy augmentations, applied in this order; each is off at its default.
+  int resized_crop = 0;  ///< RandomResizedCrop output size (square); 0 = off; excludes pad/crop
+  float resized_crop_scale_min = 0.08f;  ///< area fraction range of the crop
+  float resized_crop_scale_max = 1.0f;
+  float resized_crop_ratio_min = 0.75f;  ///< aspect-ratio range (w/h), sampled log-uniformly
+  float resized_crop_ratio_max = 4.0f / 3.0f;
+  float rotation_degrees = 0;   ///< rotate by U(-d, d) degrees, bilinear, zero fill; 0 = off
+  float brightness = 0;         ///< factor U(1-b, 1+b); 0 = off
+  float contrast = 0;           ///< blend with the mean grey level, factor U(1-c, 1+c); 0 = off
+  float saturation = 0;         ///< blend with the greyscale image, U(1-s, 1+s); 3 channels only
+  int blur_kernel = 0;          ///< Gaussian blur kernel size (odd); 0 = off
+  float blur_sigma_min = 0.1f;  ///< sigma ~ U(min, max)
+  float blur_sigma_max = 2.0f;
+  float blur_probability = 0.5f;    ///< chance a sample is blurred
+  int cutout_size = 0;              ///< side of a zeroed square (after normalisation); 0 = off
+  float cutout_probability = 1.0f;  ///< chance a sample gets the square
+  std::shared_ptr<const TransformPlugin> plugin = nullptr;  ///< user transform, or null
 };
 
 /// The per-sample transform. Training applies the random parts; evaluation takes the centre
-/// crop without padding or flipping.
+/// crop without padding or flipping (with resized_crop: the whole image resized), and no heavy
+/// random op, cutout or plugin. Without any heavy option or plugin, training is the light path,
+/// bit for bit as before the heavy options existed.
 class SampleTransform {
  public:
   /// InputError when the options do not fit images of `input` (crop larger than the padded
-  /// image, mean/std length neither 1 nor C).
+  /// image, mean/std length neither 1 nor C) or a heavy option is out of range.
   SampleTransform(const TransformOptions& options, ImageShape input);
   /// Shape of the output image.
   ImageShape output_shape() const noexcept { return output_; }
   /// Augmented training sample: writes output_shape().size() floats to `out`.
   void train(std::span<const std::uint8_t> image, std::uint64_t seed, std::uint32_t epoch,
              std::uint64_t sample_index, float* out) const;
-  /// Deterministic evaluation sample (centre crop, no flip).
+  /// Deterministic evaluation sample (centre crop or whole-image resize, no flip).
   void eval(std::span<const std::uint8_t> image, float* out) const;
 
  private:
+  void validate_heavy() const;
   void render(std::span<const std::uint8_t> image, int top, int left, bool flip, float* out) const;
+  void train_heavy(std::span<const std::uint8_t> image, std::uint64_t seed, std::uint32_t epoch,
+                   std::uint64_t sample_index, float* out) const;
   TransformOptions options_;
   ImageShape input_;
   ImageShape output_;
-  std::vector<float> scale_;  // per channel: 1 / (255 * std)
-  std::vector<float> shift_;  // per channel: -mean / std
+  bool heavy_ = false;          // any heavy option or a plugin: train() takes train_heavy()
+  std::vector<float> scale_;    // per channel: 1 / (255 * std)
+  std::vector<float> shift_;    // per channel: -mean / std
+  std::vector<float> inv_std_;  // per channel: 1 / std, for [0, 1] input (after a plugin)
 };
 
 }  // namespace conflux::data

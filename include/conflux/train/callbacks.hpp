@@ -9,6 +9,9 @@
 namespace conflux::model {
 class Model;
 }
+namespace conflux::data {
+class OffloadControl;
+}
 
 namespace conflux::train {
 
@@ -33,8 +36,12 @@ struct EpochReport {
   double samples_per_s = 0;  ///< training samples per second (evaluation excluded)
   double epoch_seconds = 0;  ///< training time of the epoch (evaluation excluded)
   double eval_seconds = 0;
-  double elapsed_seconds = 0;  ///< since training started
-  std::size_t samples = 0;     ///< training samples in the epoch
+  double elapsed_seconds = 0;        ///< since training started
+  std::size_t samples = 0;           ///< training samples in the epoch
+  std::size_t local_batches = 0;     ///< batches built by trainers themselves (all trainers)
+  std::size_t worker_batches = 0;    ///< batches built by worker ranks
+  std::size_t fallback_batches = 0;  ///< batches built by trainers after a worker timed out
+  bool audited = false;              ///< data.audit verified every sample was used once
 };
 
 /// The end of training.
@@ -51,6 +58,9 @@ class TrainingCallback {
   virtual ~TrainingCallback() = default;
   /// Before the first step.
   virtual void on_train_begin(const model::Model& /*model*/) {}
+  /// After every step (global_step counts from 0 over the run); may change the offload
+  /// ratio for the batches scheduled from now on.
+  virtual void on_step_end(std::size_t /*global_step*/, data::OffloadControl& /*offload*/) {}
   /// After a step when the trainer produced a report (every train.log_every steps).
   virtual void on_step_report(const StepReport& /*report*/) {}
   /// After each epoch's evaluation.

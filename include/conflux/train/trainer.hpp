@@ -9,6 +9,8 @@
 
 #include "conflux/comm/gradient_sync.hpp"
 #include "conflux/core/config.hpp"
+#include "conflux/core/log.hpp"
+#include "conflux/data/batch_loader.hpp"
 #include "conflux/data/dataset.hpp"
 #include "conflux/data/transforms.hpp"
 #include "conflux/model/model.hpp"
@@ -17,11 +19,19 @@
 
 namespace conflux::train {
 
+/// Where the data service's worker ranks are.
+struct DataServiceLink {
+  const comm::Communicator* comm = nullptr;  ///< the service communicator; null: no workers
+  std::vector<int> worker_ranks;             ///< rank in *comm of each worker
+};
+
 /// What a trainer needs besides the config.
 struct TrainerSetup {
   const Config& config;
   const comm::Communicator& trainers;  ///< the trainer ranks (this rank is trainers.rank())
   const data::DatasetSplits& data;
+  DataServiceLink service = {};  ///< worker ranks to offload preprocessing to
+  const Logger* log = nullptr;   ///< for warnings and data-service summaries; null: silent
 };
 
 /// Runs training on one trainer rank; all trainer ranks run it together.
@@ -43,10 +53,14 @@ class Trainer {
   };
   EvalResult evaluate();
   void check_replicas_agree(const std::string& digest) const;
+  std::unique_ptr<data::BatchLoader> make_loader() const;
+  void report_data_service(const data::LoaderStats& stats) const;
 
   const Config& config_;
   const comm::Communicator& trainers_;
   const data::DatasetSplits& data_;
+  DataServiceLink service_;
+  const Logger* log_;
   data::SampleTransform transform_;
   model::Model model_;
   model::Sgd sgd_;

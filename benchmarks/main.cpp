@@ -1,0 +1,59 @@
+// conflux-bench: benchmark scenarios. Starts MPI, dispatches to a scenario, maps errors to
+// the documented exit codes (0 ok, 2 bad input, 3 runtime failure).
+
+#include <fmt/format.h>
+#include <boost/program_options.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "conflux/comm/communicator.hpp"
+#include "conflux/comm/mpi.hpp"
+#include "conflux/core/log.hpp"
+#include "scenarios.hpp"
+
+using namespace conflux;
+
+namespace {
+
+const bench::Scenario kScenarios[] = {
+    {"transforms", "cost per sample of every transform on CIFAR-10 (1 rank, 1 thread)",
+     bench::run_transform_cost},
+    {"data-service",
+     "1 trainer + workers: offload-ratio sweep with a SIMULATED GPU step, and data-plane "
+     "goodput vs plain MPI send/recv (mpirun -np 2)",
+     bench::run_data_service},
+};
+
+void print_usage() {
+  fmt::print(
+      "conflux-bench: benchmark scenarios\n\nUsage:\n  [mpirun -np N] conflux-bench "
+      "SCENARIO [options]   (SCENARIO --help for its options)\n\nScenarios:\n");
+  for (const auto& s : kScenarios) fmt::print("  {:<14} {}\n", s.name, s.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  comm::MpiEnvironment mpi(argc, argv);
+  const Logger log(mpi.world_rank());
+  try {
+    if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
+      if (mpi.world_rank() == 0) print_usage();
+      return argc < 2 ? static_cast<int>(ExitCode::kBadInput) : 0;
+    }
+    for (const auto& s : kScenarios) {
+      if (s.name == std::string_view(argv[1])) {
+        return s.run(std::vector<std::string>(argv + 2, argv + argc), comm::Communicator::world());
+      }
+    }
+    CONFLUX_INPUT_ERROR("unknown scenario '{}' (see conflux-bench --help)", argv[1]);
+  } catch (const Error& e) {
+    log.error("{}", e.describe());
+    mpi.abort(static_cast<int>(e.code()));
+  } catch (const boost::program_options::error& e) {
+    log.error("{} (see --help)", e.what());
+    mpi.abort(static_cast<int>(ExitCode::kBadInput));
+  }
+}

@@ -1,0 +1,27 @@
+#pragma once
+/// @file scenarios.hpp
+/// The conflux-bench scenarios. Each parses its own options (Boost.Program_options), prints a
+/// human-readable report and returns an exit code; main() starts MPI and dispatches.
+
+#include <string>
+#include <vector>
+
+#include "conflux/comm/communicator.hpp"
+
+namespace conflux::bench {
+
+/// One named scenario of conflux-bench.
+struct Scenario {
+  const char* name;     ///< sub-command, e.g. "transforms"
+  const char* summary;  ///< one line for `conflux-bench --help`
+  int (*run)(const std::vector<std::string>& args, const comm::Communicator& world);
+};
+
+/// Cost per sample of every transform on a real dataset (single rank, single thread).
+int run_transform_cost(const std::vector<std::string>& args, const comm::Communicator& world);
+
+/// Data-service throughput with a simulated GPU step, offload-ratio sweep and goodput versus
+/// plain MPI send/recv (1 trainer + workers).
+int run_data_service(const std::vector<std::string>& args, const comm::Communicator& world);
+
+}  // namespace conflux::bench

@@ -1,0 +1,33 @@
+#pragma once
+/// @file batch.hpp
+/// A training batch as the trainer consumes it, with where it was built.
+
+#include <cstdint>
+#include <vector>
+
+#include "conflux/model/tensor.hpp"
+
+namespace conflux::data {
+
+/// Who built a batch.
+enum class BatchOrigin {
+  kLocal,     ///< the trainer's own preprocessing threads
+  kWorker,    ///< a worker rank of the data service
+  kFallback,  ///< the trainer, after a worker missed its deadline
+};
+
+/// Name of an origin for logs and the audit file ("local", "worker", "fallback").
+const char* origin_name(BatchOrigin origin) noexcept;
+
+/// Batch `step` of `epoch` for one trainer: images [n, C, H, W], labels, dataset indices.
+struct Batch {
+  std::uint32_t epoch = 0;
+  std::size_t step = 0;
+  model::Tensor images;
+  std::vector<std::uint8_t> labels;
+  std::vector<std::uint32_t> samples;  ///< dataset index of each image
+  BatchOrigin origin = BatchOrigin::kLocal;
+  int worker = -1;  ///< worker index when origin == kWorker
+};
+
+}  // namespace conflux::data

@@ -1,0 +1,83 @@
+#pragma once
+/// @file service_protocol.hpp
+/// Messages of the data service. A trainer sends a fixed-size Request to a worker rank; the
+/// worker answers each batch request with exactly two messages: the meta message (ReplyHeader,
+/// then the batch's sample indices and labels) and the image payload (contiguous floats,
+/// received straight into the trainer's tensor). Both carry the tags of the request's
+/// per-worker sequence number, so that MPI's non-overtaking order and the header's request id
+/// pair every answer with its request.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace conflux::data {
+
+/// MPI tags of the data service (on its own communicator).
+inline constexpr int kRequestTag = 100;
+/// Replies use tags kReplyTagBase + 2 * (sequence mod kReplyTagSpan) (+1 for the images).
+inline constexpr int kReplyTagBase = 1000;
+inline constexpr std::uint64_t kReplyTagSpan = 8192;
+
+/// Tag of the meta message answering request `sequence` (per trainer-worker pair).
+constexpr int meta_tag(std::uint64_t sequence) noexcept {
+  return kReplyTagBase + 2 * static_cast<int>(sequence % kReplyTagSpan);
+}
+/// Tag of the image message answering request `sequence`.
+constexpr int image_tag(std::uint64_t sequence) noexcept {
+  return meta_tag(sequence) + 1;
+}
+
+/// What a trainer asks of a worker.
+enum class RequestKind : std::uint32_t {
+  kBatch = 1,    ///< build batch (epoch, step) of this trainer
+  kGoodbye = 2,  ///< this trainer needs nothing more; cancel what is queued for it
+};
+
+/// A trainer-to-worker request (fixed size, sent as bytes).
+struct Request {
+  RequestKind kind = RequestKind::kBatch;
+  std::int32_t trainer = 0;    ///< trainer index (0..T-1)
+  std::uint32_t epoch = 0;     ///< epoch of the batch
+  std::uint32_t reserved = 0;  ///< keeps the layout free of padding
+  std::uint64_t step = 0;      ///< step of the batch within the epoch
+  std::uint64_t sequence = 0;  ///< request number of this trainer at this worker
+};
+
+/// How a worker answered.
+enum class ReplyStatus : std::uint32_t {
+  kBatch = 0,      ///< the batch follows
+  kCancelled = 1,  ///< not built (the trainer said goodbye); the image message is empty
+};
+
+/// Start of the meta message.
+struct ReplyHeader {
+  std::uint64_t sequence = 0;  ///< the request's sequence number
+  std::uint64_t step = 0;
+  std::uint32_t epoch = 0;
+  std::int32_t trainer = 0;
+  std::uint32_t samples = 0;  ///< samples in the batch (may be 0 in a short last step)
+  ReplyStatus status = ReplyStatus::kBatch;
+  std::uint64_t floats_per_sample = 0;  ///< image floats per sample
+};
+
+/// Bytes of a meta message for `samples` samples.
+std::size_t meta_bytes(std::size_t samples) noexcept;
+
+/// Writes header, indices and labels into `out` (resized to meta_bytes).
+void encode_meta(const ReplyHeader& header, std::span<const std::uint32_t> indices,
+                 std::span<const std::uint8_t> labels, std::vector<std::byte>& out);
+
+/// A decoded meta message (spans point into the received bytes).
+struct MetaView {
+  ReplyHeader header;
+  std::span<const std::uint32_t> indices;
+  std::span<const std::uint8_t> labels;
+};
+
+/// Decodes `received` bytes of a meta message; RuntimeError when the size does not match the
+/// header (a protocol violation, named with `peer`).
+MetaView decode_meta(std::span<const std::byte> received, int peer);
+
+}  // namespace conflux::data

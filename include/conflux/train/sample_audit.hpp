@@ -1,0 +1,44 @@
+#pragma once
+/// @file sample_audit.hpp
+/// Audit mode (data.audit): records which samples each trainer consumed, and at the end of
+/// every epoch checks over all trainers that each sample of the dataset was used exactly once
+/// (ARCHITECTURE.md invariant 3), whichever rank or thread built its batch.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "conflux/comm/communicator.hpp"
+#include "conflux/data/batch.hpp"
+
+namespace conflux::train {
+
+/// Result of one epoch's audit (global over trainers).
+struct AuditResult {
+  std::size_t samples = 0;  ///< dataset samples checked
+  std::size_t batches = 0;  ///< batches consumed by all trainers
+};
+
+/// Records one trainer's consumed batches and checks each epoch.
+class SampleAudit {
+ public:
+  /// Audit of a dataset of `dataset_size` samples; writes one CSV line per batch to
+  /// `csv_file` (epoch, step, origin, worker, sample indices).
+  SampleAudit(std::size_t dataset_size, const std::filesystem::path& csv_file);
+  /// Records a consumed batch.
+  void record(const data::Batch& batch);
+  /// Collective over `trainers`: RuntimeError naming the first sample not used exactly once
+  /// in `epoch` (and how often it was used).
+  AuditResult check_epoch(int epoch, const comm::Communicator& trainers,
+                          std::chrono::duration<double> timeout);
+
+ private:
+  std::vector<double> counts_;  // uses of each sample this epoch (double: summed by allreduce)
+  std::size_t batches_ = 0;
+  std::ofstream csv_;
+  std::filesystem::path csv_path_;
+};
+
+}  // namespace conflux::train

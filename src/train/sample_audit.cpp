@@ -1,0 +1,48 @@
+#include "conflux/train/sample_audit.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "conflux/core/error.hpp"
+
+namespace conflux::train {
+
+SampleAudit::SampleAudit(std::size_t dataset_size, const std::filesystem::path& csv_file)
+    : counts_(dataset_size, 0.0), csv_(csv_file), csv_path_(csv_file) {
+  CONFLUX_CHECK(csv_.good(), "audit: cannot write {}", csv_file.string());
+  csv_ << "epoch,step,origin,worker,samples\n";
+}
+
+void SampleAudit::record(const data::Batch& batch) {
+  csv_ << batch.epoch << ',' << batch.step << ',' << data::origin_name(batch.origin) << ','
+       << batch.worker << ',';
+  for (std::size_t i = 0; i < batch.samples.size(); ++i) {
+    const std::uint32_t s = batch.samples[i];
+    CONFLUX_CHECK(s < counts_.size(), "audit: batch {}/{} holds sample {} of a {}-sample dataset",
+                  batch.epoch, batch.step, s, counts_.size());
+    counts_[s] += 1;
+    csv_ << (i ? " " : "") << s;
+  }
+  csv_ << '\n';
+  ++batches_;
+}
+
+AuditResult SampleAudit::check_epoch(int epoch, const comm::Communicator& trainers,
+                                     std::chrono::duration<double> timeout) {
+  csv_.flush();
+  CONFLUX_CHECK(csv_.good(), "audit: writing {} failed", csv_path_.string());
+  std::vector<double> totals = counts_;
+  totals.push_back(static_cast<double>(batches_));
+  trainers.allreduce_sum(totals, timeout);
+  const auto bad = std::find_if(totals.begin(), totals.end() - 1, [](double c) { return c != 1; });
+  CONFLUX_CHECK(bad == totals.end() - 1,
+                "audit: epoch {}: sample {} was used {} time(s) over all trainers, not once", epoch,
+                bad - totals.begin(), *bad);
+  AuditResult result{counts_.size(), static_cast<std::size_t>(totals.back())};
+  std::fill(counts_.begin(), counts_.end(), 0.0);
+  batches_ = 0;
+  return result;
+}
+
+}  // namespace conflux::train

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Command-line tests of the data service with configs/mnist_mlp.toml (2 trainers): offload
+# ratios 0, 0.5 and 1 with 1 and 3 worker ranks give bit-identical weights, the audit finds
+# every sample used exactly once per epoch, a worker delayed by fault injection does not stall
+# training, and bad service settings are clear errors.
+set -uo pipefail
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+if [ ! -d "$DATA/mnist" ]; then
+  echo "skip - data service CLI tests: $DATA/mnist not found"
+  cli_summary
+  exit
+fi
+
+# 6000 samples over 2 epochs: the last step of each epoch is short (6000 = 46 * 128 + 112).
+SERVICE=(--set data.train_limit=6000 --set data.test_limit=500 --set train.epochs=2
+  --set train.log_every=0 --set data.audit=true)
+service_train() {  # service_train RANKS NAME [--set ...]...
+  "${MPIRUN[@]}" -np "$1" "$CONFLUX" train --config configs/mnist_mlp.toml "${SERVICE[@]}" \
+    --set "run.dir=$TMP/run-$2" "${@:3}" >"$TMP/$2.log" 2>&1
+}
+
+# Both epochs audited: each sample of the 6000 used exactly once.
+audited() { [ "$(grep -c 'audit: all 6000 samples used exactly once' "$1")" -eq 2 ]; }
+
+service_train 2 base --set data.offload_ratio=0
+base=$(digest_of "$TMP/base.log")
+if [ -n "$base" ] && audited "$TMP/base.log"; then
+  ok "no workers: audit passes ($base)"
+else
+  not_ok "baseline run" "$(cat "$TMP/base.log")"
+fi
+
+for workers in 1 3; do
+  for ratio in 0 0.5 1; do
+    name="w$workers-r$ratio"
+    service_train $((2 + workers)) "$name" --set "data.offload_ratio=$ratio"
+    rc=$?
+    d=$(digest_of "$TMP/$name.log")
+    served=$(grep -oP 'worker \d+: served \K[0-9]+' "$TMP/$name.log" | awk '{ s += $1 } END { print s + 0 }')
+    # Ratio 0 leaves the workers idle; any other ratio must use them.
+    if [ "$ratio" = 0 ]; then want_served=0; else want_served=1; fi
+    if [ "$rc" -eq 0 ] && [ "$d" = "$base" ] && audited "$TMP/$name.log" &&
+      [ "$((served > 0 ? 1 : 0))" -eq "$want_served" ]; then
+      ok "$workers worker(s), offload ratio $ratio: same weights, audit passes, workers served $served batches"
+    else
+      not_ok "$workers worker(s), ratio $ratio: rc $rc digest '$d' (want '$base'), served '$served'" "$(cat "$TMP/$name.log")"
+    fi
+  done
+done
+
+service_train 3 per-trainer --set "data.offload_ratios=[1.0, 0.0]"
+if [ "$(digest_of "$TMP/per-trainer.log")" = "$base" ] &&
+  grep -q 'trainer 0: batches 0 local, 94 from workers' "$TMP/per-trainer.log" &&
+  grep -q 'trainer 1: batches 94 local, 0 from workers' "$TMP/per-trainer.log"; then
+  ok "per-trainer offload ratios [1, 0]: same weights, trainer 0 all remote, trainer 1 all local"
+else
+  not_ok "per-trainer offload ratios" "$(cat "$TMP/per-trainer.log")"
+fi
+
+# Worker 0 answers its first 2 requests, then holds every answer for 2 s; the deadline is 0.3 s.
+service_train 4 slow --set data.offload_ratio=1 --set fault.worker=0 --set fault.mode=delay \
+  --set fault.delay_s=2 --set fault.after=2 --set data.worker_timeout_s=0.3
+if [ "$(digest_of "$TMP/slow.log")" = "$base" ] && audited "$TMP/slow.log" &&
+  grep -q 'worker 0 (rank 2) did not answer the request' "$TMP/slow.log" &&
+  grep -qP ', [1-9][0-9]* rebuilt after a timeout' "$TMP/slow.log"; then
+  ok "delayed worker: training finishes with the same weights and names the slow worker"
+else
+  not_ok "delayed worker" "$(cat "$TMP/slow.log")"
+fi
+
+service_train 3 stop --set data.offload_ratio=1 --set fault.worker=0 --set fault.mode=stop \
+  --set fault.after=5 --set data.worker_timeout_s=0.3
+if [ "$(digest_of "$TMP/stop.log")" = "$base" ] && grep -q 'worker 0 (rank 2) did not answer' "$TMP/stop.log"; then
+  ok "stopped worker (the only one): trainers build the rest themselves, same weights, clean exit"
+else
+  not_ok "stopped worker" "$(cat "$TMP/stop.log")"
+fi
+
+# A user plugin runs on trainers and workers alike: it changes the model, not its placement.
+PLUGIN=$(dirname "$CONFLUX")/../lib/libconflux-solarize.so
+if [ -f "$PLUGIN" ]; then
+  for ratio in 0 1; do
+    service_train 3 "plugin-r$ratio" --set "transform.plugin=$PLUGIN" \
+      --set 'transform.plugin_args="threshold=0.6,probability=0.5"' --set "data.offload_ratio=$ratio"
+  done
+  dp0=$(digest_of "$TMP/plugin-r0.log")
+  dp1=$(digest_of "$TMP/plugin-r1.log")
+  if [ -n "$dp0" ] && [ "$dp0" = "$dp1" ] && [ "$dp0" != "$base" ]; then
+    ok "solarize plugin: changes the weights, identical with offload ratio 0 and 1"
+  else
+    not_ok "plugin digests '$dp0' '$dp1' (base '$base')" "$(cat "$TMP/plugin-r1.log")"
+  fi
+  expect_fail "plugin rejects its arguments: error on every rank" 2 "rejected by plugin" 3 -- \
+    "${MPIRUN[@]}" -np 3 "$CONFLUX" train --config configs/mnist_mlp.toml "${QUICK[@]}" \
+    --set "run.dir=$TMP/run-badargs" --set "transform.plugin=$PLUGIN" --set 'transform.plugin_args="bogus=1"'
+else
+  not_ok "example plugin not built: $PLUGIN"
+fi
+
+expect_fail "offload_ratios of the wrong length" 2 "data.offload_ratios has 3 values but cluster.trainers = 2" -- \
+  "$CONFLUX" config check --config configs/mnist_mlp.toml --set "data.offload_ratios=[0.1, 0.2, 0.3]"
+expect_fail "offload ratio out of range" 2 "data.offload_ratio: expected a number in [0, 1]" -- \
+  "$CONFLUX" config check --config configs/mnist_mlp.toml --set data.offload_ratio=1.5
+expect_fail "missing plugin: error on every rank" 2 "cannot load '$TMP/none.so'" 3 -- \
+  "${MPIRUN[@]}" -np 3 "$CONFLUX" train --config configs/mnist_mlp.toml "${QUICK[@]}" \
+  --set "run.dir=$TMP/run-plugin" --set "transform.plugin=$TMP/none.so"
+
+cli_summary

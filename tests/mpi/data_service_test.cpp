@@ -1,0 +1,239 @@
+// The data service under mpirun: trainers draw every batch through BatchLoader while the other
+// ranks run BatchServer. Each test runs on every rank layout the job size allows (np 2: 1+1;
+// np 4: 1+3, 2+2, 3+1) and compares each delivered batch bit for bit with the batch built
+// directly from the epoch plan.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+
+#include "../support/temp_dir.hpp"
+#include "conflux/comm/roles.hpp"
+#include "conflux/data/batch_builder.hpp"
+#include "conflux/data/batch_loader.hpp"
+#include "conflux/data/batch_server.hpp"
+#include "conflux/train/sample_audit.hpp"
+
+namespace conflux::data {
+namespace {
+
+constexpr std::size_t kSamples = 101;  // with batch 10: the last step holds 1 sample
+constexpr std::size_t kGlobalBatch = 10;
+constexpr int kEpochs = 2;
+constexpr std::uint64_t kSeed = 7;
+
+Dataset synthetic_dataset() {
+  Dataset d;
+  d.name = "synthetic";
+  d.shape = {3, 8, 8};
+  d.num_classes = 10;
+  d.images.resize(kSamples * d.shape.size());
+  for (std::size_t i = 0; i < d.images.size(); ++i)
+    d.images[i] = static_cast<std::uint8_t>((i * 2654435761u) >> 13);
+  for (std::size_t i = 0; i < kSamples; ++i) d.labels.push_back(static_cast<std::uint8_t>(i % 10));
+  return d;
+}
+
+TransformOptions heavy_options() {
+  TransformOptions o;
+  o.hflip = true;
+  o.mean = {0.5f};
+  o.std = {0.25f};
+  o.resized_crop = 6;
+  o.rotation_degrees = 20;
+  o.brightness = 0.3f;
+  o.saturation = 0.3f;
+  o.blur_kernel = 3;
+  o.cutout_size = 2;
+  return o;
+}
+
+struct Scenario {
+  double ratio = 1;
+  WorkerFault fault;  // applied to worker 0
+  double timeout_s = 30;
+  std::function<double(std::size_t)> ratio_at;  // optional: ratio from step k on
+};
+
+struct Outcome {
+  LoaderStats loader;          // trainers
+  BatchServerStats server;     // workers
+  std::size_t mismatches = 0;  // batches differing from the direct build
+  std::size_t batches = 0;
+};
+
+// Runs two epochs on T trainers and W = world - T workers.
+Outcome run_layout(int trainers, const Scenario& scenario) {
+  const auto world = comm::Communicator::world();
+  const int workers = world.size() - trainers;
+  const comm::RoleSplit roles = comm::split_roles(world, trainers, workers);
+  const comm::Communicator service = world.split(0, world.rank());
+  const Dataset dataset = synthetic_dataset();
+  const SampleTransform transform(heavy_options(), dataset.shape);
+  Outcome out;
+  if (roles.layout.role == comm::Role::kWorker) {
+    BatchServerOptions o;
+    o.comm = &service;
+    for (int t = 0; t < trainers; ++t) o.trainer_ranks.push_back(t);
+    o.worker = roles.layout.role_rank;
+    o.dataset = &dataset;
+    o.transform = &transform;
+    o.seed = kSeed;
+    o.global_batch = kGlobalBatch;
+    o.drain_timeout = std::chrono::seconds(60);
+    if (o.worker == 0) o.fault = scenario.fault;
+    out.server = BatchServer(std::move(o)).serve();
+    world.barrier();
+    return out;
+  }
+  const int t = roles.layout.role_rank;
+  BatchLoaderOptions o;
+  o.dataset = &dataset;
+  o.transform = &transform;
+  o.seed = kSeed;
+  o.epochs = kEpochs;
+  o.global_batch = kGlobalBatch;
+  o.trainers = trainers;
+  o.trainer = t;
+  o.prefetch = 3;
+  o.offload_ratio = scenario.ratio;
+  o.client.comm = &service;
+  for (int w = 0; w < workers; ++w) o.client.worker_ranks.push_back(trainers + w);
+  o.client.timeout = std::chrono::duration<double>(scenario.timeout_s);
+  o.client.backoff = std::chrono::seconds(60);
+  o.client.drain_timeout = std::chrono::seconds(60);
+  BatchLoader loader(std::move(o));
+  BatchBuilder reference(dataset, transform, 1);
+  model::Tensor images;
+  std::vector<std::uint8_t> labels;
+  testing::TempDir dir;
+  train::SampleAudit audit(dataset.size(), dir.path() / "audit.csv");
+  std::size_t k = 0;
+  for (int epoch = 0; epoch < kEpochs; ++epoch) {
+    const EpochPlan plan(kSeed, static_cast<std::uint32_t>(epoch), dataset.size(), kGlobalBatch,
+                         trainers);
+    for (std::size_t step = 0; step < plan.steps(); ++step, ++k) {
+      if (scenario.ratio_at) loader.set_offload_ratio(scenario.ratio_at(k));
+      const Batch& batch = loader.next();
+      EXPECT_EQ(batch.epoch, static_cast<std::uint32_t>(epoch));
+      EXPECT_EQ(batch.step, step);
+      reference.build_train(plan.samples(step, t), kSeed, static_cast<std::uint32_t>(epoch), images,
+                            labels);
+      const bool same = batch.images.shape == images.shape && batch.labels == labels &&
+                        std::memcmp(batch.images.data.data(), images.data.data(),
+                                    images.size() * sizeof(float)) == 0;
+      if (!same) ++out.mismatches;
+      ++out.batches;
+      audit.record(batch);
+    }
+    audit.check_epoch(epoch, roles.role_comm, std::chrono::seconds(60));  // throws on a miss
+  }
+  EXPECT_THROW(loader.next(), RuntimeError);
+  loader.finish();
+  out.loader = loader.stats();
+  world.barrier();
+  return out;
+}
+
+// The layouts of trainers (T) for this job size: every split with at least one worker.
+std::vector<int> trainer_counts() {
+  std::vector<int> counts;
+  for (int t = 1; t < comm::Communicator::world().size(); ++t) counts.push_back(t);
+  return counts;
+}
+
+std::size_t steps_per_trainer() {
+  return kEpochs * ((kSamples + kGlobalBatch - 1) / kGlobalBatch);
+}
+
+TEST(DataService, EveryRatioAndLayoutDeliversThePlannedBatchesBitForBit) {
+  for (int trainers : trainer_counts()) {
+    for (double ratio : {0.0, 0.5, 1.0}) {
+      SCOPED_TRACE(fmt::format("{} trainer(s), ratio {}", trainers, ratio));
+      const Outcome out = run_layout(trainers, Scenario{ratio, {}, 30, {}});
+      if (comm::Communicator::world().rank() >= trainers) {
+        // Every batch was asked of some worker; fair share checked over trainers below.
+        continue;
+      }
+      EXPECT_EQ(out.mismatches, 0u);
+      EXPECT_EQ(out.batches, steps_per_trainer());
+      const auto expected_remote =
+          static_cast<std::size_t>(ratio * static_cast<double>(steps_per_trainer()) + 1e-9);
+      EXPECT_EQ(out.loader.worker, expected_remote);
+      EXPECT_EQ(out.loader.local, steps_per_trainer() - expected_remote);
+      EXPECT_EQ(out.loader.fallback, 0u);
+      EXPECT_LE(out.loader.peak_batches_in_flight, 3u);
+    }
+  }
+}
+
+TEST(DataService, WorkersServeEveryTrainerFairly) {
+  for (int trainers : trainer_counts()) {
+    const Outcome out = run_layout(trainers, Scenario{1.0, {}, 30, {}});
+    const auto world = comm::Communicator::world();
+    if (world.rank() < trainers) continue;
+    const auto workers = static_cast<std::size_t>(world.size() - trainers);
+    ASSERT_EQ(out.server.per_trainer.size(), static_cast<std::size_t>(trainers));
+    for (std::size_t n : out.server.per_trainer) {
+      // Each trainer spreads its requests over the workers: no worker starves a trainer.
+      EXPECT_GE(n, steps_per_trainer() / workers / 2) << trainers << " trainer(s)";
+    }
+  }
+}
+
+TEST(DataService, WorkersWithNothingToDoShutDownCleanly) {
+  const Outcome out = run_layout(1, Scenario{0.0, {}, 30, {}});
+  if (comm::Communicator::world().rank() == 0) {
+    EXPECT_EQ(out.loader.local, steps_per_trainer());
+    EXPECT_EQ(out.loader.client.requests, 0u);
+  } else {
+    EXPECT_EQ(out.server.batches, 0u);
+    EXPECT_EQ(out.server.cancelled, 0u);
+  }
+}
+
+TEST(DataService, RatioChangesBetweenStepsKeepBatchesIdentical) {
+  // 0 for the first 5 steps, then 1 for 10, then 0.3.
+  const auto ratio_at = [](std::size_t k) { return k < 5 ? 0.0 : k < 15 ? 1.0 : 0.3; };
+  const Outcome out = run_layout(1, Scenario{0.0, {}, 30, ratio_at});
+  if (comm::Communicator::world().rank() != 0) return;
+  EXPECT_EQ(out.mismatches, 0u);
+  // The loader schedules up to 3 batches ahead, so a change applies within 3 steps.
+  EXPECT_GE(out.loader.worker, 10u);
+  EXPECT_LT(out.loader.worker, steps_per_trainer() - 5);
+  EXPECT_GE(out.loader.local, 5u);
+}
+
+TEST(DataService, DelayedWorkerIsReplacedByLocalBuildsAndLateAnswersDropped) {
+  WorkerFault fault;
+  fault.mode = WorkerFault::Mode::kDelay;
+  fault.delay = std::chrono::milliseconds(800);
+  fault.after = 1;
+  const Outcome out = run_layout(1, Scenario{1.0, fault, 0.2, {}});
+  if (comm::Communicator::world().rank() != 0) return;
+  EXPECT_EQ(out.mismatches, 0u);
+  EXPECT_GE(out.loader.fallback, 1u);
+  EXPECT_GE(out.loader.client.timeouts, 1u);
+  // Each given-up request was settled: its late answer dropped or cancelled at the end.
+  EXPECT_EQ(out.loader.client.late_dropped + out.loader.client.cancelled,
+            out.loader.client.timeouts);
+  EXPECT_EQ(out.loader.worker + out.loader.fallback + out.loader.local, steps_per_trainer());
+}
+
+TEST(DataService, StoppedWorkerIsReplacedAndTheJobStillEnds) {
+  WorkerFault fault;
+  fault.mode = WorkerFault::Mode::kStop;
+  fault.after = 2;
+  const Outcome out = run_layout(1, Scenario{1.0, fault, 0.2, {}});
+  if (comm::Communicator::world().rank() == 0) {
+    EXPECT_EQ(out.mismatches, 0u);
+    EXPECT_GE(out.loader.fallback, 1u);
+    EXPECT_EQ(out.loader.client.cancelled, out.loader.client.timeouts);
+  } else if (comm::Communicator::world().rank() == 1) {
+    EXPECT_EQ(out.server.batches, 2u);
+    EXPECT_GE(out.server.cancelled, 1u);
+  }
+}
+
+}  // namespace
+}  // namespace conflux::data

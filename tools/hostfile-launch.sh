@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# Launches conflux with Open MPI so that the trainer ranks run on one set of hosts (GPU nodes)
+# and the preprocessing workers on another (CPU-only nodes), in one MPI_COMM_WORLD.
+#
+#   tools/hostfile-launch.sh --trainer-hosts gpu1,gpu2 --worker-hosts cpu1:8,cpu2:8 \
+#     --trainers 4 --workers 16 --config configs/cifar10_cnn.toml [--dry-run] [-- CONFLUX ARGS]
+#
+# It builds one mpirun command with two app contexts (MPMD colon syntax):
+#   mpirun -np T --host TRAINER_HOSTS conflux train ... : -np W --host WORKER_HOSTS conflux train ...
+# Open MPI numbers the ranks of the first app context first, so world ranks 0..T-1 are the
+# trainers, as conflux requires, and it sets cluster.trainers=T and cluster.workers=W to match.
+# The command is printed (to stderr; to stdout with --dry-run) and then run.
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+usage: tools/hostfile-launch.sh --trainer-hosts HOSTS --worker-hosts HOSTS --config FILE
+                                [options] [-- CONFLUX-TRAIN-ARGS...]
+  --trainer-hosts HOSTS  hosts for the trainer ranks: "h1,h2:4" (host[:slots], comma-separated)
+                         or "@FILE", an Open MPI hostfile ("host slots=N" per line)
+  --worker-hosts HOSTS   hosts for the worker ranks, same forms
+  -t, --trainers T       number of trainer ranks (default: the trainer hosts' slots, 1 per host
+                         without a count)
+  -w, --workers W        number of worker ranks (default: the worker hosts' slots); 0 = none
+  -c, --config FILE      experiment config (passed to conflux train --config)
+  --set KEY=VALUE        config override, repeatable (same as after --)
+  --bin PATH             conflux binary (default: $CONFLUX_BIN/conflux or build/bin/conflux);
+                         the same path must exist on every host
+  --oversubscribe        allow more ranks than slots (passed to mpirun)
+  --mpirun-arg ARG       extra global mpirun option, repeatable, e.g.
+                         --mpirun-arg --bind-to --mpirun-arg none
+  -n, --dry-run          print the mpirun command and exit
+  -h, --help             this text
+Hosts without a slot count share the remaining ranks evenly. A host named in both lists is
+given the sum of both slot counts in each app context, so that the two groups fit side by
+side. Environment: CONFLUX_MPIRUN (default: mpirun).
+EOF
+}
+
+die() {
+  echo "hostfile-launch: $*" >&2
+  exit 2
+}
+
+trainer_spec=""
+worker_spec=""
+trainers=""
+workers=""
+config=""
+bin="${CONFLUX_BIN:-build/bin}/conflux"
+dry_run=0
+oversubscribe=0
+mpirun_args=()
+conflux_args=()
+
+need_value() { [ $# -ge 2 ] || die "option $1 needs a value (see --help)"; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --trainer-hosts) need_value "$@"; trainer_spec=$2; shift 2 ;;
+    --trainer-hosts=*) trainer_spec=${1#*=}; shift ;;
+    --worker-hosts) need_value "$@"; worker_spec=$2; shift 2 ;;
+    --worker-hosts=*) worker_spec=${1#*=}; shift ;;
+    -t | --trainers) need_value "$@"; trainers=$2; shift 2 ;;
+    --trainers=*) trainers=${1#*=}; shift ;;
+    -w | --workers) need_value "$@"; workers=$2; shift 2 ;;
+    --workers=*) workers=${1#*=}; shift ;;
+    -c | --config) need_value "$@"; config=$2; shift 2 ;;
+    --config=*) config=${1#*=}; shift ;;
+    --set) need_value "$@"; conflux_args+=(--set "$2"); shift 2 ;;
+    --set=*) conflux_args+=(--set "${1#*=}"); shift ;;
+    --bin) need_value "$@"; bin=$2; shift 2 ;;
+    --bin=*) bin=${1#*=}; shift ;;
+    --oversubscribe) oversubscribe=1; shift ;;
+    --mpirun-arg) need_value "$@"; mpirun_args+=("$2"); shift 2 ;;
+    --mpirun-arg=*) mpirun_args+=("${1#*=}"); shift ;;
+    -n | --dry-run) dry_run=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    --) shift; conflux_args+=("$@"); break ;;
+    *) die "unknown option '$1' (conflux options go after --; see --help)" ;;
+  esac
+done
+
+[ -n "$trainer_spec" ] || die "--trainer-hosts is required"
+[ -n "$config" ] || die "--config is required"
+is_count() { [[ $1 =~ ^[0-9]+$ ]]; }
+[ -z "$trainers" ] || is_count "$trainers" || die "--trainers must be a number, not '$trainers'"
+[ -z "$workers" ] || is_count "$workers" || die "--workers must be a number, not '$workers'"
+
+# parse_hosts SPEC NAMES SLOTS: fills the arrays named NAMES and SLOTS (slots 0 = not given).
+parse_hosts() {
+  local spec=$1 entry host slots rest
+  local -n names_ref=$2 slots_ref=$3
+  names_ref=()
+  slots_ref=()
+  local entries=()
+  if [[ $spec == @* ]]; then
+    local file=${spec#@} line
+    [ -r "$file" ] || die "cannot read hostfile '$file'"
+    while IFS= read -r line || [ -n "$line" ]; do
+      line=${line%%#*}
+      read -r host rest <<<"$line" || true
+      [ -n "$host" ] || continue
+      slots=0
+      if [[ ${rest:-} =~ (^|[[:space:]])slots=([0-9]+) ]]; then slots=${BASH_REMATCH[2]}; fi
+      entries+=("$host:$slots")
+    done <"$file"
+  else
+    IFS=, read -r -a entries <<<"$spec"
+  fi
+  for entry in "${entries[@]}"; do
+    [ -n "$entry" ] || continue
+    host=${entry%%:*}
+    slots=0
+    if [[ $entry == *:* ]]; then slots=${entry#*:}; fi
+    if [ -z "$host" ] || ! is_count "$slots"; then
+      die "bad host entry '$entry' in '$spec' (want host or host:slots)"
+    fi
+    names_ref+=("$host")
+    slots_ref+=("$slots")
+  done
+  [ ${#names_ref[@]} -gt 0 ] || die "no hosts in '$spec'"
+}
+
+# fill_slots COUNT NAMES SLOTS: gives hosts without a slot count an even share of what the
+# explicit counts leave of COUNT (at least 1 each).
+fill_slots() {
+  local count=$1 i explicit=0 open=0
+  local -n names_f=$2 slots_f=$3
+  for i in "${!names_f[@]}"; do
+    if [ "${slots_f[i]}" -gt 0 ]; then explicit=$((explicit + slots_f[i])); else open=$((open + 1)); fi
+  done
+  [ "$open" -gt 0 ] || return 0
+  local rest=$((count - explicit)) share=1
+  [ "$rest" -gt 0 ] && share=$(((rest + open - 1) / open))
+  for i in "${!names_f[@]}"; do
+    [ "${slots_f[i]}" -gt 0 ] || slots_f[i]=$share
+  done
+}
+
+sum_slots() {
+  local -n slots_s=$1
+  local s total=0
+  for s in "${slots_s[@]}"; do total=$((total + (s > 0 ? s : 1))); done
+  echo "$total"
+}
+
+t_names=()
+t_slots=()
+parse_hosts "$trainer_spec" t_names t_slots
+[ -n "$trainers" ] || trainers=$(sum_slots t_slots)
+[ "$trainers" -ge 1 ] || die "--trainers must be at least 1"
+fill_slots "$trainers" t_names t_slots
+w_names=()
+w_slots=()
+if [ -n "$worker_spec" ]; then
+  parse_hosts "$worker_spec" w_names w_slots
+  [ -n "$workers" ] || workers=$(sum_slots w_slots)
+  fill_slots "$workers" w_names w_slots
+else
+  [ "${workers:-0}" -eq 0 ] || die "--workers $workers needs --worker-hosts"
+  workers=0
+fi
+
+check_fit() {  # check_fit GROUP COUNT SLOTS
+  local -n slots_c=$3
+  local s total=0
+  for s in "${slots_c[@]}"; do total=$((total + s)); done
+  if [ "$2" -gt "$total" ] && [ "$oversubscribe" -eq 0 ]; then
+    die "$2 $1 rank(s) but only $total slot(s) on the $1 hosts (add hosts or slots, or --oversubscribe)"
+  fi
+}
+check_fit trainer "$trainers" t_slots
+[ "$workers" -eq 0 ] || check_fit worker "$workers" w_slots
+
+# Open MPI caps each app context's use of a host at the slot count given in that context,
+# counting the ranks earlier contexts placed there: a shared host gets the sum in both.
+declare -A t_total=() w_total=()
+for i in "${!t_names[@]}"; do t_total[${t_names[i]}]=$((${t_total[${t_names[i]}]:-0} + t_slots[i])); done
+for i in "${!w_names[@]}"; do w_total[${w_names[i]}]=$((${w_total[${w_names[i]}]:-0} + w_slots[i])); done
+host_list() {  # host_list NAMES SLOTS: "h1:n1,h2:n2" with shared hosts' slots summed
+  local -n names_h=$1 slots_h=$2
+  local i out="" n
+  for i in "${!names_h[@]}"; do
+    n=${slots_h[i]}
+    if [ -n "${t_total[${names_h[i]}]:-}" ] && [ -n "${w_total[${names_h[i]}]:-}" ]; then
+      n=$((t_total[${names_h[i]}] + w_total[${names_h[i]}]))
+    fi
+    out+="${out:+,}${names_h[i]}:$n"
+  done
+  echo "$out"
+}
+
+# Root needs Open MPI's opt-in variables (forwarded by mpirun); one BLAS thread per rank.
+# shellcheck source=tools/mpi-env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/mpi-env.sh"
+
+app=("$bin" train --config "$config" --set "cluster.trainers=$trainers" --set "cluster.workers=$workers")
+app+=(${conflux_args[@]+"${conflux_args[@]}"})
+cmd=("${CONFLUX_MPIRUN:-mpirun}")
+[ "$oversubscribe" -eq 0 ] || cmd+=(--oversubscribe)
+cmd+=(-x OPENBLAS_NUM_THREADS ${mpirun_args[@]+"${mpirun_args[@]}"})
+cmd+=(-np "$trainers" --host "$(host_list t_names t_slots)" "${app[@]}")
+if [ "$workers" -gt 0 ]; then
+  cmd+=(: -np "$workers" --host "$(host_list w_names w_slots)" "${app[@]}")
+fi
+
+# The command as one shell-quoted line (plain words stay unquoted, for readability).
+show() {
+  local a out=""
+  for a in "$@"; do
+    if [[ $a =~ ^[A-Za-z0-9_./:=,@%+-]+$ ]]; then out+="${out:+ }$a"; else out+="${out:+ }$(printf '%q' "$a")"; fi
+  done
+  echo "$out"
+}
+if [ "$dry_run" -eq 1 ]; then
+  show "${cmd[@]}"
+  exit 0
+fi
+echo "+ $(show "${cmd[@]}")" >&2
+exec "${cmd[@]}"
