@@ -68,7 +68,7 @@ help:
 	@echo "make deps                          install missing Debian packages"
 	@echo "make demo                          deps + build + train the MNIST demo (2 trainers)"
 	@echo "make test                          deps + build + all unit and MPI tests"
-	@echo "make bench                         run benchmarks/ (MNIST epoch vs PyTorch DDP)"
+	@echo "make bench                         run benchmarks/ (MNIST vs PyTorch DDP, data service)"
 	@echo "make docs                          regenerate docs/config.md from the schema"
 	@echo "make install PREFIX=/opt/conflux   install binaries, headers, configs"
 	@echo "make format | format-check         clang-format every source file"
@@ -134,6 +134,7 @@ bench-deps:
 bench: deps bench-deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@benchmarks/mnist_epoch_vs_pytorch.sh
+	@benchmarks/data_service.sh
 
 # docs/config.md = its hand-written head + the schema table printed by the binary.
 docs: $(CONFLUX)

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Benchmark: the data service on this machine. Prints the cost per sample of every transform,
+# then runs 1 trainer + 1 worker rank (conflux-bench data-service): an offload-ratio sweep
+# with a SIMULATED GPU step (a sleep) and the heavy CIFAR-10 pipeline at 96x96, and the data
+# plane's goodput against plain MPI send/recv measured in the same run.
+# Targets: best ratio >= 1.8x the samples/s of ratio 0; goodput >= 70 % of plain MPI.
+# Results: bench-results/transforms.txt, bench-results/data_service.txt
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=tools/mpi-env.sh
+source tools/mpi-env.sh
+DATA=${CONFLUX_DATA:-../shared/data}
+BENCH=${CONFLUX_BIN:-build/bin}/conflux-bench
+OUT=bench-results
+mkdir -p "$OUT"
+"$BENCH" transforms --data-dir "$DATA" | tee "$OUT/transforms.txt"
+echo
+"${MPIRUN[@]}" -np 2 "$BENCH" data-service --data-dir "$DATA" --resolution 96 \
+  --ratios 0,0.4,0.45,0.5,0.55,0.6,1 "$@" | tee "$OUT/data_service.txt"
