@@ -106,7 +106,9 @@ void BatchLoader::assign_unassigned() {
   // Strictly in window order, so the credits are always held by batches needed sooner.
   for (auto& slot : window_) {
     if (slot->source != Source::kUnassigned) continue;
-    if (!client_.request(slot->batch)) return;
+    const std::size_t samples =
+        plan(slot->batch.epoch).samples(slot->batch.step, options_.trainer).size();
+    if (!client_.request(slot->batch, samples)) return;
     slot->source = Source::kRemote;
   }
 }
@@ -152,7 +154,7 @@ void BatchLoader::wait_until_ready(Slot& slot) {
     }
     // Waiting on MPI: sleep in short, growing pauses so the trainer's core stays free.
     std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(200));
+    pause = std::min(pause * 2, std::chrono::microseconds(50));
   }
 }
 

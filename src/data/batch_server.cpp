@@ -1,5 +1,7 @@
 #include "conflux/data/batch_server.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <thread>
 
@@ -10,7 +12,15 @@ namespace conflux::data {
 
 namespace {
 constexpr std::size_t kPlansKept = 3;  // epochs whose plans a worker keeps
+
+// User + system CPU time of this process so far, all threads.
+double process_cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
+}  // namespace
 
 WorkerFault worker_fault(int worker, int faulty_worker, const std::string& mode, double delay_s,
                          std::int64_t after) {
@@ -78,15 +88,21 @@ void BatchServer::handle(const Request& request, int source) {
 void BatchServer::cancel_queued(int trainer) {
   auto& queue = queues_[static_cast<std::size_t>(trainer)];
   const int rank = options_.trainer_ranks[static_cast<std::size_t>(trainer)];
+  const MPI_Comm comm = options_.comm->get();
   for (const Request& r : queue) {
     SmallSend& send = small_sends_.emplace_back();
     ReplyHeader h{r.sequence, r.step, r.epoch, r.trainer, 0, ReplyStatus::kCancelled, 0};
     encode_meta(h, {}, {}, send.meta);
-    const MPI_Comm comm = options_.comm->get();
+    // The trainer posted one receive per image chunk of the planned batch: answer each, empty.
+    const std::size_t chunks =
+        chunk_count(plan(r.epoch).samples(r.step, trainer).size(), builder_.floats_per_sample());
+    send.requests.assign(chunks + 1, MPI_REQUEST_NULL);
+    for (std::size_t c = 0; c < chunks; ++c) {
+      CONFLUX_MPI_CHECK(
+          MPI_Isend(nullptr, 0, MPI_FLOAT, rank, image_tag(r.sequence), comm, &send.requests[c]));
+    }
     CONFLUX_MPI_CHECK(MPI_Isend(send.meta.data(), static_cast<int>(send.meta.size()), MPI_BYTE,
-                                rank, meta_tag(r.sequence), comm, &send.requests[0]));
-    CONFLUX_MPI_CHECK(
-        MPI_Isend(nullptr, 0, MPI_FLOAT, rank, image_tag(r.sequence), comm, &send.requests[1]));
+                                rank, meta_tag(r.sequence), comm, &send.requests[chunks]));
     ++stats_.cancelled;
   }
   queue.clear();
@@ -107,13 +123,21 @@ bool BatchServer::receive_requests() {
   }
 }
 
-void BatchServer::post(SendSlot& slot) {
+void BatchServer::post_chunk(SendSlot& slot, std::size_t chunk) {
   const int rank = options_.trainer_ranks[static_cast<std::size_t>(slot.trainer)];
-  const MPI_Comm comm = options_.comm->get();
+  const std::size_t fps = builder_.floats_per_sample();
+  const std::size_t first = chunk * chunk_samples(fps) * fps;
+  const std::size_t count = std::min(chunk_samples(fps) * fps, slot.images.size() - first);
+  MPI_Request& request = slot.requests.emplace_back(MPI_REQUEST_NULL);
+  CONFLUX_MPI_CHECK(MPI_Isend(slot.images.data() + first, static_cast<int>(count), MPI_FLOAT, rank,
+                              image_tag(slot.request.sequence), options_.comm->get(), &request));
+}
+
+void BatchServer::post_meta(SendSlot& slot) {
+  const int rank = options_.trainer_ranks[static_cast<std::size_t>(slot.trainer)];
+  MPI_Request& request = slot.requests.emplace_back(MPI_REQUEST_NULL);
   CONFLUX_MPI_CHECK(MPI_Isend(slot.meta.data(), static_cast<int>(slot.meta.size()), MPI_BYTE, rank,
-                              meta_tag(slot.request.sequence), comm, &slot.requests[0]));
-  CONFLUX_MPI_CHECK(MPI_Isend(slot.images.data(), static_cast<int>(slot.images.size()), MPI_FLOAT,
-                              rank, image_tag(slot.request.sequence), comm, &slot.requests[1]));
+                              meta_tag(slot.request.sequence), options_.comm->get(), &request));
   slot.posted = true;
 }
 
@@ -124,11 +148,14 @@ bool BatchServer::complete_sends() {
     if (!slot.busy) continue;
     if (!slot.posted) {
       if (now < slot.not_before) continue;
-      post(slot);
+      const std::size_t chunks = chunk_count(slot.labels.size(), builder_.floats_per_sample());
+      for (std::size_t c = 0; c < chunks; ++c) post_chunk(slot, c);
+      post_meta(slot);
       any = true;
     }
     int done = 0;
-    CONFLUX_MPI_CHECK(MPI_Testall(2, slot.requests, &done, MPI_STATUSES_IGNORE));
+    CONFLUX_MPI_CHECK(MPI_Testall(static_cast<int>(slot.requests.size()), slot.requests.data(),
+                                  &done, MPI_STATUSES_IGNORE));
     if (done) {
       slot.busy = slot.posted = false;
       any = true;
@@ -136,7 +163,9 @@ bool BatchServer::complete_sends() {
   }
   while (!small_sends_.empty()) {
     int done = 0;
-    CONFLUX_MPI_CHECK(MPI_Testall(2, small_sends_.front().requests, &done, MPI_STATUSES_IGNORE));
+    auto& requests = small_sends_.front().requests;
+    CONFLUX_MPI_CHECK(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
+                                  MPI_STATUSES_IGNORE));
     if (!done) break;
     small_sends_.pop_front();
     any = true;
@@ -160,12 +189,21 @@ bool BatchServer::build_next() {
     slot.trainer = static_cast<int>(t);
 
     const auto start = Clock::now();
+    const bool delayed = options_.fault.mode == WorkerFault::Mode::kDelay && faulty_now();
     const auto samples = plan(slot.request.epoch).samples(slot.request.step, slot.trainer);
     const std::size_t fps = builder_.floats_per_sample();
+    const std::size_t per_chunk = chunk_samples(fps);
     slot.images.resize(samples.size() * fps);
     slot.labels.resize(samples.size());
-    builder_.build_train_into(samples, options_.seed, slot.request.epoch, slot.images.data(),
-                              slot.labels.data());
+    slot.requests.clear();
+    // Send each chunk as soon as it is built, so the trainer copies it while it is still in
+    // cache and while the next chunk is being built.
+    for (std::size_t c = 0, first = 0; first < samples.size(); ++c, first += per_chunk) {
+      const std::size_t n = std::min(per_chunk, samples.size() - first);
+      builder_.build_train_into(samples.subspan(first, n), options_.seed, slot.request.epoch,
+                                slot.images.data() + first * fps, slot.labels.data() + first);
+      if (!delayed) post_chunk(slot, c);
+    }
     const ReplyHeader header{slot.request.sequence,
                              slot.request.step,
                              slot.request.epoch,
@@ -174,9 +212,8 @@ bool BatchServer::build_next() {
                              ReplyStatus::kBatch,
                              fps};
     encode_meta(header, samples, slot.labels, slot.meta);
+    if (!delayed) post_meta(slot);
     stats_.build_seconds += std::chrono::duration<double>(Clock::now() - start).count();
-
-    const bool delayed = options_.fault.mode == WorkerFault::Mode::kDelay && faulty_now();
     slot.busy = true;
     slot.not_before =
         Clock::now() + (delayed ? std::chrono::duration_cast<Clock::duration>(options_.fault.delay)
@@ -197,6 +234,7 @@ bool BatchServer::build_next() {
 
 BatchServerStats BatchServer::serve() {
   const auto start = Clock::now();
+  const double cpu_start = process_cpu_seconds();
   if (options_.fault.mode != WorkerFault::Mode::kNone && options_.log != nullptr) {
     options_.log->warn(
         "fault injection: worker {} will {} after {} answer(s)", options_.worker,
@@ -231,9 +269,10 @@ BatchServerStats BatchServer::serve() {
     }
     // Idle: sleep, growing the pause, so that a waiting worker costs no CPU.
     std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(250));
+    pause = std::min(pause * 2, std::chrono::microseconds(100));
   }
   stats_.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  stats_.cpu_seconds = process_cpu_seconds() - cpu_start;
   return stats_;
 }
 

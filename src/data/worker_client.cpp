@@ -50,7 +50,7 @@ void WorkerClient::send(int worker, const Request& message) {
                               kRequestTag, options_.comm->get(), &out.request));
 }
 
-bool WorkerClient::request(Batch& batch) {
+bool WorkerClient::request(Batch& batch, std::size_t samples) {
   CONFLUX_CHECK(!finished_, "data service: request after finish()");
   const auto now = Clock::now();
   const std::size_t n = workers_.size();
@@ -70,16 +70,28 @@ bool WorkerClient::request(Batch& batch) {
   p.sequence = worker.next_sequence++;
   p.epoch = batch.epoch;
   p.step = batch.step;
+  p.samples = samples;
   p.deadline = now + std::chrono::duration_cast<Clock::duration>(options_.timeout);
   p.meta.resize(meta_bytes(options_.max_samples));
   std::vector<int> shape = {static_cast<int>(options_.max_samples)};
   shape.insert(shape.end(), options_.image_shape.begin(), options_.image_shape.end());
   batch.images.resize(std::move(shape));
   const MPI_Comm comm = options_.comm->get();
+  const std::size_t fps = floats_per_sample(options_.image_shape);
+  const std::size_t chunks = chunk_count(samples, fps);
+  p.requests.assign(chunks + 1, MPI_REQUEST_NULL);
+  p.statuses.resize(chunks + 1);
   CONFLUX_MPI_CHECK(MPI_Irecv(p.meta.data(), static_cast<int>(p.meta.size()), MPI_BYTE, worker.rank,
                               meta_tag(p.sequence), comm, &p.requests[0]));
-  CONFLUX_MPI_CHECK(MPI_Irecv(batch.images.data.data(), static_cast<int>(batch.images.size()),
-                              MPI_FLOAT, worker.rank, image_tag(p.sequence), comm, &p.requests[1]));
+  // One receive per chunk, straight into its place in the tensor; chunks on one tag arrive in
+  // the order they were sent.
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const std::size_t first = c * chunk_samples(fps) * fps;
+    const std::size_t count = std::min(chunk_samples(fps) * fps, samples * fps - first);
+    CONFLUX_MPI_CHECK(MPI_Irecv(batch.images.data.data() + first, static_cast<int>(count),
+                                MPI_FLOAT, worker.rank, image_tag(p.sequence), comm,
+                                &p.requests[c + 1]));
+  }
   send(best,
        Request{RequestKind::kBatch, options_.trainer, batch.epoch, 0, batch.step, p.sequence});
   ++worker.in_flight;
@@ -88,9 +100,10 @@ bool WorkerClient::request(Batch& batch) {
   return true;
 }
 
-bool WorkerClient::test(Pending& p, MPI_Status (&statuses)[2]) {
+bool WorkerClient::test(Pending& p) {
   int done = 0;
-  CONFLUX_MPI_CHECK(MPI_Testall(2, p.requests, &done, statuses));
+  CONFLUX_MPI_CHECK(MPI_Testall(static_cast<int>(p.requests.size()), p.requests.data(), &done,
+                                p.statuses.data()));
   return done != 0;
 }
 
@@ -99,8 +112,7 @@ WorkerClient::Arrival WorkerClient::poll(Batch& batch) {
   CONFLUX_CHECK(it != pending_.end(), "data service: no request in flight for batch {}/{}",
                 batch.epoch, batch.step);
   Pending& p = it->second;
-  MPI_Status statuses[2];
-  if (!test(p, statuses)) {
+  if (!test(p)) {
     if (Clock::now() < p.deadline) return Arrival::kPending;
     on_timeout(batch, std::move(p));
     pending_.erase(it);
@@ -108,17 +120,22 @@ WorkerClient::Arrival WorkerClient::poll(Batch& batch) {
   }
   WorkerState& worker = workers_[p.worker];
   --worker.in_flight;
-  int meta_count = 0, image_count = 0;
-  MPI_Get_count(&statuses[0], MPI_BYTE, &meta_count);
-  MPI_Get_count(&statuses[1], MPI_FLOAT, &image_count);
+  int meta_count = 0;
+  MPI_Get_count(&p.statuses[0], MPI_BYTE, &meta_count);
+  std::size_t image_count = 0;
+  for (std::size_t c = 1; c < p.statuses.size(); ++c) {
+    int count = 0;
+    MPI_Get_count(&p.statuses[c], MPI_FLOAT, &count);
+    image_count += static_cast<std::size_t>(count);
+  }
   const MetaView meta =
       decode_meta({p.meta.data(), static_cast<std::size_t>(meta_count)}, worker.rank);
   const ReplyHeader& h = meta.header;
   const std::size_t fps = floats_per_sample(options_.image_shape);
   CONFLUX_CHECK(h.status == ReplyStatus::kBatch && h.sequence == p.sequence && h.epoch == p.epoch &&
                     h.step == p.step && h.trainer == options_.trainer &&
-                    h.floats_per_sample == fps &&
-                    static_cast<std::size_t>(image_count) == h.samples * fps,
+                    h.floats_per_sample == fps && h.samples == p.samples &&
+                    image_count == h.samples * fps,
                 "data service: worker rank {} answered request {} (epoch {}, step {}) with "
                 "status {}, request {}, epoch {}, step {}, trainer {}, {} samples of {} floats "
                 "and {} image floats",
@@ -132,7 +149,7 @@ WorkerClient::Arrival WorkerClient::poll(Batch& batch) {
   batch.origin = BatchOrigin::kWorker;
   batch.worker = p.worker;
   ++stats_.answered;
-  stats_.payload_bytes += static_cast<std::uint64_t>(image_count) * sizeof(float) + h.samples;
+  stats_.payload_bytes += image_count * sizeof(float) + h.samples;
   pending_.erase(it);
   return Arrival::kArrived;
 }
@@ -166,11 +183,11 @@ void WorkerClient::abandon(Batch& batch) {
   pending_.erase(it);
 }
 
-void WorkerClient::settle_orphan(Orphan& orphan, const MPI_Status& meta_status) {
+void WorkerClient::settle_orphan(Orphan& orphan) {
   WorkerState& worker = workers_[orphan.pending.worker];
   --worker.in_flight;
   int meta_count = 0;
-  MPI_Get_count(&meta_status, MPI_BYTE, &meta_count);
+  MPI_Get_count(&orphan.pending.statuses[0], MPI_BYTE, &meta_count);
   const MetaView meta =
       decode_meta({orphan.pending.meta.data(), static_cast<std::size_t>(meta_count)}, worker.rank);
   if (meta.header.status == ReplyStatus::kCancelled) {
@@ -188,9 +205,8 @@ void WorkerClient::progress() {
     outgoing_.pop_front();
   }
   for (auto it = orphans_.begin(); it != orphans_.end();) {
-    MPI_Status statuses[2];
-    if (test(it->pending, statuses)) {
-      settle_orphan(*it, statuses[0]);
+    if (test(it->pending)) {
+      settle_orphan(*it);
       it = orphans_.erase(it);
     } else {
       ++it;

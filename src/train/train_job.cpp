@@ -39,11 +39,12 @@ void serve_batches(const Config& config, const comm::RoleLayout& layout,
   o.log = &log;
   const data::BatchServerStats stats = data::BatchServer(std::move(o)).serve();
   log.info(
-      "worker {}: served {} batches ({} samples; per trainer {}), cancelled {}; busy {:.0f} % of "
-      "{:.1f} s; at most {:.1f} MiB in flight (bound: {} send buffers)",
+      "worker {}: served {} batches ({} samples; per trainer {}), cancelled {}; building {:.0f} "
+      "%, CPU {:.0f} % of {:.1f} s; at most {:.1f} MiB in flight (bound: {} send buffers)",
       layout.role_rank, stats.batches, stats.samples, fmt::join(stats.per_trainer, "/"),
       stats.cancelled,
       stats.total_seconds > 0 ? 100 * stats.build_seconds / stats.total_seconds : 0.0,
+      stats.total_seconds > 0 ? 100 * stats.cpu_seconds / stats.total_seconds : 0.0,
       stats.total_seconds, static_cast<double>(stats.peak_bytes_in_flight) / (1 << 20),
       config.data().worker_send_buffers);
 }

@@ -6,19 +6,21 @@
 
 #include <cstring>
 #include <functional>
+#include <thread>
 
 #include "../support/temp_dir.hpp"
 #include "conflux/comm/roles.hpp"
 #include "conflux/data/batch_builder.hpp"
 #include "conflux/data/batch_loader.hpp"
 #include "conflux/data/batch_server.hpp"
+#include "conflux/data/service_protocol.hpp"
 #include "conflux/train/sample_audit.hpp"
 
 namespace conflux::data {
 namespace {
 
-constexpr std::size_t kSamples = 101;  // with batch 10: the last step holds 1 sample
-constexpr std::size_t kGlobalBatch = 10;
+constexpr std::size_t kSamples = 251;  // with batch 50: the last step holds 1 sample
+constexpr std::size_t kGlobalBatch = 50;
 constexpr int kEpochs = 2;
 constexpr std::uint64_t kSeed = 7;
 
@@ -39,7 +41,8 @@ TransformOptions heavy_options() {
   o.hflip = true;
   o.mean = {0.5f};
   o.std = {0.25f};
-  o.resized_crop = 6;
+  // 3x64x64 floats = 48 KiB per sample: a 50-sample batch travels as 3 image chunks.
+  o.resized_crop = 64;
   o.rotation_degrees = 20;
   o.brightness = 0.3f;
   o.saturation = 0.3f;
@@ -53,6 +56,7 @@ struct Scenario {
   WorkerFault fault;  // applied to worker 0
   double timeout_s = 30;
   std::function<double(std::size_t)> ratio_at;  // optional: ratio from step k on
+  std::chrono::milliseconds step_time{0};       // trainer "compute" per step (a sleep)
 };
 
 struct Outcome {
@@ -115,6 +119,7 @@ Outcome run_layout(int trainers, const Scenario& scenario) {
     for (std::size_t step = 0; step < plan.steps(); ++step, ++k) {
       if (scenario.ratio_at) loader.set_offload_ratio(scenario.ratio_at(k));
       const Batch& batch = loader.next();
+      std::this_thread::sleep_for(scenario.step_time);
       EXPECT_EQ(batch.epoch, static_cast<std::uint32_t>(epoch));
       EXPECT_EQ(batch.step, step);
       reference.build_train(plan.samples(step, t), kSeed, static_cast<std::uint32_t>(epoch), images,
@@ -181,27 +186,40 @@ TEST(DataService, WorkersServeEveryTrainerFairly) {
   }
 }
 
-TEST(DataService, WorkersWithNothingToDoShutDownCleanly) {
-  const Outcome out = run_layout(1, Scenario{0.0, {}, 30, {}});
+TEST(DataService, WorkersWithNothingToDoShutDownCleanlyWithoutBurningACore) {
+  // About 0.36 s of training (12 steps) during which the workers only wait.
+  const Outcome out = run_layout(1, Scenario{0.0, {}, 30, {}, std::chrono::milliseconds(30)});
   if (comm::Communicator::world().rank() == 0) {
     EXPECT_EQ(out.loader.local, steps_per_trainer());
     EXPECT_EQ(out.loader.client.requests, 0u);
   } else {
     EXPECT_EQ(out.server.batches, 0u);
     EXPECT_EQ(out.server.cancelled, 0u);
+    EXPECT_GT(out.server.total_seconds, 0.25);
+    // A spinning wait would use ~100 % of a core; sleeping polls stay far below.
+    EXPECT_LT(out.server.cpu_seconds, 0.25 * out.server.total_seconds)
+        << out.server.cpu_seconds << " s CPU in " << out.server.total_seconds << " s";
   }
 }
 
 TEST(DataService, RatioChangesBetweenStepsKeepBatchesIdentical) {
-  // 0 for the first 5 steps, then 1 for 10, then 0.3.
-  const auto ratio_at = [](std::size_t k) { return k < 5 ? 0.0 : k < 15 ? 1.0 : 0.3; };
+  // Ratio 0 for the first 3 of the 12 steps, then 1 for 5 steps, then 0.
+  const auto ratio_at = [](std::size_t k) { return k < 3 ? 0.0 : k < 8 ? 1.0 : 0.0; };
   const Outcome out = run_layout(1, Scenario{0.0, {}, 30, ratio_at});
   if (comm::Communicator::world().rank() != 0) return;
   EXPECT_EQ(out.mismatches, 0u);
-  // The loader schedules up to 3 batches ahead, so a change applies within 3 steps.
-  EXPECT_GE(out.loader.worker, 10u);
-  EXPECT_LT(out.loader.worker, steps_per_trainer() - 5);
-  EXPECT_GE(out.loader.local, 5u);
+  // The loader schedules 3 batches ahead, so a change applies to the batch 2 steps later:
+  // batches 0-4 local, 5-9 remote, 10-11 local.
+  EXPECT_EQ(out.loader.worker, 5u);
+  EXPECT_EQ(out.loader.local, 7u);
+}
+
+TEST(DataService, BatchesLargerThanOneMessageTravelInChunks) {
+  static_assert(chunk_count(kGlobalBatch, 3 * 64 * 64) == 3);
+  const Outcome out = run_layout(1, Scenario{1.0, {}, 30, {}});
+  if (comm::Communicator::world().rank() != 0) return;
+  EXPECT_EQ(out.mismatches, 0u);
+  EXPECT_EQ(out.loader.worker, steps_per_trainer());
 }
 
 TEST(DataService, DelayedWorkerIsReplacedByLocalBuildsAndLateAnswersDropped) {

@@ -60,7 +60,9 @@ TEST_F(Training, SameSeedSameRanksGivesBitIdenticalWeights) {
     EXPECT_GT(a.accuracy, 0.80);  // 1 epoch on 2000 samples already learns
   }
   const RunResult other_seed = train_on(2, {"run.seed=43"});
-  if (comm::Communicator::world().rank() == 0) EXPECT_NE(a.digest, other_seed.digest);
+  if (comm::Communicator::world().rank() == 0) {
+    EXPECT_NE(a.digest, other_seed.digest);
+  }
 }
 
 TEST_F(Training, OneTrainerBatch128MatchesTwoTrainersBatch64) {

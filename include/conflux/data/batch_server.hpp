@@ -56,6 +56,7 @@ struct BatchServerStats {
   std::uint64_t peak_bytes_in_flight = 0;  ///< most batch bytes held while sending
   double build_seconds = 0;                ///< time spent building
   double total_seconds = 0;                ///< time in serve()
+  double cpu_seconds = 0;                  ///< CPU time this process used in serve()
 };
 
 /// Serves batch requests until every trainer said goodbye.
@@ -76,18 +77,19 @@ class BatchServer {
     std::vector<std::byte> meta;
     std::vector<float> images;
     std::vector<std::uint8_t> labels;
-    MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    std::vector<MPI_Request> requests;  // image chunks, then the meta message
   };
   struct SmallSend {  // cancellation answers
     std::vector<std::byte> meta;
-    MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    std::vector<MPI_Request> requests;
   };
 
   bool receive_requests();
   void handle(const Request& request, int source);
   bool complete_sends();
   bool build_next();
-  void post(SendSlot& slot);
+  void post_chunk(SendSlot& slot, std::size_t chunk);
+  void post_meta(SendSlot& slot);
   void cancel_queued(int trainer);
   const EpochPlan& plan(std::uint32_t epoch);
   bool faulty_now() const;

@@ -64,9 +64,10 @@ class WorkerClient {
   int workers() const noexcept { return static_cast<int>(workers_.size()); }
   /// Whether some worker is not in its back-off period.
   bool any_live_worker() const;
-  /// Requests batch (batch.epoch, batch.step) from the live worker with the fewest requests in
-  /// flight; false when every live worker is at its credit limit (or none is live).
-  bool request(Batch& batch);
+  /// Requests batch (batch.epoch, batch.step), which the plan says holds `samples` samples,
+  /// from the live worker with the fewest requests in flight; false when every live worker is
+  /// at its credit limit (or none is live).
+  bool request(Batch& batch, std::size_t samples);
   /// Completes the request of `batch` if its answer arrived (filling images, labels, samples,
   /// origin); on a passed deadline gives it up (the batch gets fresh buffers) and logs a
   /// warning naming the worker.
@@ -98,9 +99,11 @@ class WorkerClient {
     std::uint64_t sequence = 0;
     std::uint32_t epoch = 0;
     std::size_t step = 0;
+    std::size_t samples = 0;
     Clock::time_point deadline{};
     std::vector<std::byte> meta;
-    MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    std::vector<MPI_Request> requests;  // the meta message, then the image chunks
+    std::vector<MPI_Status> statuses;
   };
   struct Orphan {
     Pending pending;
@@ -112,10 +115,10 @@ class WorkerClient {
   };
 
   void send(int worker, const Request& message);
-  bool test(Pending& p, MPI_Status (&statuses)[2]);
+  static bool test(Pending& p);
   void on_timeout(Batch& batch, Pending&& p);
   void orphan(Batch& batch, Pending&& p);
-  void settle_orphan(Orphan& orphan, const MPI_Status& meta_status);
+  void settle_orphan(Orphan& orphan);
 
   WorkerClientOptions options_;
   std::vector<WorkerState> workers_;
