@@ -5,6 +5,7 @@
 // batches with plain MPI_Send/MPI_Recv between the same two ranks in the same run.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <boost/program_options.hpp>
 
 #include <algorithm>
@@ -39,6 +40,7 @@ struct Options {
   int credits = 4;
   int send_buffers = 3;
   int resolution = 32;
+  int rounds = 3;
 };
 
 // Stands in for the GPU forward/backward: sleeps, so the trainer's core stays free for its
@@ -149,6 +151,12 @@ double plain_bandwidth(const comm::Communicator& service, std::size_t bytes, int
   return static_cast<double>(bytes) * reps / seconds;
 }
 
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
 std::vector<double> parse_ratios(const std::string& text) {
   std::vector<double> ratios;
   std::stringstream in(text);
@@ -191,6 +199,8 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
       "requests in flight per worker (data.worker_credits)")(
       "send-buffers", po::value(&opt.send_buffers)->default_value(opt.send_buffers),
       "batches a worker holds while sending (data.worker_send_buffers)")(
+      "rounds", po::value(&opt.rounds)->default_value(opt.rounds),
+      "interleaved repetitions; medians are reported")(
       "resolution", po::value(&opt.resolution)->default_value(opt.resolution),
       "output size of the random resized crop (32 = CIFAR's own; 96 or 224 = "
       "ImageNet-style upscaled training)");
@@ -204,6 +214,8 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
   CONFLUX_REQUIRE(world.size() >= 2,
                   "data-service needs 1 trainer + at least 1 worker rank (mpirun -np 2)");
   const std::vector<double> ratios = parse_ratios(opt.ratios);
+  CONFLUX_REQUIRE(opt.rounds >= 1 && opt.steps >= 1 && opt.batch >= 1 && opt.goodput_batch >= 1,
+                  "--rounds, --steps, --batch and --goodput-batch must be at least 1");
   const comm::Communicator service = world.split(0, world.rank());
   const data::Dataset dataset = data::load_dataset("cifar10", opt.data_dir).train;
   const bool root = world.rank() == 0;
@@ -217,37 +229,51 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
         "ratio", "samples/s", "speedup", "worker batches");
   }
   const data::SampleTransform heavy(heavy_cifar_pipeline(opt.resolution), dataset.shape);
-  double baseline = 0, best = 0, best_ratio = 0;
-  for (double ratio : ratios) {
-    const Run run =
-        measure(service, dataset, heavy, opt, opt.batch, opt.steps, ratio, opt.gpu_step_ms);
-    if (!root) continue;
-    if (baseline == 0) baseline = run.samples_per_s;
-    if (run.samples_per_s > best) best = run.samples_per_s, best_ratio = ratio;
-    fmt::print("{:>6.2f}  {:>10.0f}  {:>7.2f}x  {:>15}\n", ratio, run.samples_per_s,
-               run.samples_per_s / baseline, run.stats.worker);
+  // Rounds interleave the ratios so that drift in the machine's load hits them alike; each
+  // ratio's speedup is taken against the first ratio of the same round, then the median.
+  std::vector<std::vector<double>> rates(ratios.size()), speedups(ratios.size());
+  std::vector<std::size_t> worker_batches(ratios.size());
+  for (int round = 0; round < opt.rounds; ++round) {
+    for (std::size_t i = 0; i < ratios.size(); ++i) {
+      const Run run = measure(service, dataset, heavy, opt, opt.batch, opt.steps, ratios[i],
+                              opt.gpu_step_ms);
+      rates[i].push_back(run.samples_per_s);
+      speedups[i].push_back(run.samples_per_s / rates[0].back());
+      worker_batches[i] = run.stats.worker;
+    }
   }
   if (root) {
+    std::size_t best = 0;
+    for (std::size_t i = 0; i < ratios.size(); ++i) {
+      if (median(speedups[i]) > median(speedups[best])) best = i;
+      fmt::print("{:>6.2f}  {:>10.0f}  {:>7.2f}x  {:>15}   [{:.2f}]\n", ratios[i], median(rates[i]),
+                 median(speedups[i]), worker_batches[i], fmt::join(speedups[i], " "));
+    }
     fmt::print(
-        "\nbest: ratio {:.2f} reaches {:.2f}x the samples/s of ratio {:.2f} (first in "
-        "the sweep; 0 = the trainer preprocessing alone)\n\n",
-        best_ratio, best / baseline, ratios.front());
+        "\nbest: ratio {:.2f} reaches {:.2f}x the samples/s of ratio {:.2f} (median of {} "
+        "interleaved rounds; ratio 0 = the trainer preprocessing alone)\n\n",
+        ratios[best], median(speedups[best]), ratios.front(), opt.rounds);
   }
 
   // Goodput: large batches, a cheap pipeline, no compute step, every batch from the worker.
   const data::SampleTransform cheap(normalise_only(), dataset.shape);
   const std::size_t batch_bytes =
       static_cast<std::size_t>(opt.goodput_batch) * cheap.output_shape().size() * sizeof(float);
-  const double plain = plain_bandwidth(service, batch_bytes, opt.goodput_steps, 3);
-  const Run run =
-      measure(service, dataset, cheap, opt, opt.goodput_batch, opt.goodput_steps, 1.0, 0);
+  std::vector<double> plain, served, fractions;
+  for (int round = 0; round < opt.rounds; ++round) {
+    plain.push_back(plain_bandwidth(service, batch_bytes, opt.goodput_steps, 3));
+    served.push_back(measure(service, dataset, cheap, opt, opt.goodput_batch, opt.goodput_steps,
+                             1.0, 0)
+                         .payload_bytes_per_s);
+    fractions.push_back(served.back() / plain.back());
+  }
   if (root) {
-    fmt::print(
-        "goodput, batches of {} samples ({:.1f} MiB of images + labels):\n"
-        "  plain MPI_Send/MPI_Recv  {:8.0f} MiB/s\n"
-        "  data service (ratio 1)   {:8.0f} MiB/s  = {:.0f} % of plain\n",
-        opt.goodput_batch, batch_bytes / 1048576.0, plain / 1048576.0,
-        run.payload_bytes_per_s / 1048576.0, 100 * run.payload_bytes_per_s / plain);
+    fmt::print("goodput, batches of {} samples ({:.1f} MiB of images + labels), median of {} "
+               "interleaved rounds:\n"
+               "  plain MPI_Send/MPI_Recv  {:8.0f} MiB/s\n"
+               "  data service (ratio 1)   {:8.0f} MiB/s  = {:.0f} % of plain   [{:.2f}]\n",
+               opt.goodput_batch, batch_bytes / 1048576.0, opt.rounds, median(plain) / 1048576.0,
+               median(served) / 1048576.0, 100 * median(fractions), fmt::join(fractions, " "));
   }
   return 0;
 }

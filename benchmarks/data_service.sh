@@ -16,4 +16,4 @@ mkdir -p "$OUT"
 "$BENCH" transforms --data-dir "$DATA" | tee "$OUT/transforms.txt"
 echo
 "${MPIRUN[@]}" -np 2 "$BENCH" data-service --data-dir "$DATA" --resolution 96 \
-  --ratios 0,0.4,0.45,0.5,0.55,0.6,1 "$@" | tee "$OUT/data_service.txt"
+  --ratios 0,0.45,0.5,0.55,0.6,1 --steps 60 --rounds 5 "$@" | tee "$OUT/data_service.txt"

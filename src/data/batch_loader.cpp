@@ -121,7 +121,7 @@ void BatchLoader::wait_until_ready(Slot& slot) {
     switch (slot.source) {
       case Source::kLocal: {
         // Wake now and then only to progress requests in flight; otherwise just wait.
-        const auto wait = client_.requests_in_flight() > 0 ? std::chrono::microseconds(500)
+        const auto wait = client_.requests_in_flight() > 0 ? std::chrono::microseconds(2000)
                                                            : std::chrono::microseconds(20000);
         if (producer_.wait(slot.batch, wait)) return;
         continue;
@@ -154,7 +154,7 @@ void BatchLoader::wait_until_ready(Slot& slot) {
     }
     // Waiting on MPI: sleep in short, growing pauses so the trainer's core stays free.
     std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(50));
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
   }
 }
 
