@@ -235,8 +235,8 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
   std::vector<std::size_t> worker_batches(ratios.size());
   for (int round = 0; round < opt.rounds; ++round) {
     for (std::size_t i = 0; i < ratios.size(); ++i) {
-      const Run run = measure(service, dataset, heavy, opt, opt.batch, opt.steps, ratios[i],
-                              opt.gpu_step_ms);
+      const Run run =
+          measure(service, dataset, heavy, opt, opt.batch, opt.steps, ratios[i], opt.gpu_step_ms);
       rates[i].push_back(run.samples_per_s);
       speedups[i].push_back(run.samples_per_s / rates[0].back());
       worker_batches[i] = run.stats.worker;
@@ -262,18 +262,19 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
   std::vector<double> plain, served, fractions;
   for (int round = 0; round < opt.rounds; ++round) {
     plain.push_back(plain_bandwidth(service, batch_bytes, opt.goodput_steps, 3));
-    served.push_back(measure(service, dataset, cheap, opt, opt.goodput_batch, opt.goodput_steps,
-                             1.0, 0)
-                         .payload_bytes_per_s);
+    served.push_back(
+        measure(service, dataset, cheap, opt, opt.goodput_batch, opt.goodput_steps, 1.0, 0)
+            .payload_bytes_per_s);
     fractions.push_back(served.back() / plain.back());
   }
   if (root) {
-    fmt::print("goodput, batches of {} samples ({:.1f} MiB of images + labels), median of {} "
-               "interleaved rounds:\n"
-               "  plain MPI_Send/MPI_Recv  {:8.0f} MiB/s\n"
-               "  data service (ratio 1)   {:8.0f} MiB/s  = {:.0f} % of plain   [{:.2f}]\n",
-               opt.goodput_batch, batch_bytes / 1048576.0, opt.rounds, median(plain) / 1048576.0,
-               median(served) / 1048576.0, 100 * median(fractions), fmt::join(fractions, " "));
+    fmt::print(
+        "goodput, batches of {} samples ({:.1f} MiB of images + labels), median of {} "
+        "interleaved rounds:\n"
+        "  plain MPI_Send/MPI_Recv  {:8.0f} MiB/s\n"
+        "  data service (ratio 1)   {:8.0f} MiB/s  = {:.0f} % of plain   [{:.2f}]\n",
+        opt.goodput_batch, batch_bytes / 1048576.0, opt.rounds, median(plain) / 1048576.0,
+        median(served) / 1048576.0, 100 * median(fractions), fmt::join(fractions, " "));
   }
   return 0;
 }
