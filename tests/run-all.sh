@@ -11,6 +11,8 @@ export CONFLUX_BIN=$BIN
 # Full (slow) unwinding and no plugin unloading let every leak stack name its library.
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0:fast_unwind_on_malloc=0"
 export OMPI_MCA_mca_base_component_disable_dlclose=1
+# Undefined behaviour fails the run instead of scrolling past.
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 passed=0
 failed=0
 tests_passed=0

@@ -20,9 +20,10 @@ void encode_meta(const ReplyHeader& header, std::span<const std::uint32_t> indic
   std::byte* p = out.data();
   std::memcpy(p, &header, sizeof header);
   p += sizeof header;
-  std::memcpy(p, indices.data(), indices.size_bytes());
+  // An empty span may hold a null pointer, which memcpy must not be given even for 0 bytes.
+  if (!indices.empty()) std::memcpy(p, indices.data(), indices.size_bytes());
   p += indices.size_bytes();
-  std::memcpy(p, labels.data(), labels.size_bytes());
+  if (!labels.empty()) std::memcpy(p, labels.data(), labels.size_bytes());
 }
 
 MetaView decode_meta(std::span<const std::byte> received, int peer) {
