@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "conflux/data/transform_params.hpp"
 #include "conflux/model/layer.hpp"
 
 namespace conflux {
@@ -53,27 +54,7 @@ struct DataSection {
 };
 
 /// [transform]
-struct TransformSection {
-  int pad = 0;
-  int crop = 0;
-  bool hflip = false;
-  std::vector<float> mean;
-  std::vector<float> std;
-  int resized_crop = 0;
-  float resized_crop_scale_min = 0.08f;
-  float resized_crop_scale_max = 1.0f;
-  float resized_crop_ratio_min = 0.75f;
-  float resized_crop_ratio_max = 4.0f / 3.0f;
-  float rotation_degrees = 0;
-  float brightness = 0;
-  float contrast = 0;
-  float saturation = 0;
-  int blur_kernel = 0;
-  float blur_sigma_min = 0.1f;
-  float blur_sigma_max = 2.0f;
-  float blur_probability = 0.5f;
-  int cutout_size = 0;
-  float cutout_probability = 1.0f;
+struct TransformSection : data::TransformParams {
   std::filesystem::path plugin;  ///< resolved to an absolute path; empty = none
   std::string plugin_args;
 };
