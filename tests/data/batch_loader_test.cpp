@@ -4,21 +4,15 @@
 
 #include <cstring>
 
+#include "../support/synthetic_dataset.hpp"
 #include "conflux/core/error.hpp"
 
 namespace conflux::data {
 namespace {
 
 Dataset small_dataset(std::size_t n) {
-  Dataset d;
-  d.name = "small";
-  d.shape = {1, 6, 6};
-  d.num_classes = 10;
-  d.images.resize(n * d.shape.size());
-  for (std::size_t i = 0; i < d.images.size(); ++i)
-    d.images[i] = static_cast<std::uint8_t>(i * 31 + 7);
-  for (std::size_t i = 0; i < n; ++i) d.labels.push_back(static_cast<std::uint8_t>(i % 10));
-  return d;
+  return testing::synthetic_dataset(
+      n, {1, 6, 6}, [](std::size_t i) { return static_cast<std::uint8_t>(i * 31 + 7); });
 }
 
 TEST(BatchLoader, WithoutWorkersDeliversThePlanInOrderAcrossEpochs) {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <thread>
 
+#include "../support/synthetic_dataset.hpp"
 #include "../support/temp_dir.hpp"
 #include "conflux/comm/roles.hpp"
 #include "conflux/data/batch_builder.hpp"
@@ -25,15 +26,9 @@ constexpr int kEpochs = 2;
 constexpr std::uint64_t kSeed = 7;
 
 Dataset synthetic_dataset() {
-  Dataset d;
-  d.name = "synthetic";
-  d.shape = {3, 8, 8};
-  d.num_classes = 10;
-  d.images.resize(kSamples * d.shape.size());
-  for (std::size_t i = 0; i < d.images.size(); ++i)
-    d.images[i] = static_cast<std::uint8_t>((i * 2654435761u) >> 13);
-  for (std::size_t i = 0; i < kSamples; ++i) d.labels.push_back(static_cast<std::uint8_t>(i % 10));
-  return d;
+  return testing::synthetic_dataset(kSamples, {3, 8, 8}, [](std::size_t i) {
+    return static_cast<std::uint8_t>((i * 2654435761u) >> 13);
+  });
 }
 
 TransformOptions heavy_options() {
