@@ -17,11 +17,11 @@ std::size_t max_trainer_batch(std::size_t global_batch, int trainers) {
   return (global_batch + t - 1) / t;
 }
 
-WorkerClientOptions client_options(const BatchLoaderOptions& o) {
+WorkerClientOptions client_options(const BatchLoaderOptions& o, std::size_t max_samples) {
   WorkerClientOptions c = o.client;
   const ImageShape shape = o.transform->output_shape();
   c.image_shape = {shape.channels, shape.height, shape.width};
-  c.max_samples = max_trainer_batch(o.global_batch, o.trainers);
+  c.max_samples = max_samples;
   c.trainer = o.trainer;
   return c;
 }
@@ -45,14 +45,13 @@ BatchLoader::BatchLoader(BatchLoaderOptions options)
       steps_per_epoch_((options_.dataset->size() + options_.global_batch - 1) /
                        options_.global_batch),
       max_samples_(max_trainer_batch(options_.global_batch, options_.trainers)),
+      batch_bytes_(max_samples_ * (options_.transform->output_shape().size() * sizeof(float) + 1 +
+                                   sizeof(std::uint32_t))),
       schedule_(options_.offload_ratio),
       producer_(*options_.dataset, *options_.transform, options_.threads, options_.seed),
-      client_(client_options(options_)) {
-  const std::size_t batch_bytes =
-      max_samples_ *
-      (options_.transform->output_shape().size() * sizeof(float) + 1 + sizeof(std::uint32_t));
+      client_(client_options(options_, max_samples_)) {
   stats_.bound_bytes_in_flight =
-      batch_bytes *
+      batch_bytes_ *
       static_cast<std::size_t>(options_.prefetch + options_.client.credits * client_.workers());
 }
 
@@ -87,6 +86,7 @@ void BatchLoader::fill_window() {
     }
     slot->batch.epoch = next_epoch_;
     slot->batch.step = next_step_;
+    slot->batch.step_samples = plan(next_epoch_).step_samples(next_step_);
     slot->batch.origin = BatchOrigin::kLocal;
     if (client_.workers() > 0 && schedule_.next_is_remote()) {
       slot->source = Source::kUnassigned;
@@ -160,12 +160,9 @@ void BatchLoader::wait_until_ready(Slot& slot) {
 
 void BatchLoader::note_in_flight() {
   const std::size_t batches = window_.size() + client_.given_up();
-  const std::size_t batch_bytes =
-      max_samples_ *
-      (options_.transform->output_shape().size() * sizeof(float) + 1 + sizeof(std::uint32_t));
   stats_.peak_batches_in_flight = std::max(stats_.peak_batches_in_flight, batches);
   stats_.peak_bytes_in_flight =
-      std::max<std::uint64_t>(stats_.peak_bytes_in_flight, batches * batch_bytes);
+      std::max<std::uint64_t>(stats_.peak_bytes_in_flight, batches * batch_bytes_);
 }
 
 const Batch& BatchLoader::next() {

@@ -85,6 +85,7 @@ void run_train_job(const Config& config, const comm::Communicator& world, const 
       trainer.emplace(TrainerSetup{config, roles.role_comm, data, link, &log});
     } else {
       worker_transform.emplace(make_transform(config, data.train));
+      data.test = data::Dataset{};  // workers only build training batches
     }
   });
   if (is_root) {

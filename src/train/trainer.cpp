@@ -6,7 +6,6 @@
 #include <optional>
 
 #include "conflux/data/batch_builder.hpp"
-#include "conflux/data/epoch_plan.hpp"
 #include "conflux/model/loss.hpp"
 #include "conflux/model/lr_schedule.hpp"
 #include "conflux/model/model_io.hpp"
@@ -114,14 +113,11 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
   TrainSummary summary;
   summary.epochs = cfg.epochs;
   for (int epoch = 0; epoch < cfg.epochs; ++epoch) {
-    const data::EpochPlan plan(config_.run().seed, static_cast<std::uint32_t>(epoch),
-                               data_.train.size(), static_cast<std::size_t>(cfg.batch_size),
-                               trainers_.size());
     const auto epoch_start = Clock::now();
     auto window_start = epoch_start;
     Tally epoch_tally, window;
     const data::LoaderStats stats_before = loader->stats();
-    for (std::size_t step = 0; step < plan.steps(); ++step) {
+    for (std::size_t step = 0; step < steps_per_epoch; ++step) {
       const data::Batch& batch = loader->next();
       CONFLUX_CHECK(batch.epoch == static_cast<std::uint32_t>(epoch) && batch.step == step,
                     "trainer {} got batch {}/{} for step {}/{}", trainer, batch.epoch, batch.step,
@@ -130,7 +126,7 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
       const auto& labels = batch.labels;
       const model::Tensor& logits = model_.forward(batch.images);
       // Scale by the global step size so that the sum over trainers is the global mean.
-      const float grad_scale = 1.0f / static_cast<float>(plan.step_samples(step));
+      const float grad_scale = 1.0f / static_cast<float>(batch.step_samples);
       const auto result = model::softmax_cross_entropy(logits, labels, grad_scale, &grad_logits);
       model_.backward(grad_logits);
       sync_->sum(model_.grads());
@@ -139,13 +135,13 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
       window.add(result, labels.size());
       for (auto* cb : callbacks) cb->on_step_end(global_step - 1, *loader);
 
-      const bool last = step + 1 == plan.steps();
+      const bool last = step + 1 == steps_per_epoch;
       if ((cfg.log_every > 0 && (step + 1) % cfg.log_every == 0) || last) {
         std::array<double, 3> totals{window.loss, window.correct, window.samples};
         trainers_.allreduce_sum(totals, timeout);
         StepReport report{epoch,
                           step,
-                          plan.steps(),
+                          steps_per_epoch,
                           totals[0] / totals[2],
                           totals[1] / totals[2],
                           totals[2] / seconds_since(window_start)};

@@ -23,6 +23,7 @@ const char* origin_name(BatchOrigin origin) noexcept;
 struct Batch {
   std::uint32_t epoch = 0;
   std::size_t step = 0;
+  std::size_t step_samples = 0;  ///< samples of this step over all trainers (for the loss scale)
   model::Tensor images;
   std::vector<std::uint8_t> labels;
   std::vector<std::uint32_t> samples;  ///< dataset index of each image

@@ -81,7 +81,8 @@ class BatchLoader : public OffloadControl {
 
   BatchLoaderOptions options_;
   std::size_t steps_per_epoch_ = 0;
-  std::size_t max_samples_ = 0;
+  std::size_t max_samples_ = 0;  // largest batch of this trainer
+  std::size_t batch_bytes_ = 0;  // images, labels and indices of such a batch
   OffloadSchedule schedule_;
   std::map<std::uint32_t, EpochPlan> plans_;
   // The slots outlive the producer and the client below, which may still write into them.
