@@ -53,7 +53,13 @@ void serve_batches(const Config& config, const comm::RoleLayout& layout,
 
 void run_train_job(const Config& config, const comm::Communicator& world, const Logger& log) {
   int workers = 0;
-  comm::run_agreed(world, [&] { workers = config.workers_for(world.size()); });
+  comm::run_agreed(world, [&] {
+    workers = config.workers_for(world.size());
+    CONFLUX_REQUIRE(config.fault().worker < workers,
+                    "{}: fault.worker = {} names a worker the job does not have ({} worker "
+                    "rank(s))",
+                    config.where("fault.worker"), config.fault().worker, workers);
+  });
   const comm::RoleSplit roles = comm::split_roles(world, config.cluster().trainers, workers);
   const comm::RoleLayout& layout = roles.layout;
   openblas_set_num_threads(config.cluster().blas_threads);
