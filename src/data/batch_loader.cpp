@@ -1,8 +1,8 @@
 #include "conflux/data/batch_loader.hpp"
 
 #include <algorithm>
-#include <thread>
 
+#include "conflux/core/backoff.hpp"
 #include "conflux/core/error.hpp"
 
 namespace conflux::data {
@@ -114,7 +114,7 @@ void BatchLoader::assign_unassigned() {
 }
 
 void BatchLoader::wait_until_ready(Slot& slot) {
-  auto pause = std::chrono::microseconds(10);
+  Backoff backoff(std::chrono::microseconds(10), std::chrono::microseconds(1000));
   for (;;) {
     client_.progress();
     assign_unassigned();
@@ -153,8 +153,7 @@ void BatchLoader::wait_until_ready(Slot& slot) {
         break;
     }
     // Waiting on MPI: sleep in short, growing pauses so the trainer's core stays free.
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+    backoff.pause();
   }
 }
 

@@ -3,9 +3,9 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <thread>
 
 #include "conflux/comm/mpi.hpp"
+#include "conflux/core/backoff.hpp"
 #include "conflux/core/error.hpp"
 
 namespace conflux::data {
@@ -247,7 +247,7 @@ BatchServerStats BatchServer::serve() {
     CONFLUX_MPI_CHECK(MPI_Irecv(&incoming_, sizeof(Request), MPI_BYTE, MPI_ANY_SOURCE, kRequestTag,
                                 options_.comm->get(), &receive_));
   }
-  auto pause = std::chrono::microseconds(20);
+  Backoff backoff(std::chrono::microseconds(20), std::chrono::microseconds(100));
   Clock::time_point drain_start{};
   while (!done()) {
     bool active = false;
@@ -259,7 +259,7 @@ BatchServerStats BatchServer::serve() {
     active |= complete_sends();
     active |= build_next();
     if (active) {
-      pause = std::chrono::microseconds(20);
+      backoff.reset();
       continue;
     }
     if (drain_start != Clock::time_point{} && Clock::now() - drain_start > options_.drain_timeout) {
@@ -268,8 +268,7 @@ BatchServerStats BatchServer::serve() {
           options_.worker, options_.drain_timeout.count());
     }
     // Idle: sleep, growing the pause, so that a waiting worker costs no CPU.
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(100));
+    backoff.pause();
   }
   stats_.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   stats_.cpu_seconds = process_cpu_seconds() - cpu_start;

@@ -1,9 +1,9 @@
 #include "conflux/data/worker_client.hpp"
 
 #include <algorithm>
-#include <thread>
 
 #include "conflux/comm/mpi.hpp"
+#include "conflux/core/backoff.hpp"
 #include "conflux/core/error.hpp"
 
 namespace conflux::data {
@@ -224,7 +224,7 @@ void WorkerClient::finish() {
          Request{RequestKind::kGoodbye, options_.trainer, 0, 0, 0, workers_[w].next_sequence});
   }
   const auto start = Clock::now();
-  auto pause = std::chrono::microseconds(20);
+  Backoff backoff(std::chrono::microseconds(20), std::chrono::microseconds(1000));
   while (!orphans_.empty() || !outgoing_.empty()) {
     progress();
     if (orphans_.empty() && outgoing_.empty()) break;
@@ -236,8 +236,7 @@ void WorkerClient::finish() {
           options_.trainer, options_.drain_timeout.count(), orphans_.size(), rank,
           outgoing_.size());
     }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+    backoff.pause();
   }
 }
 
