@@ -10,6 +10,8 @@
 #include <iostream>
 #include <optional>
 
+#include "conflux/ckpt/checkpoint_file.hpp"
+#include "conflux/ckpt/stop_signals.hpp"
 #include "conflux/comm/agreement.hpp"
 #include "conflux/comm/communicator.hpp"
 #include "conflux/core/config.hpp"
@@ -27,17 +29,21 @@ namespace {
 constexpr const char* kUsage = R"(conflux: distributed training with an integrated data service
 
 Usage:
-  mpirun -np N conflux train --config FILE [--set KEY=VALUE]...
-  srun -n N conflux train --config FILE [--set KEY=VALUE]...
+  mpirun -np N conflux train --config FILE [--set KEY=VALUE]... [--resume auto|none|FILE]
+  srun -n N conflux train --config FILE [--set KEY=VALUE]... [--resume auto|none|FILE]
   conflux config check --config FILE [--set KEY=VALUE]...   validate; print the resolved config
   conflux config reference                                   every config key, as Markdown
   conflux data convert --dataset NAME --output FILE.h5 [--data-dir DIR]
   conflux data info FILE.h5                                  describe a converted dataset
+  conflux ckpt inspect FILE.h5                               show what a checkpoint holds
+  conflux ckpt verify FILE.h5...                             check checkpoints are intact
   conflux help | --help | version
 
 Ranks 0..trainers-1 train ([cluster] trainers in the config); the others are preprocessing
-workers. Exit codes: 0 success, 2 bad input (config, command line, data files),
-3 runtime failure. Data: data.dir, else $CONFLUX_DATA, else ../shared/data.
+workers. SIGUSR1, SIGTERM or SIGINT make `train` checkpoint at the next step and exit 75.
+Exit codes: 0 success, 2 bad input (config, command line, data files, corrupt checkpoint),
+3 runtime failure, 75 checkpointed on a signal (requeue me).
+Data: data.dir, else $CONFLUX_DATA, else ../shared/data.
 )";
 
 std::string env_or_empty(const char* name) {
@@ -62,11 +68,15 @@ struct ConfigArgs {
 
 ConfigArgs parse_config_args(const std::vector<std::string>& args, const char* command) {
   ConfigArgs out;
+  std::string resume;
   po::options_description options(fmt::format("conflux {} options", command));
   options.add_options()("help,h", "show this help")("config,c", po::value(&out.path)->required(),
                                                     "TOML experiment config")(
       "set,s", po::value(&out.overrides)->composing(),
-      "override a config key, e.g. --set train.lr=0.1 (repeatable)");
+      "override a config key, e.g. --set train.lr=0.1 (repeatable)")(
+      "resume,r", po::value(&resume),
+      "auto (newest valid checkpoint, else from scratch), none, or a checkpoint file; the same "
+      "as --set checkpoint.resume=...");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(options).run(), vm);
   if (vm.count("help")) {
@@ -74,6 +84,7 @@ ConfigArgs parse_config_args(const std::vector<std::string>& args, const char* c
     std::exit(0);
   }
   po::notify(vm);
+  if (vm.count("resume")) out.overrides.push_back("checkpoint.resume=\"" + resume + "\"");
   return out;
 }
 
@@ -92,8 +103,8 @@ int cmd_train(int argc, char** argv, const std::vector<std::string>& args) {
     comm::run_agreed(world, [&] {
       config.emplace(load_config_file(config_args.path, sources_for(config_args, stamp)));
     });
-    train::run_train_job(*config, world, log);
-    return 0;
+    const ckpt::StopSignals signals;
+    return static_cast<int>(train::run_train_job(*config, world, log, &signals));
   } catch (const comm::AgreedFailure& e) {
     // Every rank knows: report and leave through MPI_Finalize with the agreed code.
     log.error("{}", e.describe());
@@ -163,6 +174,30 @@ int cmd_data(const std::vector<std::string>& args) {
   return 0;
 }
 
+int cmd_ckpt(const std::vector<std::string>& args) {
+  if (args.size() < 2 || (args[0] != "inspect" && args[0] != "verify")) {
+    CONFLUX_INPUT_ERROR("usage: conflux ckpt inspect FILE.h5 | conflux ckpt verify FILE.h5...");
+  }
+  if (args[0] == "inspect") {
+    if (args.size() != 2) CONFLUX_INPUT_ERROR("usage: conflux ckpt inspect FILE.h5");
+    std::cout << ckpt::describe_checkpoint(args[1]);
+    return 0;
+  }
+  const Logger log;
+  int code = 0;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    try {
+      const ckpt::TrainingState s = ckpt::read_checkpoint(args[i]);
+      fmt::print("ok {}: epoch {} step {}/{} (global step {}), {} parameters, checksum verified\n",
+                 args[i], s.epoch, s.step, s.steps_per_epoch, s.global_step, s.params.size());
+    } catch (const ckpt::CorruptCheckpoint& e) {
+      log.error("{}", e.what());
+      code = static_cast<int>(e.code());
+    }
+  }
+  return code;
+}
+
 int dispatch(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << kUsage;
@@ -181,6 +216,7 @@ int dispatch(int argc, char** argv) {
   if (command == "train") return cmd_train(argc, argv, args);
   if (command == "config") return cmd_config(args);
   if (command == "data") return cmd_data(args);
+  if (command == "ckpt") return cmd_ckpt(args);
   CONFLUX_INPUT_ERROR("unknown command '{}'; run 'conflux help'", command);
 }
 

@@ -16,8 +16,8 @@ namespace conflux {
 
 namespace {
 
-const std::vector<std::string> kSections = {"run",   "cluster", "data", "transform",
-                                            "model", "train",   "fault"};
+const std::vector<std::string> kSections = {"run",   "cluster", "data",       "transform",
+                                            "model", "train",   "checkpoint", "fault"};
 
 std::vector<std::string> all_key_paths() {
   std::vector<std::string> paths;
@@ -304,6 +304,15 @@ class ConfigLoader {
     c.train_.weight_decay = get_double("train.weight_decay");
     c.train_.log_every = static_cast<int>(get_int("train.log_every"));
     c.train_.eval = get_bool("train.eval");
+
+    auto& k = c.checkpoint_;
+    k.every_steps = get_int("checkpoint.every_steps");
+    k.every_seconds = get_double("checkpoint.every_seconds");
+    k.keep = static_cast<int>(get_int("checkpoint.keep"));
+    const std::string ckpt_dir = get_string("checkpoint.dir");
+    k.dir = ckpt_dir.empty() ? c.run_.dir / "checkpoints" : std::filesystem::path(ckpt_dir);
+    k.resume = get_string("checkpoint.resume");
+    k.final = get_bool("checkpoint.final");
 
     c.fault_.worker = static_cast<int>(get_int("fault.worker"));
     c.fault_.mode = get_string("fault.mode");

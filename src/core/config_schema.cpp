@@ -123,6 +123,22 @@ std::vector<KeySpec> make_keys() {
       key("train.log_every", T::kInt, 0, kIntMax, "100",
           "Print a progress line every N steps on rank 0 (0 = only per epoch)."),
       key("train.eval", T::kBool, {}, {}, "true", "Evaluate on the test set after every epoch."),
+      key("checkpoint.every_steps", T::kInt, 0, kIntMax, "0",
+          "Write a checkpoint every N training steps (0 = not by steps)."),
+      key("checkpoint.every_seconds", T::kFloat, 0, 1e7, "0",
+          "Write a checkpoint when this many seconds passed since the last one (0 = not by "
+          "time); decided by trainer 0 and agreed at a step boundary."),
+      key("checkpoint.keep", T::kInt, 1, 100000, "3",
+          "Keep the newest K checkpoints; older ones are deleted after a new one is durable."),
+      key("checkpoint.dir", T::kString, {}, {}, R"("")",
+          "Checkpoint directory; empty = <run.dir>/checkpoints. Must be visible to every "
+          "trainer rank (a shared file system on clusters)."),
+      key("checkpoint.resume", T::kString, {}, {}, R"("none")",
+          "Where to start: none (from scratch), auto (the newest valid checkpoint in "
+          "checkpoint.dir, else from scratch) or the path of a checkpoint file. "
+          "`conflux train --resume X` sets it."),
+      key("checkpoint.final", T::kBool, {}, {}, "true",
+          "Also checkpoint after the last step, so that resuming a finished run only reports."),
       key("fault.worker", T::kInt, -1, 65536, "-1",
           "Fault injection for tests: index of the worker rank to misbehave; -1 = none."),
       key("fault.mode", T::kString, {}, {}, R"("delay")",

@@ -49,7 +49,14 @@ BatchLoader::BatchLoader(BatchLoaderOptions options)
                                    sizeof(std::uint32_t))),
       schedule_(options_.offload_ratio),
       producer_(*options_.dataset, *options_.transform, options_.threads, options_.seed),
-      client_(client_options(options_, max_samples_)) {
+      client_(client_options(options_, max_samples_)),
+      next_epoch_(options_.start_epoch),
+      next_step_(options_.start_step) {
+  schedule_.restore(options_.offload_ratio, options_.offload_credit);
+  if (next_step_ >= steps_per_epoch_) {  // a checkpoint taken after an epoch's last step
+    next_step_ = 0;
+    ++next_epoch_;
+  }
   stats_.bound_bytes_in_flight =
       batch_bytes_ *
       static_cast<std::size_t>(options_.prefetch + options_.client.credits * client_.workers());

@@ -23,52 +23,6 @@ std::string digest_of(std::span<const float> values) {
   return sha.finish_hex();
 }
 
-// Variable-length UTF-8 string type: readable as str by h5py and printed plainly by h5dump.
-h5::Handle string_type() {
-  h5::Handle type(H5Tcopy(H5T_C_S1), "copy the string type");
-  CONFLUX_H5_CHECK(H5Tset_size(type.get(), H5T_VARIABLE));
-  CONFLUX_H5_CHECK(H5Tset_cset(type.get(), H5T_CSET_UTF8));
-  return type;
-}
-
-void write_string_attribute(hid_t loc, const char* name, const std::string& value) {
-  const h5::Handle type = string_type();
-  const h5::Handle space(H5Screate(H5S_SCALAR), "create a scalar dataspace");
-  const h5::Handle attr(H5Acreate2(loc, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
-                        "create a string attribute");
-  const char* text = value.c_str();
-  CONFLUX_H5_CHECK(H5Awrite(attr.get(), type.get(), &text));
-}
-
-void write_strings_attribute(hid_t loc, const char* name, const std::vector<std::string>& values) {
-  const h5::Handle type = string_type();
-  const hsize_t dims[1] = {values.size()};
-  const h5::Handle space(H5Screate_simple(1, dims, nullptr), "create a dataspace");
-  const h5::Handle attr(H5Acreate2(loc, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
-                        "create a string-array attribute");
-  std::vector<const char*> texts;
-  for (const std::string& v : values) texts.push_back(v.c_str());
-  CONFLUX_H5_CHECK(H5Awrite(attr.get(), type.get(), texts.data()));
-}
-
-// Reads a scalar string attribute, fixed-length or variable-length.
-std::string read_string_attribute(hid_t loc, const char* name) {
-  const h5::Handle attr(H5Aopen(loc, name, H5P_DEFAULT), "open a string attribute");
-  const h5::Handle type(H5Aget_type(attr.get()), "get an attribute type");
-  if (H5Tget_class(type.get()) != H5T_STRING) return {};
-  if (H5Tis_variable_str(type.get()) > 0) {
-    char* text = nullptr;
-    CONFLUX_H5_CHECK(H5Aread(attr.get(), type.get(), &text));
-    std::string value = text != nullptr ? text : "";
-    H5free_memory(text);
-    return value;
-  }
-  std::string value(H5Tget_size(type.get()), '\0');
-  CONFLUX_H5_CHECK(H5Aread(attr.get(), type.get(), value.data()));
-  value.resize(value.find('\0') == std::string::npos ? value.size() : value.find('\0'));
-  return value;
-}
-
 std::string shape_string(std::span<const hsize_t> dims) {
   return fmt::format("[{}]", fmt::join(dims, ","));
 }
@@ -98,8 +52,8 @@ void save_model_hdf5(const fs::path& path, const Model& model) {
       CONFLUX_H5_CHECK(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
                                 params.data() + info.offset));
     }
-    write_string_attribute(file.get(), "digest", weights_digest(model));
-    write_strings_attribute(file.get(), "layers", model.summary());
+    h5::write_string_attribute(file.get(), "digest", weights_digest(model));
+    h5::write_strings_attribute(file.get(), "layers", model.summary());
     CONFLUX_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_LOCAL));
   });  // every handle is closed when the writer returns, before the file is synced and renamed
 }
@@ -148,7 +102,7 @@ void load_model_hdf5(const fs::path& path, Model& model) {
                   "model file {} holds {} parameter tensors but the model has {}", file_name,
                   group_info.nlinks, infos.size());
   if (H5Aexists(file.get(), "digest") > 0) {
-    const std::string stored = read_string_attribute(file.get(), "digest");
+    const std::string stored = h5::read_string_attribute(file.get(), "digest");
     CONFLUX_REQUIRE(stored == digest_of(staged),
                     "model file {}: the weights do not match the stored digest (corrupt file?)",
                     file_name);

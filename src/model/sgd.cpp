@@ -12,6 +12,14 @@ Sgd::Sgd(SgdOptions options, std::size_t num_params)
                   options.weight_decay);
 }
 
+void Sgd::restore(std::span<const float> velocity, bool started) {
+  CONFLUX_CHECK(velocity.size() == velocity_.size(),
+                "sgd: restoring {} momentum values into an optimiser of {}", velocity.size(),
+                velocity_.size());
+  velocity_.assign(velocity.begin(), velocity.end());
+  first_step_ = !started;
+}
+
 void Sgd::step(std::span<float> params, std::span<const float> grads) {
   CONFLUX_CHECK(params.size() == velocity_.size() && grads.size() == velocity_.size(),
                 "sgd: step on {} parameters / {} gradients, optimiser has {}", params.size(),

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "conflux/ckpt/training_state.hpp"
 #include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/core/log.hpp"
@@ -31,18 +32,32 @@ RunRecorder::RunRecorder(const Config& config)
                 (config.run().dir / "metrics.jsonl").string());
 }
 
+std::string metrics_json_line(const EpochReport& r) {
+  return fmt::format(
+      "{{\"epoch\": {}, \"train_loss\": {}, \"train_accuracy\": {}, \"test_loss\": {}, "
+      "\"test_accuracy\": {}, \"samples\": {}, \"samples_per_s\": {}, "
+      "\"epoch_seconds\": {}, \"eval_seconds\": {}, \"elapsed_seconds\": {}, "
+      "\"local_batches\": {}, \"worker_batches\": {}, \"fallback_batches\": {}, "
+      "\"audited\": {}}}",
+      r.epoch + 1, json_number(r.train_loss), json_number(r.train_accuracy),
+      json_number(r.test_loss), json_number(r.test_accuracy), r.samples,
+      json_number(r.samples_per_s), json_number(r.epoch_seconds), json_number(r.eval_seconds),
+      json_number(r.elapsed_seconds), r.local_batches, r.worker_batches, r.fallback_batches,
+      r.audited);
+}
+
+void RunRecorder::on_resume(const ckpt::TrainingState& state) {
+  const auto path = config_.run().dir / "metrics.jsonl";
+  std::string text;
+  for (const std::string& line : state.metrics) text += line + "\n";
+  metrics_.reset();
+  publish_text_file(path, text);
+  metrics_.reset(std::fopen(path.c_str(), "a"));
+  CONFLUX_CHECK(metrics_ != nullptr, "cannot open {}", path.string());
+}
+
 void RunRecorder::on_epoch_end(const EpochReport& r) {
-  fmt::print(metrics_.get(),
-             "{{\"epoch\": {}, \"train_loss\": {}, \"train_accuracy\": {}, \"test_loss\": {}, "
-             "\"test_accuracy\": {}, \"samples\": {}, \"samples_per_s\": {}, "
-             "\"epoch_seconds\": {}, \"eval_seconds\": {}, \"elapsed_seconds\": {}, "
-             "\"local_batches\": {}, \"worker_batches\": {}, \"fallback_batches\": {}, "
-             "\"audited\": {}}}\n",
-             r.epoch + 1, json_number(r.train_loss), json_number(r.train_accuracy),
-             json_number(r.test_loss), json_number(r.test_accuracy), r.samples,
-             json_number(r.samples_per_s), json_number(r.epoch_seconds),
-             json_number(r.eval_seconds), json_number(r.elapsed_seconds), r.local_batches,
-             r.worker_batches, r.fallback_batches, r.audited);
+  fmt::print(metrics_.get(), "{}\n", metrics_json_line(r));
   std::fflush(metrics_.get());
 }
 

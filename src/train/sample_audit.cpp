@@ -8,10 +8,25 @@
 
 namespace conflux::train {
 
-SampleAudit::SampleAudit(std::size_t dataset_size, const std::filesystem::path& csv_file)
-    : counts_(dataset_size, 0.0), csv_(csv_file), csv_path_(csv_file) {
+SampleAudit::SampleAudit(std::size_t dataset_size, const std::filesystem::path& csv_file,
+                         bool resumed)
+    : counts_(dataset_size, 0.0),
+      csv_(csv_file, resumed ? std::ios::app : std::ios::trunc),
+      csv_path_(csv_file) {
   CONFLUX_CHECK(csv_.good(), "audit: cannot write {}", csv_file.string());
-  csv_ << "epoch,step,origin,worker,samples\n";
+  if (!resumed) csv_ << "epoch,step,origin,worker,samples\n";
+}
+
+void SampleAudit::add_counts(std::span<const double> counts) {
+  CONFLUX_CHECK(counts.size() == counts_.size(),
+                "audit: the checkpoint counted {} samples, the dataset has {}", counts.size(),
+                counts_.size());
+  for (std::size_t i = 0; i < counts.size(); ++i) counts_[i] += counts[i];
+}
+
+void SampleAudit::discard_epoch() {
+  std::fill(counts_.begin(), counts_.end(), 0.0);
+  batches_ = 0;
 }
 
 void SampleAudit::record(const data::Batch& batch) {

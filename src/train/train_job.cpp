@@ -4,12 +4,16 @@
 
 #include <fmt/ranges.h>
 
+#include <unistd.h>
+
 #include <optional>
 
 #include "conflux/comm/agreement.hpp"
 #include "conflux/comm/roles.hpp"
 #include "conflux/data/batch_server.hpp"
+#include "conflux/train/checkpointer.hpp"
 #include "conflux/train/progress_printer.hpp"
+#include "conflux/train/resume.hpp"
 #include "conflux/train/run_recorder.hpp"
 #include "conflux/train/trainer.hpp"
 #include "conflux/train/training_data.hpp"
@@ -49,9 +53,21 @@ void serve_batches(const Config& config, const comm::RoleLayout& layout,
       config.data().worker_send_buffers);
 }
 
+void report_checkpoints(const CheckpointerStats& s, const Logger& log) {
+  if (s.taken == 0) return;
+  const double mib = static_cast<double>(s.persist.bytes) / (1 << 20);
+  log.info(
+      "checkpoints: {} taken, stall {:.1f} ms mean / {:.1f} ms max; {} written, {:.1f} MiB in "
+      "{:.2f} s ({:.0f} MiB/s); per-step agreement {:.1f} ms in all",
+      s.taken, 1e3 * s.stall_seconds / static_cast<double>(s.taken), 1e3 * s.max_stall_seconds,
+      s.persist.written, mib, s.persist.write_seconds,
+      s.persist.write_seconds > 0 ? mib / s.persist.write_seconds : 0.0, 1e3 * s.agree_seconds);
+}
+
 }  // namespace
 
-void run_train_job(const Config& config, const comm::Communicator& world, const Logger& log) {
+ExitCode run_train_job(const Config& config, const comm::Communicator& world, const Logger& log,
+                       const ckpt::StopSignals* signals) {
   int workers = 0;
   comm::run_agreed(world, [&] {
     workers = config.workers_for(world.size());
@@ -66,12 +82,16 @@ void run_train_job(const Config& config, const comm::Communicator& world, const 
   const bool is_trainer = layout.role == comm::Role::kTrainer;
   const bool is_root = world.rank() == 0;
 
-  log.info("{} {}/{} (node-local rank {}/{})", comm::role_name(layout.role), layout.role_rank,
-           is_trainer ? layout.trainers : layout.workers, layout.node_local_rank,
-           layout.node_local_size);
+  log.info("{} {}/{} (pid {}, node-local rank {}/{})", comm::role_name(layout.role),
+           layout.role_rank, is_trainer ? layout.trainers : layout.workers, ::getpid(),
+           layout.node_local_rank, layout.node_local_size);
+  std::optional<ckpt::FoundCheckpoint> found;
   comm::run_agreed(world, [&] {
-    if (is_root) prepare_run_dir(config);
+    if (!is_root) return;
+    prepare_run_dir(config);
+    found = find_resume_checkpoint(config, log);
   });
+  const std::string resume_path = world.broadcast(found ? found->path.string() : "", 0);
   if (is_root) {
     log.info("run '{}': {} trainer(s), {} worker(s); run directory {}", config.run().name,
              layout.trainers, layout.workers, config.run().dir.string());
@@ -89,6 +109,20 @@ void run_train_job(const Config& config, const comm::Communicator& world, const 
     data = load_training_data(config);
     if (is_trainer) {
       trainer.emplace(TrainerSetup{config, roles.role_comm, data, link, &log});
+      if (!resume_path.empty()) {
+        // Every trainer reads the file itself: the checkpoint directory is shared.
+        const ckpt::TrainingState state =
+            found ? std::move(found->state) : ckpt::read_checkpoint(resume_path);
+        check_resume_compatible(config, state, resume_path);
+        trainer->restore(state, resume_path);
+        if (is_root) {
+          log.info(
+              "resuming from {}: epoch {} step {} (global step {}; written by {} trainer(s) "
+              "and {} worker(s))",
+              resume_path, state.epoch, state.step, state.global_step, state.trainers,
+              state.workers);
+        }
+      }
     } else {
       worker_transform.emplace(make_transform(config, data.train));
       data.test = data::Dataset{};  // workers only build training batches
@@ -100,22 +134,33 @@ void run_train_job(const Config& config, const comm::Communicator& world, const 
              data.train.shape.height, data.train.shape.width);
   }
 
+  // Every rank learns whether training stopped on a signal, so all exit alike.
+  const auto agreed_exit = [&](bool stopped) {
+    return world.allreduce_max(stopped ? static_cast<int>(ExitCode::kRequeue) : 0) != 0
+               ? ExitCode::kRequeue
+               : ExitCode::kSuccess;
+  };
   if (!is_trainer) {
     serve_batches(config, layout, service, data.train, *worker_transform, log);
-    return;
+    return agreed_exit(false);
   }
   ProgressPrinter progress(log);
   std::optional<RunRecorder> recorder;
+  Checkpointer checkpointer(
+      CheckpointerOptions{config, roles.role_comm, signals, &log, resume_path});
   std::vector<TrainingCallback*> callbacks;
   if (is_root) {
     recorder.emplace(config);
     callbacks = {&progress, &*recorder};
   }
+  callbacks.push_back(&checkpointer);
   const TrainSummary summary = trainer->run(callbacks);
   if (is_root) {
-    fmt::print("model digest: {}\n", summary.digest);
+    report_checkpoints(checkpointer.stats(), log);
+    if (!summary.stopped) fmt::print("model digest: {}\n", summary.digest);
     log.info("results in {}", config.run().dir.string());
   }
+  return agreed_exit(summary.stopped);
 }
 
 }  // namespace conflux::train

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <limits>
 #include <optional>
 
@@ -9,7 +10,7 @@
 #include "conflux/model/loss.hpp"
 #include "conflux/model/lr_schedule.hpp"
 #include "conflux/model/model_io.hpp"
-#include "conflux/train/sample_audit.hpp"
+#include "conflux/train/run_recorder.hpp"
 #include "conflux/train/transform_setup.hpp"
 
 namespace conflux::train {
@@ -33,15 +34,14 @@ model::Model make_model(const Config& config, const data::SampleTransform& trans
   }
 }
 
-// Sums of loss, correct predictions and samples, reduced over trainers when reported.
-struct Tally {
-  double loss = 0, correct = 0, samples = 0;
-  void add(const model::LossResult& r, std::size_t n) {
-    loss += r.loss_sum;
-    correct += r.correct;
-    samples += static_cast<double>(n);
-  }
-};
+std::string local_time_iso() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &tm);
+  return text;
+}
 
 }  // namespace
 
@@ -51,14 +51,15 @@ Trainer::Trainer(const TrainerSetup& setup)
       data_(setup.data),
       service_(setup.service),
       log_(setup.log),
+      timeout_(config_.cluster().peer_timeout_s),
       transform_(make_transform(config_, data_.train)),
       model_(make_model(config_, transform_, data_.train.num_classes)),
       sgd_(model::SgdOptions{static_cast<float>(config_.train().lr),
                              static_cast<float>(config_.train().momentum),
                              static_cast<float>(config_.train().weight_decay)},
            model_.params().size()),
-      sync_(std::make_unique<comm::MpiAllreduceSync>(
-          trainers_, std::chrono::duration<double>(config_.cluster().peer_timeout_s))) {}
+      sync_(std::make_unique<comm::MpiAllreduceSync>(trainers_, timeout_)),
+      offload_ratio_(config_.data().offload_ratio_for(trainers_.rank())) {}
 
 Trainer::~Trainer() = default;
 
@@ -74,7 +75,10 @@ std::unique_ptr<data::BatchLoader> Trainer::make_loader() const {
   o.trainer = trainers_.rank();
   o.threads = config_.cluster().preprocess_threads;
   o.prefetch = d.prefetch_batches;
-  o.offload_ratio = d.offload_ratio_for(trainers_.rank());
+  o.offload_ratio = offload_ratio_;
+  o.offload_credit = offload_credit_;
+  o.start_epoch = position_.epoch;
+  o.start_step = position_.step;
   o.client.comm = service_.comm;
   o.client.worker_ranks = service_.worker_ranks;
   o.client.credits = d.worker_credits;
@@ -91,38 +95,166 @@ std::unique_ptr<data::BatchLoader> Trainer::make_loader() const {
   return std::make_unique<data::BatchLoader>(std::move(o));
 }
 
+// The step context the trainer hands to its callbacks.
+class Trainer::Context final : public StepContext {
+ public:
+  Context(Trainer& trainer, std::size_t total_steps) : trainer_(trainer), total_(total_steps) {}
+  std::size_t global_step() const noexcept override { return trainer_.position_.global_step; }
+  std::size_t total_steps() const noexcept override { return total_; }
+  data::OffloadControl& offload() noexcept override { return *trainer_.loader_; }
+  void capture(ckpt::TrainingState& state) override { trainer_.capture(state); }
+  void request_stop() noexcept override { stop_ = true; }
+  bool stop_requested() const noexcept { return stop_; }
+
+ private:
+  Trainer& trainer_;
+  std::size_t total_;
+  bool stop_ = false;
+};
+
+void Trainer::restore(const ckpt::TrainingState& state, const std::string& source) {
+  const auto& infos = model_.param_infos();
+  const auto shape_of = [](const auto& shape) {
+    return fmt::format("[{}]", fmt::join(shape, ","));
+  };
+  bool same = state.tensors.size() == infos.size() && state.params.size() == model_.params().size();
+  std::string first_difference =
+      fmt::format("{} tensors / {} parameters in the checkpoint, {} / {} in this model",
+                  state.tensors.size(), state.params.size(), infos.size(), model_.params().size());
+  for (std::size_t i = 0; same && i < infos.size(); ++i) {
+    const auto& a = state.tensors[i];
+    const std::vector<std::uint64_t> want(infos[i].shape.begin(), infos[i].shape.end());
+    if (a.name != infos[i].name || a.shape != want) {
+      same = false;
+      first_difference = fmt::format("tensor {} is {} {} in the checkpoint but {} {} in this model",
+                                     i, a.name, shape_of(a.shape), infos[i].name, shape_of(want));
+    }
+  }
+  CONFLUX_REQUIRE(same,
+                  "checkpoint {} holds a model of another shape ({}); model.layers is set at {}",
+                  source, first_difference, config_.where("model.layers"));
+  CONFLUX_REQUIRE(state.dataset_size == data_.train.size(),
+                  "checkpoint {} was made on {} training samples, this run has {}", source,
+                  state.dataset_size, data_.train.size());
+  std::copy(state.params.begin(), state.params.end(), model_.params().begin());
+  sgd_.restore(state.velocity, state.optimizer_started);
+  position_ = {state.epoch, static_cast<std::size_t>(state.step),
+               static_cast<std::size_t>(state.global_step)};
+  const auto t = static_cast<std::size_t>(trainers_.rank());
+  if (state.trainers == static_cast<std::uint32_t>(trainers_.size()) && t < state.progress.size()) {
+    offload_ratio_ = state.progress[t].offload_ratio;
+    offload_credit_ = state.progress[t].offload_credit;
+  }
+  epoch_tally_ = {state.epoch_loss_sum, state.epoch_correct, state.epoch_samples};
+  restored_epoch_seconds_ = state.epoch_seconds;
+  restored_elapsed_seconds_ = state.elapsed_seconds;
+  // The counts are sums over the trainers: one trainer restores them for all.
+  if (t == 0) restored_audit_counts_ = state.audit_counts;
+  if (config_.data().audit && state.audit_counts.empty() && state.step > 0) {
+    unaudited_epoch_ = state.epoch;
+  }
+  metrics_ = state.metrics;
+  resumed_ = true;
+}
+
+void Trainer::fold_window() {
+  std::array<double, 3> totals{window_.loss, window_.correct, window_.samples};
+  trainers_.allreduce_sum(totals, timeout_);
+  epoch_tally_.loss += totals[0];
+  epoch_tally_.correct += totals[1];
+  epoch_tally_.samples += totals[2];
+  window_ = Tally{};
+  window_start_ = Clock::now();
+}
+
+void Trainer::capture(ckpt::TrainingState& s) {
+  fold_window();
+  const int n_trainers = trainers_.size();
+  const auto t = static_cast<std::size_t>(trainers_.rank());
+  s.epoch = position_.epoch;
+  s.step = position_.step;
+  s.global_step = position_.global_step;
+  s.steps_per_epoch = loader_->steps_per_epoch();
+  s.global_batch = static_cast<std::uint64_t>(config_.train().batch_size);
+  s.dataset_size = data_.train.size();
+  s.seed = config_.run().seed;
+  s.trainers = static_cast<std::uint32_t>(n_trainers);
+  s.workers = static_cast<std::uint32_t>(service_.worker_ranks.size());
+  // Per-trainer progress: each fills its slot, the sum gathers them everywhere.
+  std::vector<double> progress(3 * static_cast<std::size_t>(n_trainers), 0.0);
+  progress[3 * t] = static_cast<double>(position_.step * static_cast<std::size_t>(n_trainers) + t);
+  progress[3 * t + 1] = loader_->offload_ratio();
+  progress[3 * t + 2] = loader_->offload_credit();
+  trainers_.allreduce_sum(progress, timeout_);
+  s.progress.resize(static_cast<std::size_t>(n_trainers));
+  for (std::size_t i = 0; i < s.progress.size(); ++i) {
+    s.progress[i] = {static_cast<std::uint64_t>(progress[3 * i]), progress[3 * i + 1],
+                     progress[3 * i + 2]};
+  }
+  s.audit_counts.clear();
+  if (audit_) {
+    s.audit_counts.assign(audit_->counts().begin(), audit_->counts().end());
+    trainers_.allreduce_sum(s.audit_counts, timeout_);
+  }
+  s.epoch_loss_sum = epoch_tally_.loss;
+  s.epoch_correct = epoch_tally_.correct;
+  s.epoch_samples = epoch_tally_.samples;
+  s.epoch_seconds = restored_epoch_seconds_ + seconds_since(epoch_start_);
+  s.elapsed_seconds = restored_elapsed_seconds_ + seconds_since(train_start_);
+  s.created = local_time_iso();
+  s.metrics = metrics_;
+  s.lr = sgd_.options().lr;
+  s.optimizer_started = sgd_.started();
+  if (t != 0) return;  // the replicas are identical: trainer 0 keeps the one copy
+  s.config_toml = config_.resolved_toml();
+  s.tensors.clear();
+  for (const model::ParamInfo& info : model_.param_infos()) {
+    s.tensors.push_back({info.name, {info.shape.begin(), info.shape.end()}, info.offset});
+  }
+  s.params.assign(model_.params().begin(), model_.params().end());
+  s.velocity.assign(sgd_.velocity().begin(), sgd_.velocity().end());
+}
+
 TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
   const auto& cfg = config_.train();
   const int trainer = trainers_.rank();
-  const auto timeout = std::chrono::duration<double>(config_.cluster().peer_timeout_s);
-  const std::unique_ptr<data::BatchLoader> loader = make_loader();
-  std::optional<SampleAudit> audit;
+  loader_ = make_loader();
   if (config_.data().audit) {
-    audit.emplace(data_.train.size(),
-                  config_.run().dir / fmt::format("audit-trainer{}.csv", trainer));
+    audit_.emplace(data_.train.size(),
+                   config_.run().dir / fmt::format("audit-trainer{}.csv", trainer), resumed_);
+    if (!restored_audit_counts_.empty()) audit_->add_counts(restored_audit_counts_);
   }
   model::Tensor grad_logits;
-  const std::size_t steps_per_epoch = loader->steps_per_epoch();
+  const std::size_t steps_per_epoch = loader_->steps_per_epoch();
+  const std::size_t total_steps = steps_per_epoch * static_cast<std::size_t>(cfg.epochs);
   const model::LrSchedule schedule(model::LrSchedule::parse_kind(cfg.lr_schedule), cfg.lr,
-                                   steps_per_epoch * static_cast<std::size_t>(cfg.epochs),
-                                   static_cast<std::size_t>(cfg.warmup_steps));
-  std::size_t global_step = 0;
+                                   total_steps, static_cast<std::size_t>(cfg.warmup_steps));
+  Context context(*this, total_steps);
 
+  if (resumed_) {
+    ckpt::TrainingState view;  // what callbacks need to know of the restored run
+    view.epoch = position_.epoch;
+    view.step = position_.step;
+    view.global_step = position_.global_step;
+    view.metrics = metrics_;
+    for (auto* cb : callbacks) cb->on_resume(view);
+  }
   for (auto* cb : callbacks) cb->on_train_begin(model_);
-  const auto train_start = Clock::now();
+  train_start_ = Clock::now();
   TrainSummary summary;
   summary.epochs = cfg.epochs;
-  for (int epoch = 0; epoch < cfg.epochs; ++epoch) {
-    const auto epoch_start = Clock::now();
-    auto window_start = epoch_start;
-    Tally epoch_tally, window;
-    const data::LoaderStats stats_before = loader->stats();
-    for (std::size_t step = 0; step < steps_per_epoch; ++step) {
-      const data::Batch& batch = loader->next();
-      CONFLUX_CHECK(batch.epoch == static_cast<std::uint32_t>(epoch) && batch.step == step,
+  for (; position_.epoch < static_cast<std::uint32_t>(cfg.epochs) && !context.stop_requested();
+       ++position_.epoch, position_.step = 0) {
+    const std::uint32_t epoch = position_.epoch;
+    epoch_start_ = window_start_ = Clock::now();
+    const data::LoaderStats stats_before = loader_->stats();
+    for (; position_.step < steps_per_epoch && !context.stop_requested();) {
+      const std::size_t step = position_.step;
+      const data::Batch& batch = loader_->next();
+      CONFLUX_CHECK(batch.epoch == epoch && batch.step == step,
                     "trainer {} got batch {}/{} for step {}/{}", trainer, batch.epoch, batch.step,
                     epoch, step);
-      if (audit) audit->record(batch);
+      if (audit_) audit_->record(batch);
       const auto& labels = batch.labels;
       const model::Tensor& logits = model_.forward(batch.images);
       // Scale by the global step size so that the sum over trainers is the global mean.
@@ -130,71 +262,92 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
       const auto result = model::softmax_cross_entropy(logits, labels, grad_scale, &grad_logits);
       model_.backward(grad_logits);
       sync_->sum(model_.grads());
-      sgd_.set_lr(static_cast<float>(schedule.at(global_step++)));
+      sgd_.set_lr(static_cast<float>(schedule.at(position_.global_step)));
       sgd_.step(model_.params(), model_.grads());
-      window.add(result, labels.size());
-      for (auto* cb : callbacks) cb->on_step_end(global_step - 1, *loader);
+      window_.loss += result.loss_sum;
+      window_.correct += result.correct;
+      window_.samples += static_cast<double>(labels.size());
+      ++position_.step;
+      ++position_.global_step;
+      for (auto* cb : callbacks) cb->on_step_end(context);
 
-      const bool last = step + 1 == steps_per_epoch;
-      if ((cfg.log_every > 0 && (step + 1) % cfg.log_every == 0) || last) {
-        std::array<double, 3> totals{window.loss, window.correct, window.samples};
-        trainers_.allreduce_sum(totals, timeout);
-        StepReport report{epoch,
-                          step,
-                          steps_per_epoch,
-                          totals[0] / totals[2],
-                          totals[1] / totals[2],
-                          totals[2] / seconds_since(window_start)};
-        if (!last || cfg.log_every > 0) {
+      const bool last = position_.step == steps_per_epoch;
+      if ((cfg.log_every > 0 && position_.step % static_cast<std::size_t>(cfg.log_every) == 0) ||
+          last) {
+        const double window_seconds = seconds_since(window_start_);
+        const Tally before = epoch_tally_;
+        fold_window();
+        const Tally w{epoch_tally_.loss - before.loss, epoch_tally_.correct - before.correct,
+                      epoch_tally_.samples - before.samples};
+        if (cfg.log_every > 0 && w.samples > 0) {
+          const StepReport report{static_cast<int>(epoch), step,
+                                  steps_per_epoch,         w.loss / w.samples,
+                                  w.correct / w.samples,   w.samples / window_seconds};
           for (auto* cb : callbacks) cb->on_step_report(report);
         }
-        epoch_tally.loss += totals[0];
-        epoch_tally.correct += totals[1];
-        epoch_tally.samples += totals[2];
-        window = Tally{};
-        window_start = Clock::now();
       }
     }
-    EpochReport report;
-    report.epoch = epoch;
-    report.epochs = cfg.epochs;
-    report.epoch_seconds = seconds_since(epoch_start);
-    report.samples = static_cast<std::size_t>(epoch_tally.samples);
-    report.train_loss = epoch_tally.loss / epoch_tally.samples;
-    report.train_accuracy = epoch_tally.correct / epoch_tally.samples;
-    report.samples_per_s = epoch_tally.samples / report.epoch_seconds;
-    const data::LoaderStats stats_after = loader->stats();
-    std::array<double, 3> origins{
-        static_cast<double>(stats_after.local - stats_before.local),
-        static_cast<double>(stats_after.worker - stats_before.worker),
-        static_cast<double>(stats_after.fallback - stats_before.fallback)};
-    trainers_.allreduce_sum(origins, timeout);
-    report.local_batches = static_cast<std::size_t>(origins[0]);
-    report.worker_batches = static_cast<std::size_t>(origins[1]);
-    report.fallback_batches = static_cast<std::size_t>(origins[2]);
-    if (audit) {
-      audit->check_epoch(epoch, trainers_, timeout);
-      report.audited = true;
-    }
-    report.test_loss = report.test_accuracy = std::numeric_limits<double>::quiet_NaN();
-    if (cfg.eval) {
-      const auto eval_start = Clock::now();
-      const EvalResult eval = evaluate();
-      report.eval_seconds = seconds_since(eval_start);
-      report.test_loss = eval.loss;
-      report.test_accuracy = eval.accuracy;
-      summary.final_test_accuracy = eval.accuracy;
-    }
-    report.elapsed_seconds = seconds_since(train_start);
+    if (context.stop_requested()) break;  // the end-of-epoch work is redone on resume
+    const EpochReport report = finish_epoch(stats_before);
+    if (cfg.eval) summary.final_test_accuracy = report.test_accuracy;
+    metrics_.push_back(metrics_json_line(report));
     for (auto* cb : callbacks) cb->on_epoch_end(report);
   }
-  summary.total_seconds = seconds_since(train_start);
-  loader->finish();
-  report_data_service(loader->stats());
+  summary.stopped = context.stop_requested();
+  summary.global_step = position_.global_step;
+  summary.total_seconds = restored_elapsed_seconds_ + seconds_since(train_start_);
+  loader_->finish();
+  report_data_service(loader_->stats());
   summary.digest = model::weights_digest(model_);
   check_replicas_agree(summary.digest);
-  for (auto* cb : callbacks) cb->on_train_end(model_, summary);
+  if (!summary.stopped) {
+    for (auto* cb : callbacks) cb->on_train_end(model_, summary);
+  }
   return summary;
+}
+
+EpochReport Trainer::finish_epoch(const data::LoaderStats& stats_before) {
+  const auto& cfg = config_.train();
+  EpochReport report;
+  report.epoch = static_cast<int>(position_.epoch);
+  report.epochs = cfg.epochs;
+  report.epoch_seconds = restored_epoch_seconds_ + seconds_since(epoch_start_);
+  restored_epoch_seconds_ = 0;
+  report.samples = static_cast<std::size_t>(epoch_tally_.samples);
+  report.train_loss = epoch_tally_.loss / epoch_tally_.samples;
+  report.train_accuracy = epoch_tally_.correct / epoch_tally_.samples;
+  report.samples_per_s = epoch_tally_.samples / report.epoch_seconds;
+  epoch_tally_ = Tally{};
+  const data::LoaderStats stats_after = loader_->stats();
+  std::array<double, 3> origins{static_cast<double>(stats_after.local - stats_before.local),
+                                static_cast<double>(stats_after.worker - stats_before.worker),
+                                static_cast<double>(stats_after.fallback - stats_before.fallback)};
+  trainers_.allreduce_sum(origins, timeout_);
+  report.local_batches = static_cast<std::size_t>(origins[0]);
+  report.worker_batches = static_cast<std::size_t>(origins[1]);
+  report.fallback_batches = static_cast<std::size_t>(origins[2]);
+  if (audit_ && report.epoch == unaudited_epoch_) {
+    audit_->discard_epoch();
+    if (log_ != nullptr && trainers_.rank() == 0) {
+      log_->warn(
+          "audit: epoch {} began before data.audit was on (the checkpoint has no "
+          "counts); it is not audited",
+          report.epoch);
+    }
+  } else if (audit_) {
+    audit_->check_epoch(report.epoch, trainers_, timeout_);
+    report.audited = true;
+  }
+  report.test_loss = report.test_accuracy = std::numeric_limits<double>::quiet_NaN();
+  if (cfg.eval) {
+    const auto eval_start = Clock::now();
+    const EvalResult eval = evaluate();
+    report.eval_seconds = seconds_since(eval_start);
+    report.test_loss = eval.loss;
+    report.test_accuracy = eval.accuracy;
+  }
+  report.elapsed_seconds = restored_elapsed_seconds_ + seconds_since(train_start_);
+  return report;
 }
 
 void Trainer::report_data_service(const data::LoaderStats& s) const {
@@ -226,7 +379,7 @@ Trainer::EvalResult Trainer::evaluate() {
     sums[0] += result.loss_sum;
     sums[1] += result.correct;
   }
-  trainers_.allreduce_sum(sums, std::chrono::duration<double>(config_.cluster().peer_timeout_s));
+  trainers_.allreduce_sum(sums, timeout_);
   const double n = static_cast<double>(test.size());
   return {sums[0] / n, sums[1] / n};
 }

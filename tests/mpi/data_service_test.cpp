@@ -106,7 +106,7 @@ Outcome run_layout(int trainers, const Scenario& scenario) {
   model::Tensor images;
   std::vector<std::uint8_t> labels;
   testing::TempDir dir;
-  train::SampleAudit audit(dataset.size(), dir.path() / "audit.csv");
+  train::SampleAudit audit(dataset.size(), dir.path() / "audit.csv", false);
   std::size_t k = 0;
   for (int epoch = 0; epoch < kEpochs; ++epoch) {
     const EpochPlan plan(kSeed, static_cast<std::uint32_t>(epoch), dataset.size(), kGlobalBatch,

@@ -20,7 +20,7 @@ data::Batch batch_of(std::vector<std::uint32_t> samples) {
 AuditResult audit(std::size_t size, std::vector<std::uint32_t> samples) {
   const auto world = comm::Communicator::world();
   testing::TempDir dir;
-  SampleAudit a(size, dir.path() / "audit.csv");
+  SampleAudit a(size, dir.path() / "audit.csv", false);
   a.record(batch_of(std::move(samples)));
   return a.check_epoch(0, world, std::chrono::seconds(60));
 }

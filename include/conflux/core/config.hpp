@@ -72,6 +72,16 @@ struct TrainSection {
   bool eval = true;
 };
 
+/// [checkpoint]
+struct CheckpointSection {
+  std::int64_t every_steps = 0;  ///< 0: not by steps
+  double every_seconds = 0;      ///< 0: not by time
+  int keep = 3;
+  std::filesystem::path dir;    ///< resolved: <run.dir>/checkpoints when unset
+  std::string resume = "none";  ///< "none", "auto" or a checkpoint file
+  bool final = true;            ///< checkpoint after the last step too
+};
+
 /// [fault]: fault injection for tests of the data service.
 struct FaultSection {
   int worker = -1;             ///< worker index that misbehaves; -1 = none
@@ -97,6 +107,7 @@ class Config {
   const TransformSection& transform() const noexcept { return transform_; }
   const std::vector<model::LayerSpec>& layers() const noexcept { return layers_; }
   const TrainSection& train() const noexcept { return train_; }
+  const CheckpointSection& checkpoint() const noexcept { return checkpoint_; }
   const FaultSection& fault() const noexcept { return fault_; }
   /// The fully resolved config as TOML (every key, defaults filled in).
   const std::string& resolved_toml() const noexcept { return resolved_toml_; }
@@ -115,6 +126,7 @@ class Config {
   TransformSection transform_;
   std::vector<model::LayerSpec> layers_;
   TrainSection train_;
+  CheckpointSection checkpoint_;
   FaultSection fault_;
   std::string resolved_toml_;
   std::map<std::string, std::string> locations_;

@@ -7,6 +7,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "conflux/core/error.hpp"
 
@@ -28,6 +29,8 @@ class Handle {
   hid_t get() const noexcept { return id_; }
   /// True when an identifier is held.
   explicit operator bool() const noexcept { return id_ >= 0; }
+  /// Gives up ownership and returns the identifier, e.g. to close a file with a checked H5Fclose.
+  hid_t release() noexcept { return std::exchange(id_, H5I_INVALID_HID); }
 
  private:
   hid_t id_ = H5I_INVALID_HID;
@@ -35,6 +38,19 @@ class Handle {
 
 /// Turns off HDF5's automatic error-stack printing (conflux reports errors itself). Idempotent.
 void silence_error_stack() noexcept;
+
+/// A variable-length UTF-8 string type: read as str by h5py and printed plainly by h5dump.
+Handle string_type();
+
+/// Creates the scalar string attribute `name` on `loc` (a file, group or dataset).
+void write_string_attribute(hid_t loc, const char* name, const std::string& value);
+
+/// Creates the 1-D string-array attribute `name` on `loc`.
+void write_strings_attribute(hid_t loc, const char* name, const std::vector<std::string>& values);
+
+/// Reads the scalar string attribute `name` of `loc`, fixed- or variable-length; "" when the
+/// attribute is not a string. Throws RuntimeError when it is missing or unreadable.
+std::string read_string_attribute(hid_t loc, const char* name);
 
 }  // namespace conflux::h5
 

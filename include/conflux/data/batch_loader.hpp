@@ -29,11 +29,14 @@ struct BatchLoaderOptions {
   int epochs = 1;
   std::size_t global_batch = 0;  ///< train.batch_size
   int trainers = 1;
-  int trainer = 0;             ///< this trainer's index
-  int threads = 1;             ///< local preprocessing threads
-  int prefetch = 4;            ///< batches in preparation at once
-  double offload_ratio = 0;    ///< initial share of batches from workers
-  WorkerClientOptions client;  ///< workers, credits, deadlines (shape fields are filled in)
+  int trainer = 0;                ///< this trainer's index
+  int threads = 1;                ///< local preprocessing threads
+  int prefetch = 4;               ///< batches in preparation at once
+  double offload_ratio = 0;       ///< initial share of batches from workers
+  double offload_credit = 0;      ///< initial error-diffusion credit (from a checkpoint)
+  std::uint32_t start_epoch = 0;  ///< first batch delivered: (start_epoch, start_step);
+  std::size_t start_step = 0;     ///< start_step == steps per epoch means the next epoch
+  WorkerClientOptions client;     ///< workers, credits, deadlines (shape fields are filled in)
 };
 
 /// Counters of one trainer's batches.
@@ -65,6 +68,8 @@ class BatchLoader : public OffloadControl {
 
   double offload_ratio() const override { return schedule_.ratio(); }
   void set_offload_ratio(double ratio) override { schedule_.set_ratio(ratio); }
+  /// The offload schedule's credit (for checkpoints).
+  double offload_credit() const noexcept { return schedule_.credit(); }
 
  private:
   enum class Source { kLocal, kRemote, kUnassigned };

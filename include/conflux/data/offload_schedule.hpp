@@ -15,6 +15,13 @@ class OffloadSchedule {
   void set_ratio(double ratio) noexcept;
   /// The current ratio.
   double ratio() const noexcept { return ratio_; }
+  /// The error-diffusion credit carried to the next decision (saved in checkpoints).
+  double credit() const noexcept { return credit_; }
+  /// Restores a saved ratio and credit.
+  void restore(double ratio, double credit) noexcept {
+    set_ratio(ratio);
+    credit_ = credit;
+  }
   /// Whether the next batch should come from a worker.
   bool next_is_remote() noexcept;
 

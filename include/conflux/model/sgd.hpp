@@ -25,6 +25,10 @@ class Sgd {
   void set_lr(float lr) noexcept { options_.lr = lr; }
   /// Momentum buffer (for checkpoints).
   std::span<const float> velocity() const noexcept { return velocity_; }
+  /// Whether a step has run (the momentum buffer holds history), for checkpoints.
+  bool started() const noexcept { return !first_step_; }
+  /// Restores the state saved from velocity() and started(); RuntimeError on a size mismatch.
+  void restore(std::span<const float> velocity, bool started);
   /// Options in force.
   const SgdOptions& options() const noexcept { return options_; }
 

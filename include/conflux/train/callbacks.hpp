@@ -12,6 +12,9 @@ class Model;
 namespace conflux::data {
 class OffloadControl;
 }
+namespace conflux::ckpt {
+struct TrainingState;
+}
 
 namespace conflux::train {
 
@@ -50,22 +53,43 @@ struct TrainSummary {
   double final_test_accuracy = 0;
   double total_seconds = 0;
   int epochs = 0;
+  bool stopped = false;         ///< a callback stopped training early (e.g. on a signal)
+  std::size_t global_step = 0;  ///< steps completed over the run
+};
+
+/// What a callback sees, and may do, at the end of a step.
+class StepContext {
+ public:
+  virtual ~StepContext() = default;
+  /// Steps completed over the run (a resumed run continues the count).
+  virtual std::size_t global_step() const noexcept = 0;
+  /// Steps of the whole run.
+  virtual std::size_t total_steps() const noexcept = 0;
+  /// The offload ratio of the batches scheduled from now on.
+  virtual data::OffloadControl& offload() noexcept = 0;
+  /// Collective over the trainers (all call it after the same step): the complete training
+  /// state into `state`, reusing its buffers. The model and optimiser are copied on trainer 0
+  /// only (the replicas are identical); every trainer gets the position and progress.
+  virtual void capture(ckpt::TrainingState& state) = 0;
+  /// Ends training after this step; every trainer must request it at the same step.
+  virtual void request_stop() noexcept = 0;
 };
 
 /// Hooks called by the trainer on every trainer rank, in order of registration.
 class TrainingCallback {
  public:
   virtual ~TrainingCallback() = default;
+  /// Before on_train_begin when the run continues from a checkpoint.
+  virtual void on_resume(const ckpt::TrainingState& /*state*/) {}
   /// Before the first step.
   virtual void on_train_begin(const model::Model& /*model*/) {}
-  /// After every step (global_step counts from 0 over the run); may change the offload
-  /// ratio for the batches scheduled from now on.
-  virtual void on_step_end(std::size_t /*global_step*/, data::OffloadControl& /*offload*/) {}
+  /// After every step.
+  virtual void on_step_end(StepContext& /*context*/) {}
   /// After a step when the trainer produced a report (every train.log_every steps).
   virtual void on_step_report(const StepReport& /*report*/) {}
   /// After each epoch's evaluation.
   virtual void on_epoch_end(const EpochReport& /*report*/) {}
-  /// After the last epoch.
+  /// After the last epoch (not called when training was stopped early).
   virtual void on_train_end(const model::Model& /*model*/, const TrainSummary& /*summary*/) {}
 };
 

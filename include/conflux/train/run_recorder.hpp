@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <string>
 
 #include "conflux/core/config.hpp"
 #include "conflux/train/callbacks.hpp"
@@ -16,11 +17,16 @@ namespace conflux::train {
 /// InputError when the directory cannot be created.
 void prepare_run_dir(const Config& config);
 
+/// One metrics.jsonl line (JSON object, no newline) for an epoch report.
+std::string metrics_json_line(const EpochReport& report);
+
 /// Writes metrics and results into the run directory as training proceeds.
 class RunRecorder final : public TrainingCallback {
  public:
   /// Opens <run.dir>/metrics.jsonl for appending.
   explicit RunRecorder(const Config& config);
+  /// Rewrites metrics.jsonl with the checkpoint's history, dropping epochs reported after it.
+  void on_resume(const ckpt::TrainingState& state) override;
   void on_epoch_end(const EpochReport& r) override;
   void on_train_end(const model::Model& model, const TrainSummary& s) override;
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <vector>
 
 #include "conflux/comm/communicator.hpp"
@@ -25,8 +26,14 @@ struct AuditResult {
 class SampleAudit {
  public:
   /// Audit of a dataset of `dataset_size` samples; writes one CSV line per batch to
-  /// `csv_file` (epoch, step, origin, worker, sample indices).
-  SampleAudit(std::size_t dataset_size, const std::filesystem::path& csv_file);
+  /// `csv_file` (epoch, step, origin, worker, sample indices); a resumed run appends to it.
+  SampleAudit(std::size_t dataset_size, const std::filesystem::path& csv_file, bool resumed);
+  /// This trainer's uses of each sample in the epoch so far (saved in checkpoints).
+  std::span<const double> counts() const noexcept { return counts_; }
+  /// Adds uses restored from a checkpoint; RuntimeError when the dataset size differs.
+  void add_counts(std::span<const double> counts);
+  /// Forgets the epoch's records without checking them (an epoch begun without the audit).
+  void discard_epoch();
   /// Records a consumed batch.
   void record(const data::Batch& batch);
   /// Collective over `trainers`: RuntimeError naming the first sample not used exactly once

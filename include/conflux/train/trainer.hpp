@@ -7,6 +7,11 @@
 #include <span>
 #include <vector>
 
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "conflux/ckpt/training_state.hpp"
 #include "conflux/comm/gradient_sync.hpp"
 #include "conflux/core/config.hpp"
 #include "conflux/core/log.hpp"
@@ -16,6 +21,7 @@
 #include "conflux/model/model.hpp"
 #include "conflux/model/sgd.hpp"
 #include "conflux/train/callbacks.hpp"
+#include "conflux/train/sample_audit.hpp"
 
 namespace conflux::train {
 
@@ -41,30 +47,65 @@ class Trainer {
   /// dataset (naming the config key and where it was set).
   explicit Trainer(const TrainerSetup& setup);
   ~Trainer();
-  /// Trains for train.epochs epochs, calling `callbacks`; returns the summary.
+  /// Continues from a checkpoint (call before run()). InputError naming the file when the
+  /// checkpoint holds a model of another shape or was made on another dataset size.
+  void restore(const ckpt::TrainingState& state, const std::string& source);
+  /// Trains until train.epochs are done or a callback stops it; returns the summary.
   TrainSummary run(std::span<TrainingCallback* const> callbacks);
   /// The model (final weights after run()).
   const model::Model& model() const noexcept { return model_; }
 
  private:
+  class Context;
+  using Clock = std::chrono::steady_clock;
   struct EvalResult {
     double loss = 0;
     double accuracy = 0;
+  };
+  // Sums of loss, correct predictions and samples.
+  struct Tally {
+    double loss = 0, correct = 0, samples = 0;
+  };
+  // Where training stands: the next step to run.
+  struct Position {
+    std::uint32_t epoch = 0;
+    std::size_t step = 0;
+    std::size_t global_step = 0;
   };
   EvalResult evaluate();
   void check_replicas_agree(const std::string& digest) const;
   std::unique_ptr<data::BatchLoader> make_loader() const;
   void report_data_service(const data::LoaderStats& stats) const;
+  void fold_window();
+  void capture(ckpt::TrainingState& state);
+  EpochReport finish_epoch(const data::LoaderStats& stats_before);
 
   const Config& config_;
   const comm::Communicator& trainers_;
   const data::DatasetSplits& data_;
   DataServiceLink service_;
   const Logger* log_;
+  std::chrono::duration<double> timeout_;
   data::SampleTransform transform_;
   model::Model model_;
   model::Sgd sgd_;
   std::unique_ptr<comm::GradientSync> sync_;
+
+  // Training progress; restore() sets it from a checkpoint.
+  Position position_;
+  Tally epoch_tally_;  // global, reported steps of the epoch so far
+  Tally window_;       // this trainer's steps since the last report
+  double restored_epoch_seconds_ = 0;
+  double restored_elapsed_seconds_ = 0;
+  double offload_ratio_ = 0;
+  double offload_credit_ = 0;
+  std::vector<double> restored_audit_counts_;
+  bool resumed_ = false;
+  std::int64_t unaudited_epoch_ = -1;  // resumed mid-epoch from a checkpoint without audit
+  std::vector<std::string> metrics_;   // metrics lines of the finished epochs
+  Clock::time_point train_start_, epoch_start_, window_start_;
+  std::unique_ptr<data::BatchLoader> loader_;
+  std::optional<SampleAudit> audit_;
 };
 
 }  // namespace conflux::train

@@ -1,0 +1,98 @@
+#include "conflux/train/checkpointer.hpp"
+
+#include <array>
+
+namespace conflux::train {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+}  // namespace
+
+Checkpointer::Checkpointer(const CheckpointerOptions& o)
+    : config_(o.config),
+      trainers_(o.trainers),
+      signals_(o.signals),
+      log_(o.log),
+      timeout_(o.config.cluster().peer_timeout_s),
+      last_taken_(Clock::now()) {
+  if (trainers_.rank() == 0) {
+    const auto& c = config_.checkpoint();
+    writer_.emplace(ckpt::CheckpointStore(c.dir, c.keep), o.resumed_from);
+  }
+}
+
+void Checkpointer::on_step_end(StepContext& context) {
+  const auto& c = config_.checkpoint();
+  const auto agree_start = Clock::now();
+  // One small reduction per step: a signal may reach only some ranks, the clock and the
+  // writer live on trainer 0, and every trainer must make the same decision.
+  std::array<double, 3> flags{
+      signals_ != nullptr && signals_->received() != 0 ? 1.0 : 0.0,
+      writer_ && c.every_seconds > 0 && seconds_since(last_taken_) >= c.every_seconds ? 1.0 : 0.0,
+      writer_ && writer_->failed() ? 1.0 : 0.0};
+  trainers_.allreduce_sum(flags, timeout_);
+  stats_.agree_seconds += seconds_since(agree_start);
+  if (flags[2] > 0) {
+    if (writer_) CONFLUX_RUNTIME_ERROR("{}", writer_->error());
+    CONFLUX_RUNTIME_ERROR("trainer 0 could not write a checkpoint (its log says why)");
+  }
+  const std::size_t step = context.global_step();
+  const bool by_steps = c.every_steps > 0 && step % static_cast<std::size_t>(c.every_steps) == 0;
+  const bool last = c.final && step == context.total_steps();
+  const bool signalled = flags[0] > 0;
+  if (!(by_steps || last || signalled || flags[1] > 0)) return;
+  take(context);
+  if (!signalled) return;
+  stop_signal_ = signals_->received() != 0 ? signals_->received() : -1;
+  if (writer_) {
+    writer_->flush();  // durable before the job exits for requeue
+    if (log_ != nullptr) {
+      log_->info(
+          "stop requested by {}: checkpoint at step {} written to {}; exiting with 75 to "
+          "be requeued",
+          stop_signal_ > 0 ? ckpt::StopSignals::name(stop_signal_) : "a signal on another rank",
+          step, writer_->last_published().string());
+    }
+  }
+  context.request_stop();
+}
+
+void Checkpointer::take(StepContext& context) {
+  const auto start = Clock::now();
+  if (writer_) {
+    ckpt::TrainingState state = writer_->take_buffer();
+    context.capture(state);
+    writer_->submit(std::move(state));
+  } else {
+    context.capture(scratch_);
+  }
+  const double stall = seconds_since(start);
+  ++stats_.taken;
+  stats_.stall_seconds += stall;
+  stats_.max_stall_seconds = std::max(stats_.max_stall_seconds, stall);
+  last_taken_ = Clock::now();
+  if (writer_ && log_ != nullptr) {
+    log_->info("checkpoint at step {}: captured in {:.1f} ms, writing {} in the background",
+               context.global_step(), 1e3 * stall,
+               writer_->store().path_for(context.global_step()).string());
+  }
+}
+
+void Checkpointer::on_train_end(const model::Model& /*model*/, const TrainSummary& /*summary*/) {
+  if (writer_) writer_->flush();
+}
+
+std::filesystem::path Checkpointer::last_checkpoint() const {
+  return writer_ ? writer_->last_published() : std::filesystem::path();
+}
+
+CheckpointerStats Checkpointer::stats() const {
+  CheckpointerStats s = stats_;
+  if (writer_) s.persist = writer_->stats();
+  return s;
+}
+
+}  // namespace conflux::train
