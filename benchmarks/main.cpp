@@ -24,6 +24,10 @@ const bench::Scenario kScenarios[] = {
      "1 trainer + workers: offload-ratio sweep with a SIMULATED GPU step, and data-plane "
      "goodput vs plain MPI send/recv (mpirun -np 2)",
      bench::run_data_service},
+    {"checkpoint",
+     "training with checkpoints every N steps vs none: overhead, stall, persist throughput "
+     "(mpirun -np T, all trainers)",
+     bench::run_checkpoint},
 };
 
 void print_usage() {

@@ -24,4 +24,7 @@ int run_transform_cost(const std::vector<std::string>& args, const comm::Communi
 /// plain MPI send/recv (1 trainer + workers).
 int run_data_service(const std::vector<std::string>& args, const comm::Communicator& world);
 
+/// Training-time overhead, stall and persist throughput of checkpointing every N steps.
+int run_checkpoint(const std::vector<std::string>& args, const comm::Communicator& world);
+
 }  // namespace conflux::bench

@@ -73,6 +73,31 @@ void Communicator::allreduce_sum(std::span<double> values,
   allreduce_sum_impl(comm_, values, MPI_DOUBLE, timeout);
 }
 
+PendingReduction& PendingReduction::operator=(PendingReduction&& other) noexcept {
+  if (this != &other) {
+    if (active()) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+    request_ = std::exchange(other.request_, MPI_REQUEST_NULL);
+  }
+  return *this;
+}
+
+PendingReduction::~PendingReduction() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (active() && !finalized) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+}
+
+void PendingReduction::wait(std::chrono::duration<double> timeout, const std::string& what) {
+  if (active()) wait_for(request_, timeout, what);
+}
+
+PendingReduction Communicator::start_allreduce_sum(std::span<double> values) const {
+  MPI_Request request = MPI_REQUEST_NULL;
+  CONFLUX_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()),
+                                   MPI_DOUBLE, MPI_SUM, comm_, &request));
+  return PendingReduction(request);
+}
+
 std::int64_t Communicator::allreduce_max(std::int64_t value) const {
   CONFLUX_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT64_T, MPI_MAX, comm_));
   return value;

@@ -6,6 +6,7 @@ namespace conflux::train {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+constexpr std::size_t kAgreeEvery = 8;
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -27,25 +28,35 @@ Checkpointer::Checkpointer(const CheckpointerOptions& o)
 void Checkpointer::on_step_end(StepContext& context) {
   const auto& c = config_.checkpoint();
   const auto agree_start = Clock::now();
-  // One small reduction per step: a signal may reach only some ranks, the clock and the
-  // writer live on trainer 0, and every trainer must make the same decision.
-  std::array<double, 3> flags{
-      signals_ != nullptr && signals_->received() != 0 ? 1.0 : 0.0,
-      writer_ && c.every_seconds > 0 && seconds_since(last_taken_) >= c.every_seconds ? 1.0 : 0.0,
-      writer_ && writer_->failed() ? 1.0 : 0.0};
-  trainers_.allreduce_sum(flags, timeout_);
+  // A signal may reach only some ranks, and the clock and the writer live on trainer 0, yet
+  // every trainer must decide alike: the flags are summed over the trainers, every
+  // kAgreeEvery steps. The sum started then completes one step later, so it never waits on
+  // the network; signals and timers act within kAgreeEvery + 1 steps.
+  std::array<double, 3> flags{};
+  if (agreement_.active()) {
+    agreement_.wait(timeout_, "the trainers' checkpoint agreement");
+    flags = agreement_flags_;
+  }
+  const std::size_t step = context.global_step();
+  if (step < context.total_steps() && step % kAgreeEvery == 0) {
+    agreement_flags_ = {
+        signals_ != nullptr && signals_->received() != 0 ? 1.0 : 0.0,
+        writer_ && c.every_seconds > 0 && seconds_since(last_taken_) >= c.every_seconds ? 1.0 : 0.0,
+        writer_ && writer_->failed() ? 1.0 : 0.0};
+    agreement_ = trainers_.start_allreduce_sum(agreement_flags_);
+  }
   stats_.agree_seconds += seconds_since(agree_start);
   if (flags[2] > 0) {
     if (writer_) CONFLUX_RUNTIME_ERROR("{}", writer_->error());
     CONFLUX_RUNTIME_ERROR("trainer 0 could not write a checkpoint (its log says why)");
   }
-  const std::size_t step = context.global_step();
   const bool by_steps = c.every_steps > 0 && step % static_cast<std::size_t>(c.every_steps) == 0;
   const bool last = c.final && step == context.total_steps();
   const bool signalled = flags[0] > 0;
   if (!(by_steps || last || signalled || flags[1] > 0)) return;
   take(context);
   if (!signalled) return;
+  agreement_.wait(timeout_, "the trainers' checkpoint agreement");  // none left in flight
   stop_signal_ = signals_->received() != 0 ? signals_->received() : -1;
   if (writer_) {
     writer_->flush();  // durable before the job exits for requeue

@@ -75,6 +75,12 @@ void check_resume_compatible(const Config& config, const ckpt::TrainingState& st
         config.train().epochs * state.steps_per_epoch >= state.global_step) {
       continue;  // training longer under a constant rate changes nothing already done
     }
+    if (key == "model.layers") {
+      CONFLUX_INPUT_ERROR(
+          "checkpoint {} was made with other model.layers than this run's ({}); resume with "
+          "the same layers or start a new run",
+          source, config.where(key));
+    }
     CONFLUX_INPUT_ERROR(
         "checkpoint {} was made with {} = {}, but this run has {} = {} ({}); resume with the "
         "same value or start a new run",

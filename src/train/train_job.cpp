@@ -113,8 +113,8 @@ ExitCode run_train_job(const Config& config, const comm::Communicator& world, co
         // Every trainer reads the file itself: the checkpoint directory is shared.
         const ckpt::TrainingState state =
             found ? std::move(found->state) : ckpt::read_checkpoint(resume_path);
+        trainer->restore(state, resume_path);  // the model's shape first: the clearest error
         check_resume_compatible(config, state, resume_path);
-        trainer->restore(state, resume_path);
         if (is_root) {
           log.info(
               "resuming from {}: epoch {} step {} (global step {}; written by {} trainer(s) "

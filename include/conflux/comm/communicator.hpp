@@ -6,10 +6,32 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "conflux/comm/mpi.hpp"
 
 namespace conflux::comm {
+
+/// A non-blocking reduction in flight; its buffer must outlive it. Move-only.
+class PendingReduction {
+ public:
+  PendingReduction() = default;
+  explicit PendingReduction(MPI_Request request) noexcept : request_(request) {}
+  PendingReduction(PendingReduction&& other) noexcept
+      : request_(std::exchange(other.request_, MPI_REQUEST_NULL)) {}
+  PendingReduction& operator=(PendingReduction&& other) noexcept;
+  PendingReduction(const PendingReduction&) = delete;
+  PendingReduction& operator=(const PendingReduction&) = delete;
+  /// Completes it if still in flight (a collective cannot be cancelled).
+  ~PendingReduction();
+  /// True until wait() completed it.
+  bool active() const noexcept { return request_ != MPI_REQUEST_NULL; }
+  /// Completes it; RuntimeError naming `what` after `timeout`.
+  void wait(std::chrono::duration<double> timeout, const std::string& what);
+
+ private:
+  MPI_Request request_ = MPI_REQUEST_NULL;
+};
 
 /// Owns an MPI_Comm (freed on destruction) or views MPI_COMM_WORLD (never freed).
 class Communicator {
@@ -38,6 +60,8 @@ class Communicator {
   void allreduce_sum(std::span<float> values, std::chrono::duration<double> timeout) const;
   /// In-place element-wise sum of doubles.
   void allreduce_sum(std::span<double> values, std::chrono::duration<double> timeout) const;
+  /// Starts an in-place element-wise sum; the result is in `values` after wait().
+  PendingReduction start_allreduce_sum(std::span<double> values) const;
   /// Maximum of one integer over all ranks.
   std::int64_t allreduce_max(std::int64_t value) const;
   /// Minimum of one integer over all ranks.

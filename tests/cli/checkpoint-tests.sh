@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Checkpoint-restart from the command line: retention and the `latest` pointer, ckpt
+# inspect/verify, resume skipping corrupt or truncated checkpoints, refusal of a checkpoint of
+# another model or batch size (exit 2), SIGTERM -> checkpoint + exit 75 -> bit-identical
+# resume, resuming with more trainers (audited), and a full file system (a small tmpfs) that
+# leaves the previous checkpoint intact.
+set -uo pipefail
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
+if [ ! -d "$DATA/mnist" ]; then
+  ok "checkpoint tests (skipped: $DATA/mnist not found)"
+  cli_summary
+  exit
+fi
+RUN=("${MPIRUN[@]}" -np 3 "$CONFLUX" train --config configs/mnist_mlp.toml --set data.train_limit=6000
+  --set train.epochs=2 --set train.log_every=0)
+ckpts() { find "$1/checkpoints" -name 'ckpt-*.h5' | sort; }
+
+# --- reference, retention, latest, inspect, verify ----------------------------------------------
+out=$("${RUN[@]}" --set run.dir="$TMP/ref" --set checkpoint.every_steps=20 --set checkpoint.keep=2 2>&1)
+ref=$(digest_of <(echo "$out"))
+mapfile -t files < <(ckpts "$TMP/ref")
+latest=$(cat "$TMP/ref/checkpoints/latest" 2>/dev/null)
+if [ -n "$ref" ] && [ "${#files[@]}" -eq 2 ] && [ "$latest" = ckpt-000000094.h5 ] &&
+  [ "$(basename "${files[0]}")" = ckpt-000000080.h5 ]; then
+  ok "keep = 2: ckpt-000000080.h5 and ckpt-000000094.h5 remain, latest names the newest"
+else
+  not_ok "retention: files '${files[*]}', latest '$latest', digest '$ref'" "$out"
+fi
+out=$("$CONFLUX" ckpt verify "${files[@]}" 2>&1)
+if [ "$(grep -c '^ok .*checksum verified' <<<"$out")" -eq 2 ]; then ok "ckpt verify: both intact"; else not_ok "ckpt verify" "$out"; fi
+out=$("$CONFLUX" ckpt inspect "${files[1]}" 2>&1)
+if grep -q 'global.step.*94' <<<"$out" && grep -q 'layer' <<<"$out" && grep -q '784' <<<"$out"; then
+  ok "ckpt inspect shows the position and the model tensors"
+else
+  not_ok "ckpt inspect" "$out"
+fi
+
+# --- a finished run resumes to the same result -------------------------------------------------
+out=$("${RUN[@]}" --set run.dir="$TMP/ref" --resume auto 2>&1)
+if grep -q "resuming from .*ckpt-000000094.h5" <<<"$out" && [ "$(digest_of <(echo "$out"))" = "$ref" ]; then
+  ok "resuming a finished run reports the same digest"
+else
+  not_ok "resume of a finished run" "$out"
+fi
+
+# --- corrupt and truncated checkpoints are skipped ---------------------------------------------
+"${RUN[@]}" --set run.dir="$TMP/c" --set checkpoint.every_steps=30 --set checkpoint.keep=5 \
+  --set checkpoint.final=false --set data.audit=true >/dev/null 2>&1
+newest=$TMP/c/checkpoints/ckpt-000000090.h5
+size=$(stat -c %s "$newest")
+printf '\xde\xad\xbe\xef' | dd of="$newest" bs=1 seek=$((size / 2)) conv=notrunc status=none
+expect_fail "ckpt verify of a checkpoint with flipped bytes" 2 "checksum" -- "$CONFLUX" ckpt verify "$newest"
+out=$("${RUN[@]}" --set run.dir="$TMP/c" --resume auto 2>&1)
+if grep -q "skipping checkpoint $newest: .*checksum" <<<"$out" && grep -q "resuming from .*ckpt-000000060.h5" <<<"$out" &&
+  [ "$(digest_of <(echo "$out"))" = "$ref" ]; then
+  ok "flipped bytes: the newest is skipped, ckpt-000000060 resumes to the reference digest"
+else
+  not_ok "resume past a corrupt checkpoint" "$out"
+fi
+"${RUN[@]}" --set run.dir="$TMP/t" --set checkpoint.every_steps=30 --set checkpoint.final=false >/dev/null 2>&1
+newest=$TMP/t/checkpoints/ckpt-000000090.h5
+truncate -s $(($(stat -c %s "$newest") * 2 / 3)) "$newest"
+out=$("${RUN[@]}" --set run.dir="$TMP/t" --resume auto 2>&1)
+if grep -q "skipping checkpoint $newest" <<<"$out" && grep -q "resuming from .*ckpt-000000060.h5" <<<"$out" &&
+  [ "$(digest_of <(echo "$out"))" = "$ref" ]; then
+  ok "truncated: the newest is skipped, ckpt-000000060 resumes to the reference digest"
+else
+  not_ok "resume past a truncated checkpoint" "$out"
+fi
+expect_fail "--resume FILE naming a truncated checkpoint" 2 "checkpoint $newest" 3 -- \
+  "${RUN[@]}" --set run.dir="$TMP/t" --resume "$newest"
+
+# --- checkpoints of another training problem are refused --------------------------------------
+sed 's/^out = 512/out = 128/' configs/mnist_mlp.toml >"$TMP/narrow.toml"
+expect_fail "checkpoint of another model shape" 2 "holds a model of another shape" 3 -- \
+  "${MPIRUN[@]}" -np 3 "$CONFLUX" train --config "$TMP/narrow.toml" --set data.train_limit=6000 \
+  --set train.epochs=2 --set run.dir="$TMP/c" --resume auto
+expect_fail "checkpoint of another batch size" 2 "was made with train.batch_size = 128" 3 -- \
+  "${RUN[@]}" --set run.dir="$TMP/c" --set train.batch_size=64 --resume auto
+
+# --- more trainers: every remaining sample exactly once ----------------------------------------
+out=$("${MPIRUN[@]}" -np 4 "$CONFLUX" train --config configs/mnist_mlp.toml --set data.train_limit=6000 \
+  --set train.epochs=2 --set train.log_every=0 --set cluster.trainers=3 --set data.audit=true \
+  --set run.dir="$TMP/c" --resume "$TMP/c/checkpoints/ckpt-000000060.h5" 2>&1)
+if grep -q "epoch 2/2 batches.*audit: all 6000 samples used exactly once" <<<"$out" && grep -q "trainer 2/3" <<<"$out"; then
+  ok "2-trainer checkpoint resumed on 3 trainers: the audit passes"
+else
+  not_ok "resume with 3 trainers" "$out"
+fi
+
+# --- SIGTERM: checkpoint at the next step, exit 75, bit-identical resume ------------------------
+"${RUN[@]}" --set data.train_limit=60000 --set train.epochs=1 --set run.dir="$TMP/s" >"$TMP/s.log" 2>&1 &
+job=$!
+for _ in $(seq 1 200); do [ "$(grep -c '(pid [0-9]*,' "$TMP/s.log")" -ge 3 ] && break; sleep 0.1; done
+sleep 1.5
+# As SLURM does: the signal goes to every rank (not to mpirun, which would abort the job).
+mapfile -t pids < <(grep -oP '\(pid \K[0-9]+' "$TMP/s.log")
+kill -TERM "${pids[@]}"
+wait "$job"
+rc=$?
+if [ "$rc" -eq 75 ] && grep -q "stop requested by SIGTERM: checkpoint at step [0-9]* written" "$TMP/s.log"; then
+  ok "SIGTERM: checkpoint, exit 75"
+else
+  not_ok "SIGTERM: exit $rc" "$(cat "$TMP/s.log")"
+fi
+out=$("${RUN[@]}" --set data.train_limit=60000 --set train.epochs=1 --set run.dir="$TMP/s" --resume auto 2>&1)
+ref1=$("${RUN[@]}" --set data.train_limit=60000 --set train.epochs=1 --set run.dir="$TMP/s1" 2>&1 | sed -n 's/^model digest: //p')
+if grep -q "resuming from" <<<"$out" && [ -n "$ref1" ] && [ "$(digest_of <(echo "$out"))" = "$ref1" ]; then
+  ok "resumed after SIGTERM: same digest as an uninterrupted run"
+else
+  not_ok "resume after SIGTERM (want $ref1)" "$out"
+fi
+
+# --- a full file system leaves the previous checkpoint intact -----------------------------------
+small=$TMP/small
+mkdir -p "$small"
+if mount -t tmpfs -o size=6m tmpfs "$small" 2>/dev/null; then
+  out=$("${RUN[@]}" --set run.dir="$TMP/f" --set checkpoint.dir="$small" --set checkpoint.every_steps=20 2>&1)
+  rc=$?
+  mapfile -t left < <(find "$small" -type f | sort)
+  if [ "$rc" -eq 3 ] && grep -q "could not be written.*the previous checkpoint $small/ckpt-000000020.h5 is intact" <<<"$out" &&
+    [ "${left[*]}" = "$small/ckpt-000000020.h5 $small/latest" ] && "$CONFLUX" ckpt verify "$small/ckpt-000000020.h5" >/dev/null; then
+    ok "full file system: exit 3, ckpt-000000020 intact and still latest, no temp file left"
+  else
+    not_ok "full file system: exit $rc, files '${left[*]}'" "$out"
+  fi
+  umount "$small"
+else
+  ok "full file system (skipped: cannot mount a tmpfs here; needs root)"
+fi
+
+cli_summary
