@@ -54,6 +54,9 @@ run mpi-np4 "${MPIRUN[@]}" -np 4 "$BIN/conflux-mpi-tests" --gtest_color=no
 run cli tests/cli/cli-tests.sh
 run cli-data-service tests/cli/data-service-tests.sh
 run cli-launch tests/cli/launch-tests.sh
+run cli-checkpoint tests/cli/checkpoint-tests.sh
+run cli-restart tests/cli/restart-tests.sh
+run cli-slurm tests/cli/slurm-tests.sh
 
 echo
 [ ${#failures[@]} -gt 0 ] && echo "failed suites: ${failures[*]}"

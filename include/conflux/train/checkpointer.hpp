@@ -5,6 +5,7 @@
 /// job can exit with 75). Trainer 0 persists in the background (AsyncCheckpointWriter), so
 /// the loop stalls only for the in-memory copy.
 
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -60,6 +61,8 @@ class Checkpointer final : public TrainingCallback {
   std::optional<ckpt::AsyncCheckpointWriter> writer_;  // trainer 0 only
   ckpt::TrainingState scratch_;                        // snapshots of the other trainers
   std::chrono::steady_clock::time_point last_taken_;
+  comm::PendingReduction agreement_;  // the flags of the previous step, being summed
+  std::array<double, 3> agreement_flags_{};
   CheckpointerStats stats_;
   int stop_signal_ = 0;
 };

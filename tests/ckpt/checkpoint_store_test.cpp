@@ -1,0 +1,139 @@
+#include "conflux/ckpt/checkpoint_store.hpp"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <fstream>
+
+#include "conflux/ckpt/async_writer.hpp"
+#include "conflux/ckpt/stop_signals.hpp"
+#include "../support/temp_dir.hpp"
+
+namespace conflux::ckpt {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+TrainingState state_at(std::uint64_t step) {
+  TrainingState s;
+  s.global_step = step;
+  s.step = step;
+  s.steps_per_epoch = 1000;
+  s.global_batch = 8;
+  s.dataset_size = 8000;
+  s.trainers = 1;
+  s.tensors = {{"w", {2, 3}, 0}};
+  s.params = {1, 2, 3, 4, 5, static_cast<float>(step)};
+  s.velocity.assign(6, 0.5f);
+  s.progress = {{step, 0.0, 0.0}};
+  s.config_toml = "[run]\nseed = 1\n";
+  return s;
+}
+
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(CheckpointStore, KeepsTheNewestAndPointsLatestAtIt) {
+  TempDir dir;
+  CheckpointStore store(dir.path() / "ckpt", 2);
+  for (std::uint64_t step : {10, 20, 30}) store.publish(state_at(step));
+  EXPECT_EQ(names_in(dir.path() / "ckpt"),
+            (std::vector<std::string>{"ckpt-000000020.h5", "ckpt-000000030.h5", "latest"}));
+  std::ifstream latest(dir.path() / "ckpt" / "latest");
+  std::string name;
+  std::getline(latest, name);
+  EXPECT_EQ(name, "ckpt-000000030.h5");
+}
+
+TEST(CheckpointStore, FallsBackPastACorruptNewestAndReportsIt) {
+  TempDir dir;
+  CheckpointStore store(dir.path(), 3);
+  store.publish(state_at(10));
+  store.publish(state_at(20));
+  fs::resize_file(store.path_for(20), 100);
+  std::vector<fs::path> skipped;
+  const auto found =
+      store.newest_valid([&](const fs::path& p, const std::string&) { skipped.push_back(p); });
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->path, store.path_for(10));
+  EXPECT_EQ(found->state.params.back(), 10.0f);
+  EXPECT_EQ(skipped, std::vector<fs::path>{store.path_for(20)});
+}
+
+TEST(CheckpointStore, EmptyOrMissingDirectoryHasNothingToResume) {
+  TempDir dir;
+  EXPECT_FALSE(CheckpointStore(dir.path() / "none", 3).newest_valid({}).has_value());
+  EXPECT_FALSE(CheckpointStore(dir.path(), 3).newest_valid({}).has_value());
+}
+
+TEST(CheckpointStore, RemovesTemporaryFilesOfKilledWriters) {
+  TempDir dir;
+  CheckpointStore store(dir.path(), 3);
+  std::ofstream(dir.path() / "ckpt-000000005.h5.tmp-999999") << "half";
+  store.publish(state_at(10));
+  EXPECT_EQ(names_in(dir.path()), (std::vector<std::string>{"ckpt-000000010.h5", "latest"}));
+}
+
+TEST(AsyncCheckpointWriter, PersistsInTheBackgroundAndReusesBuffers) {
+  TempDir dir;
+  AsyncCheckpointWriter writer(CheckpointStore(dir.path(), 5));
+  for (std::uint64_t step : {1, 2, 3}) {
+    TrainingState s = writer.take_buffer();
+    const TrainingState fresh = state_at(step);
+    s.params = fresh.params;  // as a capture would: into the recycled buffers
+    s.velocity = fresh.velocity;
+    s.tensors = fresh.tensors;
+    s.progress = fresh.progress;
+    s.global_step = step;
+    s.steps_per_epoch = fresh.steps_per_epoch;
+    s.config_toml = fresh.config_toml;
+    writer.submit(std::move(s));
+  }
+  writer.flush();
+  EXPECT_EQ(writer.stats().written, 3u);
+  EXPECT_GT(writer.stats().bytes, 0u);
+  EXPECT_EQ(writer.last_published(), CheckpointStore(dir.path(), 5).path_for(3));
+  EXPECT_EQ(read_checkpoint(writer.last_published()).params.back(), 3.0f);
+}
+
+TEST(AsyncCheckpointWriter, AFailedWriteIsReportedAndNothingLaterBecomesLatest) {
+  TempDir dir;
+  const fs::path blocked = dir.path() / "blocked";
+  std::ofstream(blocked) << "a file where the checkpoint directory should be";
+  AsyncCheckpointWriter writer(CheckpointStore(blocked, 3), dir.path() / "earlier.h5");
+  writer.submit(state_at(1));
+  EXPECT_THROW(writer.flush(), RuntimeError);
+  EXPECT_TRUE(writer.failed());
+  EXPECT_NE(writer.error().find("checkpoint at step 1 could not be written"), std::string::npos);
+  EXPECT_NE(writer.error().find("earlier.h5 is intact"), std::string::npos);
+  writer.submit(state_at(2));
+  EXPECT_THROW(writer.flush(), RuntimeError);
+  EXPECT_EQ(writer.stats().written, 0u);
+}
+
+TEST(StopSignals, RecordsTheFirstSignalAndRestoresHandlers) {
+  {
+    const StopSignals signals;
+    EXPECT_EQ(signals.received(), 0);
+    EXPECT_THROW(StopSignals(), RuntimeError);  // one at a time
+    std::raise(SIGUSR1);
+    std::raise(SIGUSR1);
+    EXPECT_EQ(signals.received(), SIGUSR1);
+    EXPECT_STREQ(StopSignals::name(signals.received()), "SIGUSR1");
+  }
+  struct sigaction now {};
+  sigaction(SIGUSR1, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_DFL);
+  const StopSignals again;  // a new watch starts clean
+  EXPECT_EQ(again.received(), 0);
+  std::raise(SIGTERM);
+  EXPECT_EQ(again.received(), SIGTERM);
+}
+
+}  // namespace
+}  // namespace conflux::ckpt
