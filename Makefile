@@ -135,6 +135,7 @@ bench: deps bench-deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@benchmarks/mnist_epoch_vs_pytorch.sh
 	@benchmarks/data_service.sh
+	@benchmarks/checkpoint.sh
 
 # docs/config.md = its hand-written head + the schema table printed by the binary.
 docs: $(CONFLUX)
