@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <hdf5.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -32,7 +34,8 @@ namespace fs = std::filesystem;
 
 // The checksum and the numeric datasets use the in-memory bytes as the little-endian bytes
 // the file stores; a big-endian port would have to byte-swap them for the checksum.
-static_assert(std::endian::native == std::endian::little, "checkpoints assume a little-endian host");
+static_assert(std::endian::native == std::endian::little,
+              "checkpoints assume a little-endian host");
 
 constexpr const char* kFormat = "conflux-checkpoint";
 constexpr int kFormatVersion = 1;
@@ -51,24 +54,36 @@ enum class Type { kUint8, kUint32, kUint64, kFloat32, kFloat64, kString };
 // Name of the type in the checksum stream (docs/checkpoints.md).
 const char* type_tag(Type type) {
   switch (type) {
-    case Type::kUint8: return "uint8";
-    case Type::kUint32: return "uint32";
-    case Type::kUint64: return "uint64";
-    case Type::kFloat32: return "float32";
-    case Type::kFloat64: return "float64";
-    case Type::kString: return "string";
+    case Type::kUint8:
+      return "uint8";
+    case Type::kUint32:
+      return "uint32";
+    case Type::kUint64:
+      return "uint64";
+    case Type::kFloat32:
+      return "float32";
+    case Type::kFloat64:
+      return "float64";
+    case Type::kString:
+      return "string";
   }
   return "?";
 }
 
 std::size_t type_size(Type type) {
   switch (type) {
-    case Type::kUint8: return 1;
-    case Type::kUint32: return 4;
-    case Type::kUint64: return 8;
-    case Type::kFloat32: return 4;
-    case Type::kFloat64: return 8;
-    case Type::kString: return 0;
+    case Type::kUint8:
+      return 1;
+    case Type::kUint32:
+      return 4;
+    case Type::kUint64:
+      return 8;
+    case Type::kFloat32:
+      return 4;
+    case Type::kFloat64:
+      return 8;
+    case Type::kString:
+      return 0;
   }
   return 0;
 }
@@ -76,24 +91,36 @@ std::size_t type_size(Type type) {
 // File type of a numeric dataset (always little-endian).
 hid_t file_type(Type type) {
   switch (type) {
-    case Type::kUint8: return H5T_STD_U8LE;
-    case Type::kUint32: return H5T_STD_U32LE;
-    case Type::kUint64: return H5T_STD_U64LE;
-    case Type::kFloat32: return H5T_IEEE_F32LE;
-    case Type::kFloat64: return H5T_IEEE_F64LE;
-    case Type::kString: break;
+    case Type::kUint8:
+      return H5T_STD_U8LE;
+    case Type::kUint32:
+      return H5T_STD_U32LE;
+    case Type::kUint64:
+      return H5T_STD_U64LE;
+    case Type::kFloat32:
+      return H5T_IEEE_F32LE;
+    case Type::kFloat64:
+      return H5T_IEEE_F64LE;
+    case Type::kString:
+      break;
   }
   return H5I_INVALID_HID;
 }
 
 hid_t memory_type(Type type) {
   switch (type) {
-    case Type::kUint8: return H5T_NATIVE_UINT8;
-    case Type::kUint32: return H5T_NATIVE_UINT32;
-    case Type::kUint64: return H5T_NATIVE_UINT64;
-    case Type::kFloat32: return H5T_NATIVE_FLOAT;
-    case Type::kFloat64: return H5T_NATIVE_DOUBLE;
-    case Type::kString: break;
+    case Type::kUint8:
+      return H5T_NATIVE_UINT8;
+    case Type::kUint32:
+      return H5T_NATIVE_UINT32;
+    case Type::kUint64:
+      return H5T_NATIVE_UINT64;
+    case Type::kFloat32:
+      return H5T_NATIVE_FLOAT;
+    case Type::kFloat64:
+      return H5T_NATIVE_DOUBLE;
+    case Type::kString:
+      break;
   }
   return H5I_INVALID_HID;
 }
@@ -180,12 +207,14 @@ std::vector<Entry> layout(const TrainingState& state, const ProgressArrays& prog
   array("/accounting/audit_counts", Type::kFloat64, state.audit_counts.size(),
         state.audit_counts.data());
 
-  entries.push_back({.path = "/run/config", .type = Type::kString, .dims = {}, .text = &state.config_toml});
+  entries.push_back(
+      {.path = "/run/config", .type = Type::kString, .dims = {}, .text = &state.config_toml});
   entries.push_back({.path = "/run/metrics",
                      .type = Type::kString,
                      .dims = {state.metrics.size()},
                      .texts = &state.metrics});
-  entries.push_back({.path = "/run/created", .type = Type::kString, .dims = {}, .text = &state.created});
+  entries.push_back(
+      {.path = "/run/created", .type = Type::kString, .dims = {}, .text = &state.created});
 
   std::ranges::sort(entries, {}, &Entry::path);
   return entries;
@@ -250,6 +279,24 @@ bool valid_tensor_name(const std::string& name) {
 // ---------------------------------------------------------------------------------------------
 // Writing
 
+// Closes a file whose writing failed. HDF5 1.10 flushes again on close; when that flush fails
+// too (the disk is still full), the file's identifier is left dangling and the library crashes
+// when it shuts down at exit. So the file's descriptor is first pointed at an anonymous memory
+// file, where the last writes succeed and vanish. (publish_atomically removes the temp file.)
+void discard(h5::Handle& file) noexcept {
+  if (!file) return;
+  void* handle = nullptr;
+  if (H5Fget_vfd_handle(file.get(), H5P_DEFAULT, &handle) >= 0 && handle != nullptr) {
+    const int fd = *static_cast<int*>(handle);
+    const int sink = ::memfd_create("conflux-discarded-checkpoint", MFD_CLOEXEC);
+    if (sink >= 0) {
+      ::dup2(sink, fd);
+      ::close(sink);
+    }
+  }
+  file = h5::Handle();  // closes it; errors are moot
+}
+
 class Writer {
  public:
   explicit Writer(const fs::path& path) : name_(path.string()) {}
@@ -258,8 +305,7 @@ class Writer {
   template <typename T>
   T check(T result, std::string_view what) const {
     if (result < 0) [[unlikely]] {
-      CONFLUX_RUNTIME_ERROR("cannot write checkpoint {}: {} failed: {}", name_, what,
-                            hdf5_cause());
+      CONFLUX_RUNTIME_ERROR("cannot write checkpoint {}: {} failed: {}", name_, what, hdf5_cause());
     }
     return result;
   }
@@ -274,8 +320,7 @@ class Writer {
     // damaged metadata) and every HDF5 >= 1.8 reader (h5dump, h5py) can read the file.
     // SEMI close degree: H5Fclose fails rather than silently deferring when a handle is open.
     const h5::Handle fapl = own(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)");
-    check(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18),
-          "H5Pset_libver_bounds");
+    check(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18), "H5Pset_libver_bounds");
     check(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_SEMI), "H5Pset_fclose_degree");
     const hid_t id = H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
     if (id < 0) {
@@ -283,55 +328,97 @@ class Writer {
                             temp.string(), hdf5_cause());
     }
     h5::Handle file(id, "create the checkpoint file");
-    {
+    try {
       const h5::Handle lcpl = own(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate(link create)");
       check(H5Pset_create_intermediate_group(lcpl.get(), 1), "H5Pset_create_intermediate_group");
       check(H5Pset_char_encoding(lcpl.get(), H5T_CSET_UTF8), "H5Pset_char_encoding");
       // Contiguous (the default), no compression, and no fill values written before the data.
       const h5::Handle numeric_dcpl = own(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate(dataset)");
       check(H5Pset_fill_time(numeric_dcpl.get(), H5D_FILL_TIME_NEVER), "H5Pset_fill_time");
-      const h5::Handle strings = h5::string_type();
       for (const Entry& e : entries) {
         write_dataset(file.get(), e, lcpl.get(),
-                      e.type == Type::kString ? H5P_DEFAULT : numeric_dcpl.get(), strings.get());
+                      e.type == Type::kString ? H5P_DEFAULT : numeric_dcpl.get());
       }
-      h5::write_string_attribute(file.get(), "format", kFormat);
+      write_string_attribute(file.get(), "format", kFormat);
       write_int_attribute(file.get(), "format_version", H5T_STD_I32LE, H5T_NATIVE_INT,
                           &kFormatVersion);
-      h5::write_string_attribute(file.get(), "checksum", sum);
+      write_string_attribute(file.get(), "checksum", sum);
       write_int_attribute(file.get(), "global_step", H5T_STD_U64LE, H5T_NATIVE_UINT64,
                           &state.global_step);
       write_int_attribute(file.get(), "epoch", H5T_STD_U32LE, H5T_NATIVE_UINT32, &state.epoch);
-      h5::write_string_attribute(file.get(), "created", state.created);
+      write_string_attribute(file.get(), "created", state.created);
       check(H5Fflush(file.get(), H5F_SCOPE_LOCAL), "H5Fflush");
+    } catch (...) {
+      discard(file);
+      throw;
     }
     // Every other handle is closed: a checked close, so that a failed final write is an error.
     check(H5Fclose(file.release()), "H5Fclose");
   }
 
  private:
-  void write_dataset(hid_t file, const Entry& e, hid_t lcpl, hid_t dcpl, hid_t strings) const {
+  // A fixed-length, NUL-padded UTF-8 string type `width` bytes wide (at least 1).
+  h5::Handle fixed_string_type(std::size_t width, std::string_view what) const {
+    h5::Handle type = own(H5Tcopy(H5T_C_S1), what);
+    check(H5Tset_size(type.get(), std::max<std::size_t>(width, 1)), what);
+    check(H5Tset_strpad(type.get(), H5T_STR_NULLPAD), what);
+    check(H5Tset_cset(type.get(), H5T_CSET_UTF8), what);
+    return type;
+  }
+
+  // The strings of `e`, each padded with NULs to the longest one's length: the file's bytes.
+  static std::pair<std::size_t, std::string> padded_strings(const Entry& e) {
+    std::vector<const std::string*> strings;
+    if (e.text != nullptr) strings.push_back(e.text);
+    if (e.texts != nullptr) {
+      for (const std::string& s : *e.texts) strings.push_back(&s);
+    }
+    std::size_t width = 1;
+    for (const std::string* s : strings) width = std::max(width, s->size());
+    std::string bytes(width * strings.size(), '\0');
+    for (std::size_t i = 0; i < strings.size(); ++i) {
+      std::memcpy(bytes.data() + i * width, strings[i]->data(), strings[i]->size());
+    }
+    return {width, std::move(bytes)};
+  }
+
+  void write_dataset(hid_t file, const Entry& e, hid_t lcpl, hid_t dcpl) const {
     const std::string what = fmt::format("writing {}", e.path);
     const h5::Handle space =
         e.dims.empty()
             ? own(H5Screate(H5S_SCALAR), what)
             : own(H5Screate_simple(static_cast<int>(e.dims.size()), e.dims.data(), nullptr), what);
-    const hid_t type = e.type == Type::kString ? strings : file_type(e.type);
-    const h5::Handle dset =
-        own(H5Dcreate2(file, e.path.c_str(), type, space.get(), lcpl, dcpl, H5P_DEFAULT), what);
-    if (e.text != nullptr) {
-      const char* text = e.text->c_str();
-      check(H5Dwrite(dset.get(), strings, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text), what);
-    } else if (e.texts != nullptr) {
-      if (e.texts->empty()) return;
-      std::vector<const char*> texts;
-      texts.reserve(e.texts->size());
-      for (const std::string& s : *e.texts) texts.push_back(s.c_str());
-      check(H5Dwrite(dset.get(), strings, H5S_ALL, H5S_ALL, H5P_DEFAULT, texts.data()), what);
-    } else if (element_count(e.dims) > 0) {
-      check(H5Dwrite(dset.get(), memory_type(e.type), H5S_ALL, H5S_ALL, H5P_DEFAULT, e.data),
-            what);
+    if (e.type == Type::kString) {
+      // Fixed-length strings live in the dataset's own contiguous bytes. (Variable-length
+      // strings would go to HDF5's global heap, which has no checksums; damaged heap lengths
+      // crash HDF5 1.10 on read.)
+      const auto [width, bytes] = padded_strings(e);
+      const h5::Handle type = fixed_string_type(width, what);
+      const h5::Handle dset = own(
+          H5Dcreate2(file, e.path.c_str(), type.get(), space.get(), lcpl, dcpl, H5P_DEFAULT), what);
+      if (!bytes.empty()) {
+        check(H5Dwrite(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()), what);
+      }
+      return;
     }
+    const h5::Handle dset = own(
+        H5Dcreate2(file, e.path.c_str(), file_type(e.type), space.get(), lcpl, dcpl, H5P_DEFAULT),
+        what);
+    if (element_count(e.dims) > 0) {
+      check(H5Dwrite(dset.get(), memory_type(e.type), H5S_ALL, H5S_ALL, H5P_DEFAULT, e.data), what);
+    }
+  }
+
+  // A scalar fixed-length string attribute (kept in the object header, which has a checksum).
+  void write_string_attribute(hid_t loc, const char* name, const std::string& value) const {
+    const std::string what = fmt::format("writing attribute {}", name);
+    const h5::Handle type = fixed_string_type(value.size(), what);
+    const h5::Handle space = own(H5Screate(H5S_SCALAR), what);
+    const h5::Handle attr =
+        own(H5Acreate2(loc, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), what);
+    std::string bytes = value;
+    bytes.resize(std::max<std::size_t>(value.size(), 1), '\0');
+    check(H5Awrite(attr.get(), type.get(), bytes.data()), what);
   }
 
   void write_int_attribute(hid_t loc, const char* name, hid_t ftype, hid_t mtype,
@@ -363,8 +450,8 @@ void check_writable(const fs::path& path, const TrainingState& state) {
     for (const std::uint64_t d : t.shape) n *= d;
     offset += n;
     CONFLUX_CHECK(offset <= state.params.size(),
-                  "cannot write checkpoint {}: tensor {} ends past the {} parameters", name,
-                  t.name, state.params.size());
+                  "cannot write checkpoint {}: tensor {} ends past the {} parameters", name, t.name,
+                  state.params.size());
   }
   CONFLUX_CHECK(offset == state.params.size(),
                 "cannot write checkpoint {}: the tensors cover {} of {} parameters", name, offset,
@@ -414,8 +501,7 @@ class Reader {
     const std::string scheme = read_string("/rng/scheme");
 
     // Model: the tensors in the order of /model/tensor_names, tiling the parameters.
-    const std::vector<std::string> names =
-        read_strings(fmt::format("/model/{}", kModelNamesLink));
+    const std::vector<std::string> names = read_strings(fmt::format("/model/{}", kModelNamesLink));
     struct Pending {
       h5::Handle dset;
       std::string path;
@@ -477,9 +563,10 @@ class Reader {
     // Optimiser: the momentum buffer has the parameters' layout.
     s.velocity = read_array<float>("/optimizer/velocity", Type::kFloat32);
     if (s.velocity.size() != s.params.size()) {
-      CONFLUX_CORRUPT("checkpoint {}: /optimizer/velocity has {} elements but the model has {} "
-                      "parameters",
-                      name_, s.velocity.size(), s.params.size());
+      CONFLUX_CORRUPT(
+          "checkpoint {}: /optimizer/velocity has {} elements but the model has {} "
+          "parameters",
+          name_, s.velocity.size(), s.params.size());
     }
     std::uint8_t started = 0;
     read_scalar("/optimizer/started", Type::kUint8, &started);
@@ -494,9 +581,10 @@ class Reader {
     const auto ratio = read_array<double>("/trainers/offload_ratio", Type::kFloat64);
     const auto credit = read_array<double>("/trainers/offload_credit", Type::kFloat64);
     if (ratio.size() != next.size() || credit.size() != next.size()) {
-      CONFLUX_CORRUPT("checkpoint {}: the /trainers arrays differ in length (next_batch_index {}, "
-                      "offload_ratio {}, offload_credit {})",
-                      name_, next.size(), ratio.size(), credit.size());
+      CONFLUX_CORRUPT(
+          "checkpoint {}: the /trainers arrays differ in length (next_batch_index {}, "
+          "offload_ratio {}, offload_credit {})",
+          name_, next.size(), ratio.size(), credit.size());
     }
     for (std::size_t t = 0; t < next.size(); ++t) {
       s.progress.push_back(
@@ -552,9 +640,10 @@ class Reader {
       long long version = 0;
       check(H5Aread(attr.get(), H5T_NATIVE_LLONG, &version), "H5Aread");
       if (version != kFormatVersion) {
-        CONFLUX_CORRUPT("checkpoint {}: format_version {} is not supported (this conflux reads "
-                        "version {})",
-                        name_, version, kFormatVersion);
+        CONFLUX_CORRUPT(
+            "checkpoint {}: format_version {} is not supported (this conflux reads "
+            "version {})",
+            name_, version, kFormatVersion);
       }
     }
     current_ = "the checksum attribute";
@@ -580,7 +669,7 @@ class Reader {
     const H5T_class_t cls = check(H5Tget_class(type.get()), "H5Tget_class");
     bool ok = false;
     if (expected == Type::kString) {
-      ok = cls == H5T_STRING && check(H5Tis_variable_str(type.get()), "H5Tis_variable_str") > 0;
+      ok = cls == H5T_STRING && check(H5Tis_variable_str(type.get()), "H5Tis_variable_str") == 0;
     } else if (expected == Type::kFloat32 || expected == Type::kFloat64) {
       ok = cls == H5T_FLOAT && H5Tget_size(type.get()) == type_size(expected);
     } else {
@@ -588,8 +677,7 @@ class Reader {
            H5Tget_sign(type.get()) == H5T_SGN_NONE;
     }
     if (!ok) {
-      CONFLUX_CORRUPT("checkpoint {}: {} is not of type {}", name_, current_,
-                      type_tag(expected));
+      CONFLUX_CORRUPT("checkpoint {}: {} is not of type {}", name_, current_, type_tag(expected));
     }
     const h5::Handle space = own(H5Dget_space(dset), "H5Dget_space");
     const int rank = check(H5Sget_simple_extent_ndims(space.get()), "H5Sget_simple_extent_ndims");
@@ -607,8 +695,8 @@ class Reader {
     std::uint64_t n = 1;
     for (const hsize_t d : dims) {
       if (d != 0 && n > file_size_ / d) {
-        CONFLUX_CORRUPT("checkpoint {}: {} has shape [{}], larger than the file", name_,
-                        current_, fmt::join(dims, ","));
+        CONFLUX_CORRUPT("checkpoint {}: {} has shape [{}], larger than the file", name_, current_,
+                        fmt::join(dims, ","));
       }
       n *= d;
     }
@@ -645,27 +733,23 @@ class Reader {
     return values;
   }
 
-  // Reads variable-length strings (scalar: rank 0, array: rank 1) into `out`.
+  // Reads fixed-length strings (scalar: rank 0, array: rank 1); each ends at its first NUL.
   std::vector<std::string> read_texts(const std::string& path, std::size_t rank) {
     const h5::Handle dset = open(path);
     const std::vector<hsize_t> dims = shape_of(dset.get(), Type::kString);
     require_rank(dims, rank);
-    // A stored variable-length string takes at least 16 bytes of the file (its heap ID).
-    std::vector<char*> raw(bounded_count(dims, 16), nullptr);
+    const h5::Handle type = own(H5Dget_type(dset.get()), "H5Dget_type");
+    const std::size_t width = H5Tget_size(type.get());
+    if (width == 0) CONFLUX_CORRUPT("checkpoint {}: {} has zero-width strings", name_, current_);
+    const std::uint64_t count = bounded_count(dims, width);
     std::vector<std::string> values;
-    if (raw.empty()) return values;
-    const h5::Handle type = h5::string_type();
-    const herr_t rc =
-        H5Dread(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data());
-    const std::string cause = rc < 0 ? hdf5_cause() : std::string();
-    values.reserve(raw.size());
-    for (char* p : raw) {
-      values.emplace_back(p != nullptr ? p : "");
-      H5free_memory(p);
-    }
-    if (rc < 0) {
-      CONFLUX_CORRUPT("checkpoint {}: cannot read {} (H5Dread failed: {})", name_, current_,
-                      cause);
+    if (count == 0) return values;
+    std::string bytes(count * width, '\0');
+    check(H5Dread(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()), "H5Dread");
+    values.reserve(count);
+    for (std::uint64_t i = 0; i < count; ++i) {
+      const std::string_view cell(bytes.data() + i * width, width);
+      values.emplace_back(cell.substr(0, cell.find('\0')));
     }
     return values;
   }
@@ -679,7 +763,9 @@ class Reader {
   std::string stored_checksum_;
 };
 
-std::string yes_no(bool b) { return b ? "yes" : "no"; }
+std::string yes_no(bool b) {
+  return b ? "yes" : "no";
+}
 
 }  // namespace
 
@@ -709,8 +795,7 @@ WriteStats write_checkpoint(const fs::path& path, const TrainingState& state) {
   }
   std::error_code ec;
   const std::uintmax_t bytes = fs::file_size(path, ec);
-  CONFLUX_CHECK(!ec, "cannot stat the checkpoint {} just written: {}", path.string(),
-                ec.message());
+  CONFLUX_CHECK(!ec, "cannot stat the checkpoint {} just written: {}", path.string(), ec.message());
   const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
   return {.bytes = bytes, .seconds = seconds.count()};
 }
