@@ -51,15 +51,6 @@ std::string env_or_empty(const char* name) {
   return value ? value : "";
 }
 
-std::string local_time_stamp() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y%m%d-%H%M%S", &tm);
-  return text;
-}
-
 // Options shared by `train` and `config check`.
 struct ConfigArgs {
   std::string path;
@@ -98,7 +89,8 @@ int cmd_train(int argc, char** argv, const std::vector<std::string>& args) {
   const Logger log(env.world_rank());
   try {
     const auto world = comm::Communicator::world();
-    const std::string stamp = world.broadcast(world.rank() == 0 ? local_time_stamp() : "", 0);
+    const std::string stamp =
+        world.broadcast(world.rank() == 0 ? local_time("%Y%m%d-%H%M%S") : "", 0);
     std::optional<Config> config;
     comm::run_agreed(world, [&] {
       config.emplace(load_config_file(config_args.path, sources_for(config_args, stamp)));
@@ -130,7 +122,7 @@ int cmd_config(const std::vector<std::string>& args) {
   }
   const ConfigArgs config_args = parse_config_args({args.begin() + 1, args.end()}, "config check");
   const Config config =
-      load_config_file(config_args.path, sources_for(config_args, local_time_stamp()));
+      load_config_file(config_args.path, sources_for(config_args, local_time("%Y%m%d-%H%M%S")));
   std::cout << config.resolved_toml();
   return 0;
 }

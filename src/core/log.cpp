@@ -1,5 +1,7 @@
 #include "conflux/core/log.hpp"
 
+#include <ctime>
+
 namespace conflux {
 
 void Logger::write(std::FILE* stream, const char* level, const std::string& message) const {
@@ -10,6 +12,14 @@ void Logger::write(std::FILE* stream, const char* level, const std::string& mess
     fmt::print(stream, "[conflux] {}{}\n", level, message);
   }
   std::fflush(stream);
+}
+
+std::string local_time(const char* strftime_format) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char text[64];
+  return std::string(text, std::strftime(text, sizeof text, strftime_format, &tm));
 }
 
 std::string json_string(std::string_view text) {

@@ -34,15 +34,6 @@ model::Model make_model(const Config& config, const data::SampleTransform& trans
   }
 }
 
-std::string local_time_iso() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &tm);
-  return text;
-}
-
 }  // namespace
 
 Trainer::Trainer(const TrainerSetup& setup)
@@ -201,7 +192,7 @@ void Trainer::capture(ckpt::TrainingState& s) {
   s.epoch_samples = epoch_tally_.samples;
   s.epoch_seconds = restored_epoch_seconds_ + seconds_since(epoch_start_);
   s.elapsed_seconds = restored_elapsed_seconds_ + seconds_since(train_start_);
-  s.created = local_time_iso();
+  s.created = local_time("%Y-%m-%dT%H:%M:%S");
   s.metrics = metrics_;
   s.lr = sgd_.options().lr;
   s.optimizer_started = sgd_.started();
