@@ -7,7 +7,11 @@
 #include <fmt/format.h>
 #include <boost/program_options.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 
 #include "conflux/comm/agreement.hpp"
@@ -29,6 +33,26 @@ struct Options {
   int every = 100;
   int rounds = 3;
 };
+
+// What `dd if=/dev/zero of=FILE bs=1M count=N conv=fsync` does: sequential 1 MiB writes, one
+// fsync, close. Returns MiB/s; the file is removed.
+double sequential_write_mib_s(const std::filesystem::path& file, std::size_t bytes) {
+  const std::vector<char> block(1 << 20, 0);
+  const auto start = std::chrono::steady_clock::now();
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  CONFLUX_CHECK(fd >= 0, "cannot create {}", file.string());
+  for (std::size_t done = 0; done < bytes;) {
+    const std::size_t n = std::min(block.size(), bytes - done);
+    const ssize_t w = ::write(fd, block.data(), n);
+    CONFLUX_CHECK(w > 0, "cannot write {}", file.string());
+    done += static_cast<std::size_t>(w);
+  }
+  CONFLUX_CHECK(::fsync(fd) == 0 && ::close(fd) == 0, "cannot sync {}", file.string());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::filesystem::remove(file);
+  return static_cast<double>(bytes) / (1 << 20) / seconds;
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -76,7 +100,7 @@ int run_checkpoint(const std::vector<std::string>& args, const comm::Communicato
     data.test = data::Dataset{};
   });
   const comm::Communicator trainers = world.split(0, world.rank());
-  std::vector<double> base_s, ckpt_s, stall_ms, persist_mib_s;
+  std::vector<double> base_s, ckpt_s, stall_ms, persist_mib_s, sequential_mib_s;
   double max_stall_ms = 0, file_mib = 0;
   std::size_t steps = 0, taken = 0;
   if (world.rank() == 0) {
@@ -112,6 +136,13 @@ int run_checkpoint(const std::vector<std::string>& args, const comm::Communicato
                    static_cast<double>(s.persist.written);
         persist_mib_s.push_back(static_cast<double>(s.persist.bytes) / (1 << 20) /
                                 s.persist.write_seconds);
+        if (world.rank() == 0) {  // the baseline, in the same directory, between the runs
+          const auto bytes = static_cast<std::size_t>(s.persist.bytes / s.persist.written);
+          for (int i = 0; i < 3; ++i) {
+            sequential_mib_s.push_back(
+                sequential_write_mib_s(std::filesystem::path(o.dir) / "sequential.tmp", bytes));
+          }
+        }
       }
     }
   }
@@ -128,6 +159,14 @@ int run_checkpoint(const std::vector<std::string>& args, const comm::Communicato
   fmt::print(
       "  persist throughput       {:.1f} MiB/s (median; write + fsync + rename, background)\n",
       persist_mib_s.empty() ? 0.0 : median(persist_mib_s));
+  const double sequential = sequential_mib_s.empty() ? 0.0 : median(sequential_mib_s);
+  fmt::print(
+      "  dd-style write + fsync   {:.1f} MiB/s (median; 1 MiB writes, same size, same "
+      "directory, between the runs)\n",
+      sequential);
+  fmt::print("  persist / dd-style       {:.0f} %\n", sequential > 0 && !persist_mib_s.empty()
+                                                          ? 100 * median(persist_mib_s) / sequential
+                                                          : 0.0);
   fmt::print("RESULT overhead_pct={:.3f} stall_ms={:.3f} file_mib={:.3f} persist_mib_s={:.1f}\n",
              100 * (with / base - 1), stall_ms.empty() ? 0.0 : median(stall_ms), file_mib,
              persist_mib_s.empty() ? 0.0 : median(persist_mib_s));

@@ -15,14 +15,14 @@ DIR=${CHECKPOINT_BENCH_DIR:-$OUT/checkpoint-run}
 mkdir -p "$OUT" "$DIR"
 : >"$OUT/checkpoint.txt"
 
-# Median MiB/s of 5 `dd conv=fsync` writes of SIZE_MIB MiB into $DIR.
+# Median MiB/s of 5 `dd bs=1M conv=fsync` writes of SIZE_MIB MiB (rounded up) into $DIR.
 dd_mib_s() {
-  local kib rates=() i secs
-  kib=$(awk -v m="$1" 'BEGIN { printf "%d", m * 1024 + 1 }')
+  local mib rates=() i secs
+  mib=$(awk -v m="$1" 'BEGIN { printf "%d", m == int(m) ? m : int(m) + 1 }')
   for i in 1 2 3 4 5; do
-    secs=$(dd if=/dev/zero of="$DIR/dd-test.$i" bs=1K count="$kib" conv=fsync 2>&1 |
+    secs=$(dd if=/dev/zero of="$DIR/dd-test.$i" bs=1M count="$mib" conv=fsync 2>&1 |
       sed -n 's/.*copied, \([0-9.e+-]*\) s.*/\1/p')
-    rates+=("$(awk -v k="$kib" -v s="$secs" 'BEGIN { print k / 1024 / s }')")
+    rates+=("$(awk -v m="$mib" -v s="$secs" 'BEGIN { print m / s }')")
     rm -f "$DIR/dd-test.$i"
   done
   printf '%s\n' "${rates[@]}" | sort -g | sed -n 3p
@@ -39,7 +39,7 @@ bench() {  # NAME CONFIG ROUNDS [--set ...]
   file=$(sed -n 's/^RESULT.* file_mib=\([0-9.]*\).*/\1/p' <<<"$out")
   persist=$(sed -n 's/^RESULT.* persist_mib_s=\([0-9.]*\).*/\1/p' <<<"$out")
   dd=$(dd_mib_s "$file")
-  printf '  dd conv=fsync, %.2f MiB   %.1f MiB/s (median of 5)\n  persist / dd             %.0f %%\n' \
+  printf '  dd bs=1M conv=fsync, %s MiB rounded up   %.1f MiB/s (median of 5)\n  persist / dd             %.0f %%\n' \
     "$file" "$dd" "$(awk -v p="$persist" -v d="$dd" 'BEGIN { print 100 * p / d }')" |
     tee -a "$OUT/checkpoint.txt"
   rm -rf "$DIR/checkpoints"
