@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Fault-injection tests of tools/run-until-done.sh with conflux under mpirun (no scheduler):
+# 3 ranks = 2 trainers + 1 worker, checkpoints every 20 steps, --resume auto.
+#   - kill -9 of trainer rank 1 at a random moment after the first checkpoint: mpirun aborts,
+#     the wrapper relaunches, conflux resumes and ends with the digest of an uninterrupted run;
+#   - the same for the worker (rank 2);
+#   - exit 2 (bad input) is passed through at once, without a relaunch;
+#   - a command that always fails is relaunched --max-restarts times, then given up, and sees
+#     CONFLUX_RESTART_COUNT = 0, 1, 2, ...;
+#   - SIGUSR1 to the wrapper reaches conflux (through mpirun), which checkpoints and exits 75;
+#     the wrapper stops with 75 instead of relaunching, and a later --resume auto run finishes
+#     with the reference digest;
+#   - SIGTERM to the wrapper with --forward-as USR1 has the same effect (mpirun itself would
+#     kill the ranks on SIGTERM).
+set -uo pipefail
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
+WRAP=tools/run-until-done.sh
+# The wrapper must signal mpirun itself: GNU timeout (lib.sh's MPIRUN starts with it) does not
+# relay SIGUSR1, so the time limit goes around the wrapper instead.
+MPI=("${MPIRUN[@]}")
+if [ "${MPI[0]}" = timeout ]; then MPI=("${MPI[@]:2}"); fi
+LIMIT=(timeout 150)
+# Long enough (about 4 s of training on 2 cores, 470 steps) that a kill lands mid-run.
+CFG=(--config configs/mnist_mlp.toml --set cluster.trainers=2 --set data.train_limit=30000
+  --set train.epochs=2 --set data.test_limit=2000 --set train.log_every=0 --set checkpoint.every_steps=20)
+log_digest() { sed -n 's/^model digest: //p' "$1" | tail -1; }
+
+if [ ! -d "$DATA/mnist" ]; then
+  ok "restart tests (skipped: $DATA/mnist not found)"
+  cli_summary
+  exit
+fi
+
+# --- reference: one uninterrupted run ----------------------------------------------------------
+start=$SECONDS
+"${LIMIT[@]}" "${MPI[@]}" -np 3 "$CONFLUX" train "${CFG[@]}" --set "run.dir=$TMP/ref" >"$TMP/ref.log" 2>&1
+rc=$?
+ref=$(log_digest "$TMP/ref.log")
+if [ "$rc" -eq 0 ] && [ -n "$ref" ]; then
+  ok "reference run: digest $ref ($((SECONDS - start)) s)"
+else
+  not_ok "reference run: exit $rc" "$(cat "$TMP/ref.log")"
+fi
+
+# kill_rank DIR LOG PATTERN: waits for the first checkpoint of the run in DIR, sleeps 0-1.5 s
+# and kill -9's the rank whose start line in LOG matches PATTERN ("[conflux r1] trainer 1/2").
+kill_rank() {
+  local dir=$1 log=$2 pattern=$3 pid=""
+  for _ in $(seq 1 600); do
+    compgen -G "$dir/checkpoints/ckpt-*.h5" >/dev/null && break
+    sleep 0.05
+  done
+  sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.3f", (r % 1501) / 1000 }')"
+  pid=$(grep -F "$pattern (pid " "$log" | head -1 | grep -oP '\(pid \K[0-9]+')
+  if [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; then
+    echo "killed $pattern (pid $pid), newest checkpoint then $(cat "$dir/checkpoints/latest" 2>/dev/null)" >"$dir.killed"
+  else
+    echo "could not kill '$pattern' (pid '$pid')" >"$dir.killed"
+  fi
+}
+
+# kill_test NAME PATTERN: run under the wrapper, kill -9 the rank matching PATTERN once.
+kill_test() {
+  local name=$1 pattern=$2 dir=$TMP/$1 log=$TMP/$1.log rc start=$SECONDS killer
+  : >"$log"
+  kill_rank "$dir" "$log" "$pattern" &
+  killer=$!
+  "${LIMIT[@]}" "$WRAP" --delay 0.5 --max-restarts 3 -- "${MPI[@]}" -np 3 "$CONFLUX" train "${CFG[@]}" \
+    --resume auto --set "run.dir=$dir" >"$log" 2>&1
+  rc=$?
+  wait "$killer"
+  local what digest
+  what=$(cat "$dir.killed" 2>/dev/null)
+  digest=$(log_digest "$log")
+  if [ "$rc" -eq 0 ] && [[ $what == killed* ]] && grep -q 'run-until-done: attempt 1 exited with [0-9]*; relaunching (1/3)' "$log" &&
+    grep -q '^\[conflux r0\] resuming from .*ckpt-[0-9]\{9\}\.h5: epoch [0-9]* step [0-9]* (global step [0-9]*' "$log" &&
+    [ -n "$ref" ] && [ "$digest" = "$ref" ]; then
+    ok "$name: $what; relaunched ($(grep -oP 'attempt 1 exited with \K[0-9]+' "$log")), $(grep -oP '^\[conflux r0\] \Kresuming from \S+' "$log" | head -1 | sed "s|$TMP/||"), same digest ($((SECONDS - start)) s)"
+  else
+    not_ok "$name: wrapper exit $rc, ${what:-no kill}, digest '$digest' (want '$ref')" "$(grep -v '^\[conflux r0\] checkpoint at' "$log")"
+  fi
+}
+kill_test kill-trainer "[conflux r1] trainer 1/2"
+kill_test kill-worker "[conflux r2] worker 0/1"
+
+# --- exit 2: bad input is never relaunched -------------------------------------------------------
+out=$("${LIMIT[@]}" "$WRAP" --delay 0 -- "${MPI[@]}" -np 3 "$CONFLUX" train "${CFG[@]}" --set train.lr=fast \
+  --set "run.dir=$TMP/bad" 2>&1)
+rc=$?
+if [ "$rc" -eq 2 ] && grep -qF "train.lr: expected a number" <<<"$out" &&
+  grep -qF "run-until-done: attempt 1 exited with 2 (bad input); not relaunching" <<<"$out" && ! grep -q relaunching\ \( <<<"$out"; then
+  ok "bad --set: exit 2 passed through, no relaunch"
+else
+  not_ok "bad --set under the wrapper: exit $rc (want 2)" "$out"
+fi
+
+# --- giving up after --max-restarts; CONFLUX_RESTART_COUNT ----------------------------------------
+out=$("${LIMIT[@]}" "$WRAP" --max-restarts 2 --delay 0 -- false 2>&1)
+rc=$?
+if [ "$rc" -eq 1 ] && [ "$(grep -c 'relaunching' <<<"$out")" -eq 2 ] && grep -qF "relaunching (2/2)" <<<"$out" &&
+  grep -qF "run-until-done: attempt 3 exited with 1; giving up after 2 relaunch(es)" <<<"$out"; then
+  ok "always failing command: 2 relaunches, then exit 1"
+else
+  not_ok "always failing command: exit $rc (want 1)" "$out"
+fi
+# shellcheck disable=SC2016  # expanded by the inner bash
+out=$("${LIMIT[@]}" "$WRAP" --max-restarts 3 --delay 0 -- bash -c 'echo "count $CONFLUX_RESTART_COUNT"; exit 3' 2>&1)
+rc=$?
+if [ "$rc" -eq 3 ] && [ "$(grep '^count' <<<"$out" | paste -sd' ')" = "count 0 count 1 count 2 count 3" ]; then
+  ok "CONFLUX_RESTART_COUNT is 0, 1, 2, 3 over the attempts; last exit code 3 passed through"
+else
+  not_ok "CONFLUX_RESTART_COUNT: exit $rc" "$out"
+fi
+out=$("$WRAP" -- 2>&1)
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q '^usage:' <<<"$out" && "$WRAP" --help | grep -q -- '--max-restarts'; then
+  ok "usage: no command is exit 2; --help"
+else
+  not_ok "usage: exit $rc" "$out"
+fi
+
+# --- SIGUSR1 to the wrapper: conflux checkpoints and exits 75, the wrapper stops -------------------
+dir=$TMP/usr1
+log=$TMP/usr1.log
+start=$SECONDS
+"$WRAP" --delay 0.5 -- "${MPI[@]}" -np 3 "$CONFLUX" train "${CFG[@]}" --resume auto --set "run.dir=$dir" >"$log" 2>&1 &
+wrapper=$!
+for _ in $(seq 1 600); do
+  compgen -G "$dir/checkpoints/ckpt-*.h5" >/dev/null && break
+  kill -0 "$wrapper" 2>/dev/null || break
+  sleep 0.05
+done
+sleep 0.3
+kill -USR1 "$wrapper"
+# A time limit on the wait: kill everything if the wrapper hangs.
+( sleep 120; kill -TERM "$wrapper" ) >/dev/null 2>&1 &
+watchdog=$!
+wait "$wrapper"
+rc=$?
+kill "$watchdog" 2>/dev/null
+wait "$watchdog" 2>/dev/null
+if [ "$rc" -eq 75 ] && grep -qF "exiting with 75" "$log" && grep -qF "run-until-done: got SIGUSR1; forwarding SIGUSR1" "$log" &&
+  grep -qF "run-until-done: attempt 1 exited with 75 after SIGUSR1; not relaunching" "$log" && [ -z "$(log_digest "$log")" ]; then
+  ok "SIGUSR1 to the wrapper: conflux checkpointed, exit 75, no relaunch ($(cat "$dir/checkpoints/latest" 2>/dev/null))"
+else
+  not_ok "SIGUSR1 to the wrapper: exit $rc (want 75)" "$(grep -v '^\[conflux r0\] checkpoint at' "$log")"
+fi
+"${LIMIT[@]}" "$WRAP" --delay 0.5 -- "${MPI[@]}" -np 3 "$CONFLUX" train "${CFG[@]}" --resume auto --set "run.dir=$dir" >"$log.2" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q '^\[conflux r0\] resuming from ' "$log.2" && [ -n "$ref" ] && [ "$(log_digest "$log.2")" = "$ref" ]; then
+  ok "the next --resume auto run carries on and gives the reference digest ($((SECONDS - start)) s for both)"
+else
+  not_ok "resume after SIGUSR1: exit $rc, digest '$(log_digest "$log.2")' (want '$ref')" "$(cat "$log.2")"
+fi
+
+# --- SIGTERM with --forward-as USR1: mpirun kills the ranks on SIGTERM, but relays SIGUSR1 --------
+dir=$TMP/term
+log=$TMP/term.log
+"$WRAP" --forward-as USR1 -- "${MPI[@]}" -np 3 "$CONFLUX" train "${CFG[@]}" --resume auto --set "run.dir=$dir" >"$log" 2>&1 &
+wrapper=$!
+for _ in $(seq 1 600); do
+  compgen -G "$dir/checkpoints/ckpt-*.h5" >/dev/null && break
+  kill -0 "$wrapper" 2>/dev/null || break
+  sleep 0.05
+done
+kill -TERM "$wrapper"
+( sleep 120; kill -KILL "$wrapper" ) >/dev/null 2>&1 &
+watchdog=$!
+wait "$wrapper"
+rc=$?
+kill "$watchdog" 2>/dev/null
+wait "$watchdog" 2>/dev/null
+if [ "$rc" -eq 75 ] && grep -qF "run-until-done: got SIGTERM; forwarding SIGUSR1" "$log" && grep -qF "stop requested by SIGUSR1" "$log" &&
+  grep -qF "attempt 1 exited with 75 after SIGTERM; not relaunching" "$log"; then
+  ok "SIGTERM to the wrapper with --forward-as USR1: conflux checkpointed, exit 75, no relaunch"
+else
+  not_ok "SIGTERM with --forward-as USR1: exit $rc (want 75)" "$(grep -v '^\[conflux r0\] checkpoint at' "$log")"
+fi
+
+cli_summary
