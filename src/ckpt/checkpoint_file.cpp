@@ -771,6 +771,7 @@ std::string yes_no(bool b) {
 
 WriteStats write_checkpoint(const fs::path& path, const TrainingState& state) {
   const auto start = std::chrono::steady_clock::now();
+  const auto hdf5_lock = h5::lock_library();
   h5::silence_error_stack();
   check_writable(path, state);
   const ProgressArrays progress(state.progress);
@@ -801,6 +802,7 @@ WriteStats write_checkpoint(const fs::path& path, const TrainingState& state) {
 }
 
 TrainingState read_checkpoint(const fs::path& path) {
+  const auto hdf5_lock = h5::lock_library();
   h5::silence_error_stack();
   const std::string name = path.string();
   std::error_code ec;

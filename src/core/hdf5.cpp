@@ -18,6 +18,11 @@ Handle& Handle::operator=(Handle&& other) noexcept {
   return *this;
 }
 
+std::unique_lock<std::recursive_mutex> lock_library() {
+  static std::recursive_mutex library;  // HDF5's own state is process-wide too
+  return std::unique_lock(library);
+}
+
 void silence_error_stack() noexcept {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
 }

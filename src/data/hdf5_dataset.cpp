@@ -369,6 +369,7 @@ void read_split(const Reader& r, const char* split, const std::vector<SourceFile
 }  // namespace
 
 void write_hdf5_dataset(const std::filesystem::path& path, const DatasetSplits& splits) {
+  const auto hdf5_lock = h5::lock_library();
   check_writable(splits);
   h5::silence_error_stack();
   const auto parent = path.parent_path();
@@ -379,6 +380,7 @@ void write_hdf5_dataset(const std::filesystem::path& path, const DatasetSplits& 
 }
 
 DatasetSplits read_hdf5_dataset(const std::filesystem::path& path) {
+  const auto hdf5_lock = h5::lock_library();
   h5::silence_error_stack();
   Reader r(path);
   const std::string root = "the root group";

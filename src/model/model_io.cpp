@@ -34,6 +34,7 @@ std::string weights_digest(const Model& model) {
 }
 
 void save_model_hdf5(const fs::path& path, const Model& model) {
+  const auto hdf5_lock = h5::lock_library();
   h5::silence_error_stack();
   publish_atomically(path, [&](const fs::path& temp) {
     const hid_t id = H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
@@ -59,6 +60,7 @@ void save_model_hdf5(const fs::path& path, const Model& model) {
 }
 
 void load_model_hdf5(const fs::path& path, Model& model) {
+  const auto hdf5_lock = h5::lock_library();
   h5::silence_error_stack();
   const std::string file_name = path.string();
   std::error_code ec;

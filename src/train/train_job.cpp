@@ -148,12 +148,13 @@ ExitCode run_train_job(const Config& config, const comm::Communicator& world, co
   std::optional<RunRecorder> recorder;
   Checkpointer checkpointer(
       CheckpointerOptions{config, roles.role_comm, signals, &log, resume_path});
-  std::vector<TrainingCallback*> callbacks;
+  // The checkpointer goes first: its on_train_end makes the final checkpoint durable before
+  // the recorder writes model.h5.
+  std::vector<TrainingCallback*> callbacks{&checkpointer};
   if (is_root) {
     recorder.emplace(config);
-    callbacks = {&progress, &*recorder};
+    callbacks.insert(callbacks.end(), {&progress, &*recorder});
   }
-  callbacks.push_back(&checkpointer);
   const TrainSummary summary = trainer->run(callbacks);
   if (is_root) {
     report_checkpoints(checkpointer.stats(), log);

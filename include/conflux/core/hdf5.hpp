@@ -5,6 +5,7 @@
 
 #include <hdf5.h>
 
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +36,11 @@ class Handle {
  private:
   hid_t id_ = H5I_INVALID_HID;
 };
+
+/// Serialises HDF5 use: Debian's HDF5 is built without thread safety, and the checkpoint
+/// writer's thread uses it while the main thread may write model.h5. Every entry point that
+/// calls HDF5 holds this (recursive) lock for its whole duration.
+[[nodiscard]] std::unique_lock<std::recursive_mutex> lock_library();
 
 /// Turns off HDF5's automatic error-stack printing (conflux reports errors itself). Idempotent.
 void silence_error_stack() noexcept;
