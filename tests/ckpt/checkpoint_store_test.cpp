@@ -5,9 +5,9 @@
 #include <csignal>
 #include <fstream>
 
+#include "../support/temp_dir.hpp"
 #include "conflux/ckpt/async_writer.hpp"
 #include "conflux/ckpt/stop_signals.hpp"
-#include "../support/temp_dir.hpp"
 
 namespace conflux::ckpt {
 namespace {
