@@ -135,7 +135,7 @@ start_munge() {
   chmod 600 "$ROOT/munge/munge.key"
   munged --key-file="$ROOT/munge/munge.key" --socket="$ROOT/munge/munge.socket.2" \
     --pid-file="$ROOT/munge/munged.pid" --log-file="$ROOT/munge/munged.log" \
-    --seed-file="$ROOT/munge/munged.seed" --force
+    --seed-file="$ROOT/munge/munged.seed" --force 9>&-
 }
 
 wait_idle() {  # wait_idle N: every node idle (or mixed/allocated: in use is fine when reused)
@@ -193,8 +193,9 @@ cmd_start() {
   for name in $(node_names "$n"); do mkdir -p "$ROOT/spool-$name" "$ROOT/tmp-$name"; done
   start_munge
   write_conf "$n"
-  slurmctld -c -i
-  for name in $(node_names "$n"); do slurmd -N "$name"; done
+  # The daemons must not inherit the start/stop lock (fd 9).
+  slurmctld -c -i 9>&-
+  for name in $(node_names "$n"); do slurmd -N "$name" 9>&-; done
   local i
   for i in $(seq 1 40); do
     controller_up && break
@@ -324,10 +325,19 @@ cmd_wait_job() {
   return "$rc"
 }
 
+# One start or stop at a time: a stop still running (e.g. the exit trap of a killed test) would
+# otherwise kill the daemons a concurrent start has just launched.
+serialised() {
+  mkdir -p "$(dirname "$ROOT")"
+  exec 9>"$ROOT.lock"
+  flock 9
+  "$@"
+}
+
 case ${1:-} in
   install) shift; exec "$(dirname "$0")/install-deps.sh" slurm-wlm munge ;;
-  start) shift; cmd_start "$@" ;;
-  stop) need_root; cmd_stop ;;
+  start) shift; serialised cmd_start "$@" ;;
+  stop) need_root; serialised cmd_stop ;;
   status) cmd_status ;;
   env) echo "export SLURM_CONF=$SLURM_CONF" ;;
   wait-job) shift; cmd_wait_job "$@" ;;
