@@ -19,6 +19,7 @@
 #include "conflux/train/trainer.hpp"
 #include "conflux/train/training_data.hpp"
 #include "scenarios.hpp"
+#include "stats.hpp"
 
 namespace conflux::bench {
 
@@ -52,12 +53,6 @@ double sequential_write_mib_s(const std::filesystem::path& file, std::size_t byt
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::filesystem::remove(file);
   return static_cast<double>(bytes) / (1 << 20) / seconds;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 Config load(const Options& o, const comm::Communicator& world, bool checkpoints) {
@@ -148,28 +143,27 @@ int run_checkpoint(const std::vector<std::string>& args, const comm::Communicato
   }
   if (world.rank() != 0) return 0;
   const double base = median(base_s), with = median(ckpt_s);
+  const double overhead_pct = 100 * (with / base - 1);
+  const double stall = median(stall_ms), persist = median(persist_mib_s);
+  const double sequential = median(sequential_mib_s);
   fmt::print("  steps per run            {}\n", steps);
   fmt::print("  no checkpoints           {:.3f} s (median of {})\n", base, base_s.size());
   fmt::print("  checkpoint every {:<6}  {:.3f} s (median of {})\n", o.every, with, ckpt_s.size());
-  fmt::print("  overhead                 {:+.2f} %\n", 100 * (with / base - 1));
+  fmt::print("  overhead                 {:+.2f} %\n", overhead_pct);
   fmt::print("  checkpoints per run      {}\n", taken);
-  fmt::print("  stall per checkpoint     {:.2f} ms mean, {:.2f} ms max\n",
-             stall_ms.empty() ? 0.0 : median(stall_ms), max_stall_ms);
+  fmt::print("  stall per checkpoint     {:.2f} ms mean, {:.2f} ms max\n", stall, max_stall_ms);
   fmt::print("  checkpoint file          {:.2f} MiB\n", file_mib);
   fmt::print(
       "  persist throughput       {:.1f} MiB/s (median; write + fsync + rename, background)\n",
-      persist_mib_s.empty() ? 0.0 : median(persist_mib_s));
-  const double sequential = sequential_mib_s.empty() ? 0.0 : median(sequential_mib_s);
+      persist);
   fmt::print(
       "  dd-style write + fsync   {:.1f} MiB/s (median; 1 MiB writes, same size, same "
       "directory, between the runs)\n",
       sequential);
-  fmt::print("  persist / dd-style       {:.0f} %\n", sequential > 0 && !persist_mib_s.empty()
-                                                          ? 100 * median(persist_mib_s) / sequential
-                                                          : 0.0);
+  fmt::print("  persist / dd-style       {:.0f} %\n",
+             sequential > 0 ? 100 * persist / sequential : 0.0);
   fmt::print("RESULT overhead_pct={:.3f} stall_ms={:.3f} file_mib={:.3f} persist_mib_s={:.1f}\n",
-             100 * (with / base - 1), stall_ms.empty() ? 0.0 : median(stall_ms), file_mib,
-             persist_mib_s.empty() ? 0.0 : median(persist_mib_s));
+             overhead_pct, stall, file_mib, persist);
   return 0;
 }
 

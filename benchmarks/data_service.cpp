@@ -18,6 +18,7 @@
 #include "conflux/data/batch_server.hpp"
 #include "conflux/data/catalog.hpp"
 #include "scenarios.hpp"
+#include "stats.hpp"
 
 namespace conflux::bench {
 
@@ -149,12 +150,6 @@ double plain_bandwidth(const comm::Communicator& service, std::size_t bytes, int
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   service.barrier();
   return static_cast<double>(bytes) * reps / seconds;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 std::vector<double> parse_ratios(const std::string& text) {

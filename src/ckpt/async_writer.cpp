@@ -1,15 +1,8 @@
 #include "conflux/ckpt/async_writer.hpp"
 
-#include <chrono>
+#include "conflux/core/elapsed.hpp"
 
 namespace conflux::ckpt {
-
-namespace {
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-}  // namespace
 
 AsyncCheckpointWriter::AsyncCheckpointWriter(CheckpointStore store, std::filesystem::path previous)
     : store_(std::move(store)), last_published_(std::move(previous)), thread_([this] { run(); }) {}
@@ -29,7 +22,7 @@ void AsyncCheckpointWriter::wait_idle(std::unique_lock<std::mutex>& lock) {
 }
 
 TrainingState AsyncCheckpointWriter::take_buffer() {
-  const auto start = Clock::now();
+  const auto start = SteadyClock::now();
   std::unique_lock lock(mutex_);
   wait_idle(lock);
   stats_.wait_seconds += seconds_since(start);
@@ -37,7 +30,7 @@ TrainingState AsyncCheckpointWriter::take_buffer() {
 }
 
 void AsyncCheckpointWriter::submit(TrainingState state) {
-  const auto start = Clock::now();
+  const auto start = SteadyClock::now();
   {
     std::unique_lock lock(mutex_);
     wait_idle(lock);

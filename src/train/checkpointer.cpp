@@ -2,14 +2,12 @@
 
 #include <array>
 
+#include "conflux/core/elapsed.hpp"
+
 namespace conflux::train {
 
 namespace {
-using Clock = std::chrono::steady_clock;
 constexpr std::size_t kAgreeEvery = 8;
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 }  // namespace
 
 Checkpointer::Checkpointer(const CheckpointerOptions& o)
@@ -18,7 +16,7 @@ Checkpointer::Checkpointer(const CheckpointerOptions& o)
       signals_(o.signals),
       log_(o.log),
       timeout_(o.config.cluster().peer_timeout_s),
-      last_taken_(Clock::now()) {
+      last_taken_(SteadyClock::now()) {
   if (trainers_.rank() == 0) {
     const auto& c = config_.checkpoint();
     writer_.emplace(ckpt::CheckpointStore(c.dir, c.keep), o.resumed_from);
@@ -27,7 +25,7 @@ Checkpointer::Checkpointer(const CheckpointerOptions& o)
 
 void Checkpointer::on_step_end(StepContext& context) {
   const auto& c = config_.checkpoint();
-  const auto agree_start = Clock::now();
+  const auto agree_start = SteadyClock::now();
   // A signal may reach only some ranks, and the clock and the writer live on trainer 0, yet
   // every trainer must decide alike: the flags are summed over the trainers, every
   // kAgreeEvery steps. The sum started then completes one step later, so it never waits on
@@ -72,7 +70,7 @@ void Checkpointer::on_step_end(StepContext& context) {
 }
 
 void Checkpointer::take(StepContext& context) {
-  const auto start = Clock::now();
+  const auto start = SteadyClock::now();
   if (writer_) {
     ckpt::TrainingState state = writer_->take_buffer();
     context.capture(state);
@@ -84,7 +82,7 @@ void Checkpointer::take(StepContext& context) {
   ++stats_.taken;
   stats_.stall_seconds += stall;
   stats_.max_stall_seconds = std::max(stats_.max_stall_seconds, stall);
-  last_taken_ = Clock::now();
+  last_taken_ = SteadyClock::now();
   if (writer_ && log_ != nullptr) {
     log_->info("checkpoint at step {}: captured in {:.1f} ms, writing {} in the background",
                context.global_step(), 1e3 * stall,

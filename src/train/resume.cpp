@@ -86,10 +86,6 @@ void check_resume_compatible(const Config& config, const ckpt::TrainingState& st
         "same value or start a new run",
         source, key, was, key, now, config.where(key));
   }
-  CONFLUX_REQUIRE(state.dataset_size == 0 ||
-                      state.global_batch == static_cast<std::uint64_t>(config.train().batch_size),
-                  "checkpoint {}: global batch {} differs from train.batch_size = {}", source,
-                  state.global_batch, config.train().batch_size);
 }
 
 }  // namespace conflux::train

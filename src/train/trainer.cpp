@@ -16,12 +16,6 @@ namespace conflux::train {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 model::Model make_model(const Config& config, const data::SampleTransform& transform,
                         int num_classes) {
   const data::ImageShape in = transform.output_shape();

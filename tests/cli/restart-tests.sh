@@ -120,26 +120,34 @@ else
   not_ok "usage: exit $rc" "$out"
 fi
 
+# signal_wrapper SIG [WRAPPER OPTION]...: runs conflux under the wrapper (run dir $dir, output
+# $log), sends SIG to the wrapper once the first checkpoint exists, waits (killing it after
+# 120 s if it hangs) and sets rc to its exit code.
+signal_wrapper() {
+  local sig=$1 wrapper watchdog
+  shift
+  "$WRAP" "$@" -- "${MPI[@]}" -np 3 "$CONFLUX" train "${CFG[@]}" --resume auto --set "run.dir=$dir" >"$log" 2>&1 &
+  wrapper=$!
+  for _ in $(seq 1 600); do
+    compgen -G "$dir/checkpoints/ckpt-*.h5" >/dev/null && break
+    kill -0 "$wrapper" 2>/dev/null || break
+    sleep 0.05
+  done
+  sleep 0.3
+  kill -"$sig" "$wrapper"
+  (sleep 120; kill -KILL "$wrapper") >/dev/null 2>&1 &
+  watchdog=$!
+  wait "$wrapper"
+  rc=$?
+  kill "$watchdog" 2>/dev/null
+  wait "$watchdog" 2>/dev/null
+}
+
 # --- SIGUSR1 to the wrapper: conflux checkpoints and exits 75, the wrapper stops -------------------
 dir=$TMP/usr1
 log=$TMP/usr1.log
 start=$SECONDS
-"$WRAP" --delay 0.5 -- "${MPI[@]}" -np 3 "$CONFLUX" train "${CFG[@]}" --resume auto --set "run.dir=$dir" >"$log" 2>&1 &
-wrapper=$!
-for _ in $(seq 1 600); do
-  compgen -G "$dir/checkpoints/ckpt-*.h5" >/dev/null && break
-  kill -0 "$wrapper" 2>/dev/null || break
-  sleep 0.05
-done
-sleep 0.3
-kill -USR1 "$wrapper"
-# A time limit on the wait: kill everything if the wrapper hangs.
-( sleep 120; kill -TERM "$wrapper" ) >/dev/null 2>&1 &
-watchdog=$!
-wait "$wrapper"
-rc=$?
-kill "$watchdog" 2>/dev/null
-wait "$watchdog" 2>/dev/null
+signal_wrapper USR1 --delay 0.5
 if [ "$rc" -eq 75 ] && grep -qF "exiting with 75" "$log" && grep -qF "run-until-done: got SIGUSR1; forwarding SIGUSR1" "$log" &&
   grep -qF "run-until-done: attempt 1 exited with 75 after SIGUSR1; not relaunching" "$log" && [ -z "$(log_digest "$log")" ]; then
   ok "SIGUSR1 to the wrapper: conflux checkpointed, exit 75, no relaunch ($(cat "$dir/checkpoints/latest" 2>/dev/null))"
@@ -157,20 +165,7 @@ fi
 # --- SIGTERM with --forward-as USR1: mpirun kills the ranks on SIGTERM, but relays SIGUSR1 --------
 dir=$TMP/term
 log=$TMP/term.log
-"$WRAP" --forward-as USR1 -- "${MPI[@]}" -np 3 "$CONFLUX" train "${CFG[@]}" --resume auto --set "run.dir=$dir" >"$log" 2>&1 &
-wrapper=$!
-for _ in $(seq 1 600); do
-  compgen -G "$dir/checkpoints/ckpt-*.h5" >/dev/null && break
-  kill -0 "$wrapper" 2>/dev/null || break
-  sleep 0.05
-done
-kill -TERM "$wrapper"
-( sleep 120; kill -KILL "$wrapper" ) >/dev/null 2>&1 &
-watchdog=$!
-wait "$wrapper"
-rc=$?
-kill "$watchdog" 2>/dev/null
-wait "$watchdog" 2>/dev/null
+signal_wrapper TERM --forward-as USR1
 if [ "$rc" -eq 75 ] && grep -qF "run-until-done: got SIGTERM; forwarding SIGUSR1" "$log" && grep -qF "stop requested by SIGUSR1" "$log" &&
   grep -qF "attempt 1 exited with 75 after SIGTERM; not relaunching" "$log"; then
   ok "SIGTERM to the wrapper with --forward-as USR1: conflux checkpointed, exit 75, no relaunch"

@@ -164,7 +164,10 @@ TEST_F(Training, CaptureAndRestoreMidEpochGivesBitIdenticalWeights) {
 TEST_F(Training, RestoreOnMoreTrainersUsesEveryRemainingSampleOnce) {
   if (comm::Communicator::world().size() < 3) GTEST_SKIP() << "needs 3 ranks";
   const std::string resumed = stop_and_resume(21, 3);  // audited: throws on a missed sample
-  if (comm::Communicator::world().rank() == 0) EXPECT_FALSE(resumed.empty());
+  if (comm::Communicator::world().rank() == 0) {
+    EXPECT_FALSE(resumed.empty());
+  }
 }
+
 }  // namespace
 }  // namespace conflux::train

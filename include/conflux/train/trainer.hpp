@@ -14,6 +14,7 @@
 #include "conflux/ckpt/training_state.hpp"
 #include "conflux/comm/gradient_sync.hpp"
 #include "conflux/core/config.hpp"
+#include "conflux/core/elapsed.hpp"
 #include "conflux/core/log.hpp"
 #include "conflux/data/batch_loader.hpp"
 #include "conflux/data/dataset.hpp"
@@ -57,7 +58,7 @@ class Trainer {
 
  private:
   class Context;
-  using Clock = std::chrono::steady_clock;
+  using Clock = SteadyClock;
   struct EvalResult {
     double loss = 0;
     double accuracy = 0;

@@ -1,0 +1,17 @@
+#pragma once
+/// @file elapsed.hpp
+/// Wall-clock intervals for timings and timeouts: the steady clock and seconds since a point.
+
+#include <chrono>
+
+namespace conflux {
+
+/// The clock of all conflux timings (monotonic; unaffected by clock changes).
+using SteadyClock = std::chrono::steady_clock;
+
+/// Seconds from `start` until now.
+inline double seconds_since(SteadyClock::time_point start) noexcept {
+  return std::chrono::duration<double>(SteadyClock::now() - start).count();
+}
+
+}  // namespace conflux
