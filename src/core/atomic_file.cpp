@@ -5,7 +5,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "conflux/core/error.hpp"
 
@@ -44,13 +43,27 @@ void publish_atomically(const std::filesystem::path& path,
   fsync_path(dir, O_RDONLY | O_DIRECTORY);
 }
 
-void publish_text_file(const std::filesystem::path& path, std::string_view text) {
+void publish_bytes(const std::filesystem::path& path, std::span<const std::byte> bytes) {
   publish_atomically(path, [&](const std::filesystem::path& temp) {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    CONFLUX_CHECK(out.good(), "cannot write {}", temp.string());
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    CONFLUX_CHECK(fd >= 0, "cannot create {}: {}", temp.string(), std::strerror(errno));
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int saved = n < 0 ? errno : ENOSPC;  // a zero-byte write means no room left
+        ::close(fd);
+        CONFLUX_RUNTIME_ERROR("cannot write {}: {}", temp.string(), std::strerror(saved));
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    CONFLUX_CHECK(::close(fd) == 0, "cannot close {}: {}", temp.string(), std::strerror(errno));
   });
+}
+
+void publish_text_file(const std::filesystem::path& path, std::string_view text) {
+  publish_bytes(path, std::as_bytes(std::span(text.data(), text.size())));
 }
 
 }  // namespace conflux

@@ -22,31 +22,4 @@ std::string local_time(const char* strftime_format) {
   return std::string(text, std::strftime(text, sizeof text, strftime_format, &tm));
 }
 
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char ch : text) {
-    switch (ch) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<int>(ch));
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
-}
-
 }  // namespace conflux

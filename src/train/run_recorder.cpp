@@ -5,17 +5,11 @@
 #include "conflux/ckpt/training_state.hpp"
 #include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
+#include "conflux/core/json.hpp"
 #include "conflux/core/log.hpp"
 #include "conflux/model/model_io.hpp"
 
 namespace conflux::train {
-
-namespace {
-std::string json_number(double v) {
-  return std::isfinite(v) ? fmt::format("{}", v) : "null";
-}
-
-}  // namespace
 
 void prepare_run_dir(const Config& config) {
   const auto& dir = config.run().dir;

@@ -213,12 +213,12 @@ TEST_F(CheckpointFile, LayoutIsPlainHdf5WithTheDocumentedDatasets) {
   const h5::Handle file(H5Fopen(file_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "open");
   EXPECT_EQ(h5::read_string_attribute(file.get(), "format"), "conflux-checkpoint");
   const std::string checksum = h5::read_string_attribute(file.get(), "checksum");
-  EXPECT_EQ(checksum.size(), 6u + 8u);
-  EXPECT_EQ(checksum.rfind("crc32:", 0), 0u);
+  EXPECT_EQ(checksum.size(), 7u + 8u);
+  EXPECT_EQ(checksum.rfind("crc32c:", 0), 0u);
   int version = 0;
   const h5::Handle attr(H5Aopen(file.get(), "format_version", H5P_DEFAULT), "attr");
   ASSERT_GE(H5Aread(attr.get(), H5T_NATIVE_INT, &version), 0);
-  EXPECT_EQ(version, 1);
+  EXPECT_EQ(version, 2);
   for (const char* name : {"/position/epoch",
                            "/position/step",
                            "/position/global_step",
@@ -296,7 +296,7 @@ TEST_F(CheckpointFile, FlippedParameterByteIsAChecksumMismatch) {
   ASSERT_EQ(bytes.find(needle, at + 1), std::string::npos);
   bytes[at + 6 * sizeof(float) + 1] ^= 0x10;
   put_file_bytes(file_, bytes);
-  expect_corrupt(file_, {"checksum mismatch: stored crc32:", ", computed crc32:"});
+  expect_corrupt(file_, {"checksum mismatch: stored crc32c:", ", computed crc32c:"});
 }
 
 TEST_F(CheckpointFile, FlippedStringByteIsAChecksumMismatch) {
@@ -349,10 +349,10 @@ TEST_F(CheckpointFile, WrongFormatOrVersionIsCorrupt) {
   {
     const h5::Handle file = open_for_edit(file_);
     const h5::Handle attr(H5Aopen(file.get(), "format_version", H5P_DEFAULT), "attr");
-    const int two = 2;
-    ASSERT_GE(H5Awrite(attr.get(), H5T_NATIVE_INT, &two), 0);
+    const int one = 1;  // version 1 (zlib CRC-32) files are no longer read
+    ASSERT_GE(H5Awrite(attr.get(), H5T_NATIVE_INT, &one), 0);
   }
-  expect_corrupt(file_, {"format_version 2 is not supported"});
+  expect_corrupt(file_, {"format_version 1 is not supported (this conflux reads version 2)"});
 }
 
 TEST_F(CheckpointFile, OtherHdf5FilesAreNotCheckpoints) {
@@ -524,7 +524,7 @@ TEST_F(CheckpointFile, DescribeListsTheKeyFacts) {
   write_checkpoint(file_, state);
   const std::string text = describe_checkpoint(file_);
   for (const std::string& needle :
-       {std::string("conflux-checkpoint version 1"), std::string("(verified)"),
+       {std::string("conflux-checkpoint version 2"), std::string("(verified)"),
         std::string("2024-05-06T07:08:09+0200"), std::string("13 / 20 steps per epoch"),
         fmt::format("{:<18} 153", "global step"), std::string("18364758544493064720"),
         std::string("3 trainers, 2 workers"), std::string("4 tensors, 23 parameters"),

@@ -3,8 +3,10 @@
 /// Publishing a file atomically: readers (and a crash) see the old file or the complete new
 /// one, never a half-written file (ARCHITECTURE.md invariant 4).
 
+#include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <span>
 #include <string_view>
 
 namespace conflux {
@@ -14,6 +16,9 @@ namespace conflux {
 /// left as it was, and the exception propagates (RuntimeError for a failed fsync or rename).
 void publish_atomically(const std::filesystem::path& path,
                         const std::function<void(const std::filesystem::path& temp)>& write);
+
+/// publish_atomically() for a file holding exactly `bytes`, written with plain write() calls.
+void publish_bytes(const std::filesystem::path& path, std::span<const std::byte> bytes);
 
 /// publish_atomically() for a text file with the given contents.
 void publish_text_file(const std::filesystem::path& path, std::string_view text);

@@ -40,7 +40,4 @@ class Logger {
 /// The local time now, formatted by strftime (e.g. "%Y%m%d-%H%M%S").
 std::string local_time(const char* strftime_format);
 
-/// JSON string literal (with quotes) for `text`.
-std::string json_string(std::string_view text);
-
 }  // namespace conflux
