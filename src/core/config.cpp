@@ -16,8 +16,8 @@ namespace conflux {
 
 namespace {
 
-const std::vector<std::string> kSections = {"run",   "cluster", "data",       "transform",
-                                            "model", "train",   "checkpoint", "fault"};
+const std::vector<std::string> kSections = {"run",   "cluster", "data",       "transform", "model",
+                                            "train", "profile", "checkpoint", "fault"};
 
 std::vector<std::string> all_key_paths() {
   std::vector<std::string> paths;
@@ -160,6 +160,11 @@ class ConfigLoader {
         if (!node.is_number()) wrong(describe_node(node));
         check_range(*node.value<double>(), describe_node(node));
         break;
+      case ValueType::kFloatOrAuto:
+        if (node.is_string() && *node.value<std::string>() == "auto") break;
+        if (!node.is_number()) wrong(describe_node(node));
+        check_range(*node.value<double>(), describe_node(node));
+        break;
       case ValueType::kBool:
         if (!node.is_boolean()) wrong(describe_node(node));
         break;
@@ -261,7 +266,11 @@ class ConfigLoader {
     if (!hdf5_file.empty()) c.data_.hdf5_file = std::filesystem::absolute(hdf5_file);
     c.data_.train_limit = get_int("data.train_limit");
     c.data_.test_limit = get_int("data.test_limit");
-    c.data_.offload_ratio = get_double("data.offload_ratio");
+    if (const toml::node& ratio = value_of("data.offload_ratio"); ratio.is_string()) {
+      c.data_.offload_auto = true;  // the controller starts every trainer at 0
+    } else {
+      c.data_.offload_ratio = *ratio.value<double>();
+    }
     c.data_.offload_ratios = get_floats("data.offload_ratios");
     c.data_.prefetch_batches = static_cast<int>(get_int("data.prefetch_batches"));
     c.data_.worker_credits = static_cast<int>(get_int("data.worker_credits"));
@@ -318,6 +327,17 @@ class ConfigLoader {
     c.fault_.mode = get_string("fault.mode");
     c.fault_.delay_s = get_double("fault.delay_s");
     c.fault_.after = get_int("fault.after");
+    c.fault_.factor = get_double("fault.factor");
+
+    auto& p = c.profile_;
+    p.enabled = get_bool("profile.enabled");
+    p.initial_steps = get_int("profile.initial_steps");
+    p.steps = get_int("profile.steps");
+    p.bottleneck_threshold = get_double("profile.bottleneck_threshold");
+    p.interval_s = get_double("profile.interval_s");
+    p.hysteresis = get_double("profile.hysteresis");
+    p.timeline = get_bool("profile.timeline");
+    p.timeline_max_events = get_int("profile.timeline_max_events");
   }
 
   void read_layers(Config& c) {

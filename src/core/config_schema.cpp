@@ -48,9 +48,10 @@ std::vector<KeySpec> make_keys() {
           "Use only the first N training samples (0 = all); for quick tests."),
       key("data.test_limit", T::kInt, 0, kIntMax, "0",
           "Use only the first N test samples (0 = all)."),
-      key("data.offload_ratio", T::kFloat, 0, 1, "0.0",
+      key("data.offload_ratio", T::kFloatOrAuto, 0, 1, "0.0",
           "Fraction of each trainer's batches built by worker ranks (the rest by its own "
-          "preprocessing threads); changeable at run time, never changes the trained model."),
+          "preprocessing threads); changeable at run time, never changes the trained model. "
+          "\"auto\": the profiler chooses each trainer's ratio and keeps adjusting it."),
       key("data.offload_ratios", T::kFloatList, 0, 1, "[]",
           "Per-trainer offload ratios (one per trainer); empty = data.offload_ratio for all."),
       key("data.prefetch_batches", T::kInt, 1, 1024, "4",
@@ -139,11 +140,35 @@ std::vector<KeySpec> make_keys() {
           "`conflux train --resume X` sets it."),
       key("checkpoint.final", T::kBool, {}, {}, "true",
           "Also checkpoint after the last step, so that resuming a finished run only reports."),
+      key("profile.enabled", T::kBool, {}, {}, "true",
+          "Profile every step (data wait, compute, gradient sync, callbacks) and every worker "
+          "(service time, busy fraction, queue depth); writes <run.dir>/profile.jsonl."),
+      key("profile.initial_steps", T::kInt, 0, kIntMax, "5",
+          "Warm-up steps before the start-up bottleneck measurement."),
+      key("profile.steps", T::kInt, 1, kIntMax, "20",
+          "Steps of the start-up bottleneck measurement (then the controller runs every "
+          "profile.interval_s)."),
+      key("profile.bottleneck_threshold", T::kFloat, 1, 100, "1.3",
+          "The job is input-bound when the compute ceiling exceeds the local pipeline's rate "
+          "by this factor (FastFlow's threshold)."),
+      key("profile.interval_s", T::kFloat, 0.01, 3600, "0.5",
+          "Profiling window: one profile.jsonl record and one controller decision per "
+          "window."),
+      key("profile.hysteresis", T::kFloat, 0, 1, "0.03",
+          "The auto offload ratio moves only when its target differs by more than this."),
+      key("profile.timeline", T::kBool, {}, {}, "true",
+          "Write <run.dir>/timeline.json (Chrome trace / Perfetto): steps, waits, requests, "
+          "checkpoints and decisions of every rank."),
+      key("profile.timeline_max_events", T::kInt, 0, kIntMax, "200000",
+          "Most timeline events kept per rank (later ones are counted and dropped)."),
       key("fault.worker", T::kInt, -1, 65536, "-1",
           "Fault injection for tests: index of the worker rank to misbehave; -1 = none."),
       key("fault.mode", T::kString, {}, {}, R"("delay")",
-          "Fault injection: delay every answer by fault.delay_s, or stop answering.",
-          {"delay", "stop"}),
+          "Fault injection: delay every answer by fault.delay_s, stop answering, or build "
+          "fault.factor times slower.",
+          {"delay", "stop", "slow"}),
+      key("fault.factor", T::kFloat, 1, 1000, "2.0",
+          "Fault injection (mode slow): how many times longer each build takes."),
       key("fault.delay_s", T::kFloat, 0, 86400, "1.0", "Fault injection: delay per answer."),
       key("fault.after", T::kInt, 0, kIntMax, "0",
           "Fault injection: the worker behaves for this many answers first."),
@@ -207,6 +232,8 @@ std::string_view type_name(ValueType type) {
       return "a string";
     case ValueType::kFloatList:
       return "a list of numbers";
+    case ValueType::kFloatOrAuto:
+      return "\"auto\" or a number";
   }
   return "a value";
 }

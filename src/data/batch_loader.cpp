@@ -1,8 +1,10 @@
 #include "conflux/data/batch_loader.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 #include "conflux/core/backoff.hpp"
+#include "conflux/core/elapsed.hpp"
 #include "conflux/core/error.hpp"
 
 namespace conflux::data {
@@ -48,7 +50,8 @@ BatchLoader::BatchLoader(BatchLoaderOptions options)
       batch_bytes_(max_samples_ * (options_.transform->output_shape().size() * sizeof(float) + 1 +
                                    sizeof(std::uint32_t))),
       schedule_(options_.offload_ratio),
-      producer_(*options_.dataset, *options_.transform, options_.threads, options_.seed),
+      producer_(*options_.dataset, *options_.transform, options_.threads, options_.seed,
+                options_.timeline),
       client_(client_options(options_, max_samples_)),
       next_epoch_(options_.start_epoch),
       next_step_(options_.start_step) {
@@ -183,7 +186,13 @@ const Batch& BatchLoader::next() {
                 options_.trainer);
   note_in_flight();
   Slot& slot = *window_.front();
+  const auto wait_start = SteadyClock::now();
   wait_until_ready(slot);
+  // Attributed to where the batch came from in the end (a timed-out request counts as remote:
+  // the wait was for the worker).
+  (slot.batch.origin == BatchOrigin::kLocal ? wait_local_seconds_ : wait_remote_seconds_) +=
+      seconds_since(wait_start);
+  ++delivered_;
   front_consumed_ = true;
   switch (slot.batch.origin) {
     case BatchOrigin::kLocal:
@@ -212,6 +221,17 @@ LoaderStats BatchLoader::stats() const {
   LoaderStats s = stats_;
   s.client = client_.stats();
   return s;
+}
+
+PipelineCounters BatchLoader::pipeline_counters() const {
+  PipelineCounters c;
+  std::tie(c.local_built, c.local_build_seconds) = producer_.built_and_seconds();
+  c.delivered = delivered_;
+  c.wait_local_seconds = wait_local_seconds_;
+  c.wait_remote_seconds = wait_remote_seconds_;
+  c.trainers = options_.trainers;
+  c.workers = client_.worker_counters();
+  return c;
 }
 
 }  // namespace conflux::data

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "conflux/comm/mpi.hpp"
 #include "conflux/core/backoff.hpp"
@@ -21,16 +22,6 @@ double process_cpu_seconds() {
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 }  // namespace
-
-WorkerFault worker_fault(int worker, int faulty_worker, const std::string& mode, double delay_s,
-                         std::int64_t after) {
-  WorkerFault fault;
-  if (worker != faulty_worker) return fault;
-  fault.mode = mode == "stop" ? WorkerFault::Mode::kStop : WorkerFault::Mode::kDelay;
-  fault.delay = std::chrono::duration<double>(delay_s);
-  fault.after = static_cast<std::uint64_t>(after);
-  return fault;
-}
 
 BatchServer::BatchServer(BatchServerOptions options)
     : options_(std::move(options)),
@@ -53,6 +44,12 @@ const EpochPlan& BatchServer::plan(std::uint32_t epoch) {
 
 bool BatchServer::faulty_now() const {
   return options_.fault.mode != WorkerFault::Mode::kNone && answers_ >= options_.fault.after;
+}
+
+std::size_t BatchServer::queued_requests() const {
+  std::size_t n = 0;
+  for (const auto& q : queues_) n += q.size();
+  return n;
 }
 
 bool BatchServer::done() const {
@@ -204,16 +201,31 @@ bool BatchServer::build_next() {
                                 slot.images.data() + first * fps, slot.labels.data() + first);
       if (!delayed) post_chunk(slot, c);
     }
-    const ReplyHeader header{slot.request.sequence,
-                             slot.request.step,
-                             slot.request.epoch,
-                             slot.request.trainer,
-                             static_cast<std::uint32_t>(samples.size()),
-                             ReplyStatus::kBatch,
-                             fps};
+    if (options_.fault.mode == WorkerFault::Mode::kSlow && faulty_now()) {
+      // A slower worker: the build takes `factor` times as long (the extra as a sleep).
+      std::this_thread::sleep_for((Clock::now() - start) * (options_.fault.factor - 1));
+    }
+    const double build_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    load_.record(start, Clock::now());
+    if (options_.timeline != nullptr && options_.timeline->enabled()) {
+      options_.timeline->span(
+          "build batch", "data", start, Clock::now(),
+          fmt::format("{{\"trainer\": {}, \"epoch\": {}, \"step\": {}, \"queued\": {}}}",
+                      slot.trainer, slot.request.epoch, slot.request.step, queued_requests()));
+    }
+    ReplyHeader header{slot.request.sequence,
+                       slot.request.step,
+                       slot.request.epoch,
+                       slot.request.trainer,
+                       static_cast<std::uint32_t>(samples.size()),
+                       ReplyStatus::kBatch,
+                       fps};
+    header.build_seconds = static_cast<float>(build_seconds);
+    header.busy_fraction = static_cast<float>(load_.busy_fraction(Clock::now()));
+    header.queued = static_cast<std::uint32_t>(queued_requests());
     encode_meta(header, samples, slot.labels, slot.meta);
     if (!delayed) post_meta(slot);
-    stats_.build_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    stats_.build_seconds += build_seconds;
     slot.busy = true;
     slot.not_before =
         Clock::now() + (delayed ? std::chrono::duration_cast<Clock::duration>(options_.fault.delay)
@@ -240,6 +252,8 @@ BatchServerStats BatchServer::serve() {
         "fault injection: worker {} will {} after {} answer(s)", options_.worker,
         options_.fault.mode == WorkerFault::Mode::kStop
             ? std::string("stop answering")
+        : options_.fault.mode == WorkerFault::Mode::kSlow
+            ? fmt::format("build {:.3g} times slower", options_.fault.factor)
             : fmt::format("delay every answer by {:.3g} s", options_.fault.delay.count()),
         options_.fault.after);
   }

@@ -1,10 +1,17 @@
 #include "conflux/data/local_producer.hpp"
 
+#include <fmt/format.h>
+
+#include "conflux/core/elapsed.hpp"
+
 namespace conflux::data {
 
 LocalProducer::LocalProducer(const Dataset& dataset, const SampleTransform& transform, int threads,
-                             std::uint64_t seed)
-    : builder_(dataset, transform, threads), seed_(seed), thread_([this] { run(); }) {}
+                             std::uint64_t seed, profile::Timeline* timeline)
+    : builder_(dataset, transform, threads),
+      seed_(seed),
+      timeline_(timeline),
+      thread_([this] { run(); }) {}
 
 LocalProducer::~LocalProducer() {
   {
@@ -48,6 +55,7 @@ void LocalProducer::release(const Batch& batch) {
 }
 
 void LocalProducer::run() {
+  if (timeline_ != nullptr) timeline_->name_thread("local preprocessing");
   for (;;) {
     Job job;
     {
@@ -57,6 +65,7 @@ void LocalProducer::run() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
+    const auto start = SteadyClock::now();
     try {
       Batch& b = *job.batch;
       b.samples = std::move(job.samples);
@@ -67,12 +76,24 @@ void LocalProducer::run() {
       done_cv_.notify_all();
       return;
     }
+    if (timeline_ != nullptr && timeline_->enabled()) {  // before the batch is handed over
+      timeline_->span("build batch", "data", start, SteadyClock::now(),
+                      fmt::format("{{\"epoch\": {}, \"step\": {}}}", job.batch->epoch,
+                                  job.batch->step));
+    }
     {
       std::lock_guard lock(mutex_);
       done_.insert(job.batch);
+      ++built_;
+      build_seconds_ += seconds_since(start);
     }
     done_cv_.notify_all();
   }
+}
+
+std::pair<std::uint64_t, double> LocalProducer::built_and_seconds() const {
+  std::lock_guard lock(mutex_);
+  return {built_, build_seconds_};
 }
 
 }  // namespace conflux::data

@@ -8,7 +8,7 @@
 namespace conflux::data {
 
 static_assert(std::is_trivially_copyable_v<Request> && sizeof(Request) == 32);
-static_assert(std::is_trivially_copyable_v<ReplyHeader> && sizeof(ReplyHeader) == 40);
+static_assert(std::is_trivially_copyable_v<ReplyHeader> && sizeof(ReplyHeader) == 56);
 
 std::size_t meta_bytes(std::size_t samples) noexcept {
   return sizeof(ReplyHeader) + samples * (sizeof(std::uint32_t) + 1);

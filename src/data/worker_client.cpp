@@ -148,14 +148,32 @@ WorkerClient::Arrival WorkerClient::poll(Batch& batch) {
   batch.samples.assign(meta.indices.begin(), meta.indices.end());
   batch.origin = BatchOrigin::kWorker;
   batch.worker = p.worker;
+  ++worker.seen.answers;
+  worker.seen.last_build_seconds = h.build_seconds;
+  worker.seen.last_busy_fraction = h.busy_fraction;
+  worker.seen.last_queued = h.queued;
   ++stats_.answered;
   stats_.payload_bytes += image_count * sizeof(float) + h.samples;
   pending_.erase(it);
   return Arrival::kArrived;
 }
 
+std::vector<WorkerCounters> WorkerClient::worker_counters() const {
+  std::vector<WorkerCounters> out;
+  out.reserve(workers_.size());
+  const auto now = Clock::now();
+  for (const WorkerState& w : workers_) {
+    WorkerCounters c = w.seen;
+    c.live = now >= w.skip_until;
+    c.in_flight = static_cast<std::uint32_t>(w.in_flight);
+    out.push_back(c);
+  }
+  return out;
+}
+
 void WorkerClient::on_timeout(Batch& batch, Pending&& p) {
   WorkerState& worker = workers_[p.worker];
+  ++worker.seen.timeouts;
   worker.skip_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(options_.backoff);
   ++stats_.timeouts;
   if (options_.log != nullptr) {

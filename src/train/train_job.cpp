@@ -12,6 +12,8 @@
 #include "conflux/comm/roles.hpp"
 #include "conflux/data/batch_server.hpp"
 #include "conflux/train/checkpointer.hpp"
+#include "conflux/train/pipeline_profiler.hpp"
+#include "conflux/profile/timeline.hpp"
 #include "conflux/train/progress_printer.hpp"
 #include "conflux/train/resume.hpp"
 #include "conflux/train/run_recorder.hpp"
@@ -23,10 +25,25 @@ namespace conflux::train {
 
 namespace {
 
+// The fault injection of [fault] for worker `worker` (none unless it is fault.worker).
+data::WorkerFault worker_fault(const FaultSection& f, int worker) {
+  data::WorkerFault fault;
+  if (worker != f.worker) return fault;
+  fault.mode = f.mode == "stop"   ? data::WorkerFault::Mode::kStop
+               : f.mode == "slow" ? data::WorkerFault::Mode::kSlow
+                                  : data::WorkerFault::Mode::kDelay;
+  fault.delay = std::chrono::duration<double>(f.delay_s);
+  fault.factor = f.factor;
+  fault.after = static_cast<std::uint64_t>(f.after);
+  return fault;
+}
+
+
 // Serves batches to the trainers until each has said goodbye, then reports what it did.
 void serve_batches(const Config& config, const comm::RoleLayout& layout,
                    const comm::Communicator& service, const data::Dataset& train,
-                   const data::SampleTransform& transform, const Logger& log) {
+                   const data::SampleTransform& transform, const Logger& log,
+                   profile::Timeline& timeline) {
   data::BatchServerOptions o;
   o.comm = &service;
   for (int t = 0; t < layout.trainers; ++t) o.trainer_ranks.push_back(layout.trainer_world_rank(t));
@@ -38,9 +55,9 @@ void serve_batches(const Config& config, const comm::RoleLayout& layout,
   o.global_batch = static_cast<std::size_t>(config.train().batch_size);
   o.send_buffers = config.data().worker_send_buffers;
   o.drain_timeout = std::chrono::duration<double>(config.cluster().peer_timeout_s);
-  const auto& f = config.fault();
-  o.fault = data::worker_fault(layout.role_rank, f.worker, f.mode, f.delay_s, f.after);
+  o.fault = worker_fault(config.fault(), layout.role_rank);
   o.log = &log;
+  o.timeline = &timeline;
   const data::BatchServerStats stats = data::BatchServer(std::move(o)).serve();
   log.info(
       "worker {}: served {} batches ({} samples; per trainer {}), cancelled {}; building {:.0f} "
@@ -92,6 +109,12 @@ ExitCode run_train_job(const Config& config, const comm::Communicator& world, co
     found = find_resume_checkpoint(config, log);
   });
   const std::string resume_path = world.broadcast(found ? found->path.string() : "", 0);
+  profile::Timeline timeline(profile::TimelineOptions{
+      .enabled = config.profile().timeline,
+      .process_name = fmt::format("{} {} (rank {})", comm::role_name(layout.role),
+                                  layout.role_rank, world.rank()),
+      .max_events = static_cast<std::size_t>(config.profile().timeline_max_events)});
+  timeline.name_thread("main");
   if (is_root) {
     log.info("run '{}': {} trainer(s), {} worker(s); run directory {}", config.run().name,
              layout.trainers, layout.workers, config.run().dir.string());
@@ -108,7 +131,7 @@ ExitCode run_train_job(const Config& config, const comm::Communicator& world, co
   comm::run_agreed(world, [&] {
     data = load_training_data(config);
     if (is_trainer) {
-      trainer.emplace(TrainerSetup{config, roles.role_comm, data, link, &log});
+      trainer.emplace(TrainerSetup{config, roles.role_comm, data, link, &log, &timeline});
       if (!resume_path.empty()) {
         // Every trainer reads the file itself: the checkpoint directory is shared.
         const ckpt::TrainingState state =
@@ -134,14 +157,22 @@ ExitCode run_train_job(const Config& config, const comm::Communicator& world, co
              data.train.shape.height, data.train.shape.width);
   }
 
-  // Every rank learns whether training stopped on a signal, so all exit alike.
+  // Every rank learns whether training stopped on a signal, so all exit alike; the timeline
+  // is merged first (a collective of every rank).
   const auto agreed_exit = [&](bool stopped) {
+    if (config.profile().timeline) {
+      const std::size_t events = timeline.write_merged(world, config.run().dir / "timeline.json");
+      if (is_root) {
+        log.info("timeline: {} events in {}", events,
+                 (config.run().dir / "timeline.json").string());
+      }
+    }
     return world.allreduce_max(stopped ? static_cast<int>(ExitCode::kRequeue) : 0) != 0
                ? ExitCode::kRequeue
                : ExitCode::kSuccess;
   };
   if (!is_trainer) {
-    serve_batches(config, layout, service, data.train, *worker_transform, log);
+    serve_batches(config, layout, service, data.train, *worker_transform, log, timeline);
     return agreed_exit(false);
   }
   ProgressPrinter progress(log);
@@ -151,6 +182,11 @@ ExitCode run_train_job(const Config& config, const comm::Communicator& world, co
   // The checkpointer goes first: its on_train_end makes the final checkpoint durable before
   // the recorder writes model.h5.
   std::vector<TrainingCallback*> callbacks{&checkpointer};
+  std::optional<PipelineProfiler> profiler;
+  if (config.profile().enabled) {
+    profiler.emplace(PipelineProfilerOptions{config, layout.role_rank, &log, &timeline});
+    callbacks.push_back(&*profiler);
+  }
   if (is_root) {
     recorder.emplace(config);
     callbacks.insert(callbacks.end(), {&progress, &*recorder});

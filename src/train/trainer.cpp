@@ -35,6 +35,7 @@ Trainer::Trainer(const TrainerSetup& setup)
       data_(setup.data),
       service_(setup.service),
       log_(setup.log),
+      timeline_(setup.timeline),
       timeout_(config_.cluster().peer_timeout_s),
       transform_(make_transform(config_, data_.train)),
       model_(make_model(config_, transform_, data_.train.num_classes)),
@@ -60,6 +61,7 @@ std::unique_ptr<data::BatchLoader> Trainer::make_loader() const {
   o.threads = config_.cluster().preprocess_threads;
   o.prefetch = d.prefetch_batches;
   o.offload_ratio = offload_ratio_;
+  o.timeline = timeline_;
   o.offload_credit = offload_credit_;
   o.start_epoch = position_.epoch;
   o.start_step = position_.step;
@@ -86,6 +88,7 @@ class Trainer::Context final : public StepContext {
   std::size_t global_step() const noexcept override { return trainer_.position_.global_step; }
   std::size_t total_steps() const noexcept override { return total_; }
   data::OffloadControl& offload() noexcept override { return *trainer_.loader_; }
+  const profile::StepTimes& times() const noexcept override { return trainer_.step_times_; }
   void capture(ckpt::TrainingState& state) override { trainer_.capture(state); }
   void request_stop() noexcept override { stop_ = true; }
   bool stop_requested() const noexcept { return stop_; }
@@ -95,6 +98,26 @@ class Trainer::Context final : public StepContext {
   std::size_t total_;
   bool stop_ = false;
 };
+
+void Trainer::record_step_phases(Clock::time_point start, Clock::time_point data,
+                                 Clock::time_point backward, Clock::time_point sync,
+                                 Clock::time_point end) {
+  const auto seconds = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  step_times_ = {.data_wait = seconds(start, data),
+                 .compute = seconds(data, backward) + seconds(sync, end),
+                 .sync = seconds(backward, sync),
+                 .callbacks = callbacks_seconds_};
+  if (timeline_ == nullptr || !timeline_->enabled()) return;
+  const std::string args = fmt::format("{{\"epoch\": {}, \"step\": {}, \"global_step\": {}}}",
+                                       position_.epoch, position_.step, position_.global_step);
+  timeline_->span("step", "train", start, end, args);
+  timeline_->span("data wait", "data", start, data);
+  timeline_->span("compute", "train", data, backward);
+  timeline_->span("gradient sync", "comm", backward, sync);
+  timeline_->span("optimizer", "train", sync, end);
+}
 
 void Trainer::restore(const ckpt::TrainingState& state, const std::string& source) {
   const auto& infos = model_.param_infos();
@@ -234,7 +257,9 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
     const data::LoaderStats stats_before = loader_->stats();
     for (; position_.step < steps_per_epoch && !context.stop_requested();) {
       const std::size_t step = position_.step;
+      const auto t_start = Clock::now();
       const data::Batch& batch = loader_->next();
+      const auto t_data = Clock::now();
       CONFLUX_CHECK(batch.epoch == epoch && batch.step == step,
                     "trainer {} got batch {}/{} for step {}/{}", trainer, batch.epoch, batch.step,
                     epoch, step);
@@ -245,15 +270,20 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
       const float grad_scale = 1.0f / static_cast<float>(batch.step_samples);
       const auto result = model::softmax_cross_entropy(logits, labels, grad_scale, &grad_logits);
       model_.backward(grad_logits);
+      const auto t_backward = Clock::now();
       sync_->sum(model_.grads());
+      const auto t_sync = Clock::now();
       sgd_.set_lr(static_cast<float>(schedule.at(position_.global_step)));
       sgd_.step(model_.params(), model_.grads());
+      const auto t_end = Clock::now();
+      record_step_phases(t_start, t_data, t_backward, t_sync, t_end);
       window_.loss += result.loss_sum;
       window_.correct += result.correct;
       window_.samples += static_cast<double>(labels.size());
       ++position_.step;
       ++position_.global_step;
       for (auto* cb : callbacks) cb->on_step_end(context);
+      callbacks_seconds_ = seconds_since(t_end);
 
       const bool last = position_.step == steps_per_epoch;
       if ((cfg.log_every > 0 && position_.step % static_cast<std::size_t>(cfg.log_every) == 0) ||

@@ -40,6 +40,7 @@ struct DataSection {
   std::int64_t train_limit = 0;
   std::int64_t test_limit = 0;
   double offload_ratio = 0;
+  bool offload_auto = false;          ///< offload_ratio = "auto": the profiler decides
   std::vector<float> offload_ratios;  ///< per trainer; empty = offload_ratio for all
   int prefetch_batches = 4;
   int worker_credits = 2;
@@ -82,11 +83,24 @@ struct CheckpointSection {
   bool final = true;            ///< checkpoint after the last step too
 };
 
+/// [profile]: the step profiler, the offload controller and the timeline.
+struct ProfileSection {
+  bool enabled = true;
+  std::int64_t initial_steps = 5;  ///< warm-up before the start-up measurement
+  std::int64_t steps = 20;         ///< steps of the start-up measurement
+  double bottleneck_threshold = 1.3;
+  double interval_s = 0.5;  ///< profiling window and controller period
+  double hysteresis = 0.03;
+  bool timeline = true;
+  std::int64_t timeline_max_events = 200000;
+};
+
 /// [fault]: fault injection for tests of the data service.
 struct FaultSection {
   int worker = -1;             ///< worker index that misbehaves; -1 = none
-  std::string mode = "delay";  ///< "delay" or "stop"
+  std::string mode = "delay";  ///< "delay", "stop" or "slow"
   double delay_s = 1;
+  double factor = 2;  ///< mode "slow": builds take this many times longer
   std::int64_t after = 0;  ///< answers given normally before the fault starts
 };
 
@@ -108,6 +122,7 @@ class Config {
   const std::vector<model::LayerSpec>& layers() const noexcept { return layers_; }
   const TrainSection& train() const noexcept { return train_; }
   const CheckpointSection& checkpoint() const noexcept { return checkpoint_; }
+  const ProfileSection& profile() const noexcept { return profile_; }
   const FaultSection& fault() const noexcept { return fault_; }
   /// The fully resolved config as TOML (every key, defaults filled in).
   const std::string& resolved_toml() const noexcept { return resolved_toml_; }
@@ -127,6 +142,7 @@ class Config {
   std::vector<model::LayerSpec> layers_;
   TrainSection train_;
   CheckpointSection checkpoint_;
+  ProfileSection profile_;
   FaultSection fault_;
   std::string resolved_toml_;
   std::map<std::string, std::string> locations_;

@@ -11,7 +11,7 @@
 namespace conflux {
 
 /// Value types a config key can hold.
-enum class ValueType { kInt, kFloat, kBool, kString, kFloatList };
+enum class ValueType { kInt, kFloat, kBool, kString, kFloatList, kFloatOrAuto };
 
 /// One documented config key.
 struct KeySpec {

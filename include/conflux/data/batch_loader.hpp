@@ -18,6 +18,7 @@
 #include "conflux/data/offload_control.hpp"
 #include "conflux/data/offload_schedule.hpp"
 #include "conflux/data/worker_client.hpp"
+#include "conflux/profile/timeline.hpp"
 
 namespace conflux::data {
 
@@ -37,6 +38,7 @@ struct BatchLoaderOptions {
   std::uint32_t start_epoch = 0;  ///< first batch delivered: (start_epoch, start_step);
   std::size_t start_step = 0;     ///< start_step == steps per epoch means the next epoch
   WorkerClientOptions client;     ///< workers, credits, deadlines (shape fields are filled in)
+  profile::Timeline* timeline = nullptr;  ///< records local builds; null: none
 };
 
 /// Counters of one trainer's batches.
@@ -68,6 +70,7 @@ class BatchLoader : public OffloadControl {
 
   double offload_ratio() const override { return schedule_.ratio(); }
   void set_offload_ratio(double ratio) override { schedule_.set_ratio(ratio); }
+  data::PipelineCounters pipeline_counters() const override;
   /// The offload schedule's credit (for checkpoints).
   double offload_credit() const noexcept { return schedule_.credit(); }
 
@@ -99,6 +102,9 @@ class BatchLoader : public OffloadControl {
   std::uint32_t next_epoch_ = 0;  // the next batch to schedule
   std::size_t next_step_ = 0;
   LoaderStats stats_;
+  std::uint64_t delivered_ = 0;
+  double wait_local_seconds_ = 0;
+  double wait_remote_seconds_ = 0;
 };
 
 }  // namespace conflux::data

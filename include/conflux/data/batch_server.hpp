@@ -17,6 +17,8 @@
 
 #include "conflux/comm/communicator.hpp"
 #include "conflux/core/log.hpp"
+#include "conflux/core/busy_meter.hpp"
+#include "conflux/profile/timeline.hpp"
 #include "conflux/data/batch_builder.hpp"
 #include "conflux/data/epoch_plan.hpp"
 #include "conflux/data/service_protocol.hpp"
@@ -25,9 +27,10 @@ namespace conflux::data {
 
 /// Fault injection for tests: how one worker misbehaves.
 struct WorkerFault {
-  enum class Mode { kNone, kDelay, kStop };
+  enum class Mode { kNone, kDelay, kStop, kSlow };
   Mode mode = Mode::kNone;
   std::chrono::duration<double> delay{0};  ///< kDelay: each answer waits this long
+  double factor = 2;                       ///< kSlow: each build takes this many times longer
   std::uint64_t after = 0;                 ///< answers given normally first
 };
 
@@ -45,6 +48,7 @@ struct BatchServerOptions {
   std::chrono::duration<double> drain_timeout{600};  ///< longest wait for a send at the end
   WorkerFault fault;
   const Logger* log = nullptr;
+  profile::Timeline* timeline = nullptr;  ///< records each batch built; null: none
 };
 
 /// What a worker did.
@@ -54,7 +58,7 @@ struct BatchServerStats {
   std::size_t cancelled = 0;               ///< requests cancelled by a trainer's goodbye
   std::vector<std::size_t> per_trainer;    ///< batches sent to each trainer
   std::uint64_t peak_bytes_in_flight = 0;  ///< most batch bytes held while sending
-  double build_seconds = 0;                ///< time spent building
+  double build_seconds = 0;                ///< time spent building (a kSlow fault's wait included)
   double total_seconds = 0;                ///< time in serve()
   double cpu_seconds = 0;                  ///< CPU time this process used in serve()
 };
@@ -94,6 +98,7 @@ class BatchServer {
   const EpochPlan& plan(std::uint32_t epoch);
   bool faulty_now() const;
   bool done() const;
+  std::size_t queued_requests() const;
 
   BatchServerOptions options_;
   BatchBuilder builder_;
@@ -107,11 +112,8 @@ class BatchServer {
   Request incoming_;
   MPI_Request receive_ = MPI_REQUEST_NULL;
   std::uint64_t answers_ = 0;
+  BusyMeter load_;  // busy fraction reported to the trainers
   BatchServerStats stats_;
 };
-
-/// Parses fault settings (mode "delay"/"stop") for worker `worker` given the faulty index.
-WorkerFault worker_fault(int worker, int faulty_worker, const std::string& mode, double delay_s,
-                         std::int64_t after);
 
 }  // namespace conflux::data

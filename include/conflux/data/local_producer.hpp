@@ -12,9 +12,11 @@
 #include <span>
 #include <thread>
 #include <unordered_set>
+#include <utility>
 
 #include "conflux/data/batch.hpp"
 #include "conflux/data/batch_builder.hpp"
+#include "conflux/profile/timeline.hpp"
 
 namespace conflux::data {
 
@@ -24,7 +26,7 @@ class LocalProducer {
  public:
   /// `dataset` and `transform` must outlive the producer.
   LocalProducer(const Dataset& dataset, const SampleTransform& transform, int threads,
-                std::uint64_t seed);
+                std::uint64_t seed, profile::Timeline* timeline = nullptr);
   /// Stops the thread after the batch it is building.
   ~LocalProducer();
   LocalProducer(const LocalProducer&) = delete;
@@ -39,6 +41,8 @@ class LocalProducer {
   bool wait(const Batch& batch, std::chrono::microseconds timeout);
   /// Forgets a built batch (before its memory is reused).
   void release(const Batch& batch);
+  /// Batches built so far and the wall time their builds took (for the profiler).
+  std::pair<std::uint64_t, double> built_and_seconds() const;
 
  private:
   struct Job {
@@ -48,7 +52,10 @@ class LocalProducer {
   void run();
   BatchBuilder builder_;
   std::uint64_t seed_;
-  std::mutex mutex_;
+  profile::Timeline* timeline_;
+  mutable std::mutex mutex_;
+  std::uint64_t built_ = 0;
+  double build_seconds_ = 0;
   std::condition_variable wake_, done_cv_;
   std::deque<Job> queue_;
   std::unordered_set<const Batch*> done_;

@@ -78,6 +78,11 @@ struct ReplyHeader {
   std::uint32_t samples = 0;  ///< samples in the batch (may be 0 in a short last step)
   ReplyStatus status = ReplyStatus::kBatch;
   std::uint64_t floats_per_sample = 0;  ///< image floats per sample
+  // The worker's load, for the trainers' offload controllers (profiling).
+  float build_seconds = 0;   ///< time this batch took to build (the worker's service time)
+  float busy_fraction = 0;   ///< share of the worker's recent wall time spent building
+  std::uint32_t queued = 0;  ///< requests waiting at the worker when this answer left
+  std::uint32_t reserved = 0;
 };
 
 /// Bytes of a meta message for `samples` samples.

@@ -19,6 +19,7 @@
 #include "conflux/comm/communicator.hpp"
 #include "conflux/core/log.hpp"
 #include "conflux/data/batch.hpp"
+#include "conflux/data/offload_control.hpp"
 #include "conflux/data/service_protocol.hpp"
 
 namespace conflux::data {
@@ -85,6 +86,8 @@ class WorkerClient {
   std::size_t requests_in_flight() const noexcept { return pending_.size() + orphans_.size(); }
   /// Given-up requests whose late answers are still due (each holds a batch buffer).
   std::size_t given_up() const noexcept { return orphans_.size(); }
+  /// Each worker as this trainer sees it (for the profiler).
+  std::vector<WorkerCounters> worker_counters() const;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -93,6 +96,7 @@ class WorkerClient {
     int in_flight = 0;
     std::uint64_t next_sequence = 0;
     Clock::time_point skip_until{};
+    WorkerCounters seen;  // what the profiler reads
   };
   struct Pending {
     int worker = 0;

@@ -21,6 +21,8 @@
 #include "conflux/data/transforms.hpp"
 #include "conflux/model/model.hpp"
 #include "conflux/model/sgd.hpp"
+#include "conflux/profile/step_profiler.hpp"
+#include "conflux/profile/timeline.hpp"
 #include "conflux/train/callbacks.hpp"
 #include "conflux/train/sample_audit.hpp"
 
@@ -39,6 +41,7 @@ struct TrainerSetup {
   const data::DatasetSplits& data;
   DataServiceLink service = {};  ///< worker ranks to offload preprocessing to
   const Logger* log = nullptr;   ///< for warnings and data-service summaries; null: silent
+  profile::Timeline* timeline = nullptr;  ///< records each step's phases; null: none
 };
 
 /// Runs training on one trainer rank; all trainer ranks run it together.
@@ -78,6 +81,9 @@ class Trainer {
   std::unique_ptr<data::BatchLoader> make_loader() const;
   void report_data_service(const data::LoaderStats& stats) const;
   void fold_window();
+  void record_step_phases(Clock::time_point start, Clock::time_point data,
+                          Clock::time_point backward, Clock::time_point sync,
+                          Clock::time_point end);
   void capture(ckpt::TrainingState& state);
   EpochReport finish_epoch(const data::LoaderStats& stats_before);
 
@@ -86,6 +92,7 @@ class Trainer {
   const data::DatasetSplits& data_;
   DataServiceLink service_;
   const Logger* log_;
+  profile::Timeline* timeline_;
   std::chrono::duration<double> timeout_;
   data::SampleTransform transform_;
   model::Model model_;
@@ -94,6 +101,8 @@ class Trainer {
 
   // Training progress; restore() sets it from a checkpoint.
   Position position_;
+  profile::StepTimes step_times_;  // of the step just finished
+  double callbacks_seconds_ = 0;   // the previous step's callbacks
   Tally epoch_tally_;  // global, reported steps of the epoch so far
   Tally window_;       // this trainer's steps since the last report
   double restored_epoch_seconds_ = 0;

@@ -1,0 +1,91 @@
+#pragma once
+/// @file offload_controller.hpp
+/// Chooses a trainer's offload ratio from its profile, FastFlow-style at start-up and then
+/// continuously. The model: a trainer consumes at most C batches/s (compute ceiling), its own
+/// threads build L batches/s, the workers can give it R batches/s (their capacity divided among
+/// the trainers that share them). At ratio r it gets min(C, L / (1 - r), R / r) batches/s, so
+/// the least ratio that reaches C is 1 - L / C when L + R >= C, and otherwise the ratio that
+/// balances both sources, R / (L + R). Measured data waits then nudge the ratio (workers or
+/// local threads slower than estimated), and a hysteresis keeps it from chattering.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace conflux::profile {
+
+/// Settings of an OffloadController.
+struct ControllerOptions {
+  int initial_steps = 5;              ///< warm-up steps, ignored
+  int profile_steps = 20;             ///< steps of the start-up measurement
+  double bottleneck_threshold = 1.3;  ///< input-bound when C / L exceeds it (start-up)
+  double hysteresis = 0.03;           ///< smallest ratio change applied
+  double headroom = 0.05;             ///< aim at (1 + headroom) C, so that waits vanish
+  double wait_tolerance = 0.02;       ///< data waits below this share of time are ignored
+};
+
+/// What one worker contributes to a trainer's estimate.
+struct WorkerSample {
+  bool live = true;
+  double build_seconds = 0;  ///< its latest service time per batch (0: unknown)
+};
+
+/// Measurements of one profiling window of one trainer.
+struct WindowSample {
+  double seconds = 0;         ///< wall time of the window
+  std::size_t steps = 0;      ///< steps in it
+  double wait_local_s = 0;    ///< data wait for locally built batches
+  double wait_remote_s = 0;   ///< data wait for batches from workers
+  double busy_s = 0;          ///< step time without data waits (compute, sync, callbacks)
+  std::size_t local_built = 0;
+  double local_build_s = 0;   ///< wall time of those local builds
+  int trainers = 1;           ///< trainers sharing the workers
+  std::vector<WorkerSample> workers;
+};
+
+/// The controller's current estimates, in batches per second of this trainer.
+struct Estimates {
+  double compute = 0;  ///< C: ceiling when data is never waited for
+  double local = 0;    ///< L: the trainer's own threads
+  double remote = 0;   ///< R: this trainer's share of the live workers (0: none)
+  double wait_share = 0;  ///< data wait / wall time in the last window
+};
+
+/// A ratio decision with its reason (for the log and the timeline).
+struct Decision {
+  double previous = 0;
+  double ratio = 0;
+  std::string reason;
+  Estimates estimates;
+};
+
+/// Per-trainer offload-ratio controller. Pure logic: feed it windows, apply its decisions.
+class OffloadController {
+ public:
+  /// Starts at `initial_ratio`.
+  explicit OffloadController(ControllerOptions options, double initial_ratio = 0);
+  /// Takes one window; returns a decision when the ratio should change (or at the end of the
+  /// start-up measurement, which is always reported).
+  std::optional<Decision> on_window(const WindowSample& window);
+  /// The ratio in force.
+  double ratio() const noexcept { return ratio_; }
+  /// The latest estimates.
+  const Estimates& estimates() const noexcept { return estimates_; }
+  /// Whether the start-up measurement is over.
+  bool profiled() const noexcept { return phase_ == Phase::kRunning; }
+
+ private:
+  enum class Phase { kWarmup, kProfiling, kRunning };
+  void update_estimates(const WindowSample& w);
+  double model_target() const;
+
+  ControllerOptions options_;
+  double ratio_;
+  Phase phase_ = Phase::kWarmup;
+  std::size_t steps_seen_ = 0;
+  WindowSample startup_;  // the start-up measurement, accumulated
+  Estimates estimates_;
+  double bias_ = 0;  // wait-driven correction of the model's target
+};
+
+}  // namespace conflux::profile
