@@ -55,6 +55,7 @@ run cli tests/cli/cli-tests.sh
 run cli-data-service tests/cli/data-service-tests.sh
 run cli-launch tests/cli/launch-tests.sh
 run cli-checkpoint tests/cli/checkpoint-tests.sh
+run cli-profile tests/cli/profile-tests.sh
 run cli-restart tests/cli/restart-tests.sh
 run cli-slurm tests/cli/slurm-tests.sh
 

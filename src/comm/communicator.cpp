@@ -1,5 +1,6 @@
 #include "conflux/comm/communicator.hpp"
 
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -113,6 +114,36 @@ std::string Communicator::broadcast(const std::string& value, int root) const {
   CONFLUX_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT64_T, root, comm_));
   std::string out = rank_ == root ? value : std::string(static_cast<std::size_t>(length), '\0');
   CONFLUX_MPI_CHECK(MPI_Bcast(out.data(), static_cast<int>(length), MPI_CHAR, root, comm_));
+  return out;
+}
+
+std::vector<std::string> Communicator::gather(const std::string& value, int root) const {
+  // Every rank learns every length (not only root) so that all of them reject an oversized total
+  // alike, instead of root throwing while the others block in MPI_Gatherv.
+  const auto length = static_cast<std::int64_t>(value.size());
+  std::vector<std::int64_t> lengths(static_cast<std::size_t>(size_));
+  CONFLUX_MPI_CHECK(MPI_Allgather(&length, 1, MPI_INT64_T, lengths.data(), 1, MPI_INT64_T, comm_));
+  std::int64_t total = 0;
+  for (const std::int64_t l : lengths) total += l;
+  CONFLUX_CHECK(total <= std::numeric_limits<int>::max(),
+                "cannot gather {} bytes of strings: MPI counts are limited to 2 GiB", total);
+  std::vector<int> counts(lengths.size());
+  std::vector<int> displacements(lengths.size());
+  for (std::size_t i = 0, offset = 0; i < lengths.size(); ++i) {
+    counts[i] = static_cast<int>(lengths[i]);
+    displacements[i] = static_cast<int>(offset);
+    offset += static_cast<std::size_t>(lengths[i]);
+  }
+  std::string all(rank_ == root ? static_cast<std::size_t>(total) : 0, '\0');
+  CONFLUX_MPI_CHECK(MPI_Gatherv(value.data(), static_cast<int>(length), MPI_CHAR, all.data(),
+                                counts.data(), displacements.data(), MPI_CHAR, root, comm_));
+  std::vector<std::string> out;
+  if (rank_ != root) return out;
+  out.reserve(lengths.size());
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    out.push_back(all.substr(static_cast<std::size_t>(displacements[i]),
+                             static_cast<std::size_t>(counts[i])));
+  }
   return out;
 }
 

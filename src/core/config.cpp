@@ -418,6 +418,14 @@ class ConfigLoader {
                     "{}: train.batch_size = {} is smaller than cluster.trainers = {}; every "
                     "trainer needs at least one sample per step",
                     locations_["train.batch_size"], c.train_.batch_size, c.cluster_.trainers);
+    CONFLUX_REQUIRE(!c.data_.offload_auto || c.data_.offload_ratios.empty(),
+                    "{}: data.offload_ratio = \"auto\" and data.offload_ratios both given; the "
+                    "controller sets every trainer's ratio, so drop data.offload_ratios",
+                    locations_["data.offload_ratios"]);
+    CONFLUX_REQUIRE(!c.data_.offload_auto || c.profile_.enabled,
+                    "{}: data.offload_ratio = \"auto\" needs the profiler (profile.enabled = "
+                    "true)",
+                    locations_["profile.enabled"]);
     CONFLUX_REQUIRE(
         c.data_.offload_ratios.empty() ||
             c.data_.offload_ratios.size() == static_cast<std::size_t>(c.cluster_.trainers),

@@ -250,8 +250,7 @@ BatchServerStats BatchServer::serve() {
   if (options_.fault.mode != WorkerFault::Mode::kNone && options_.log != nullptr) {
     options_.log->warn(
         "fault injection: worker {} will {} after {} answer(s)", options_.worker,
-        options_.fault.mode == WorkerFault::Mode::kStop
-            ? std::string("stop answering")
+        options_.fault.mode == WorkerFault::Mode::kStop ? std::string("stop answering")
         : options_.fault.mode == WorkerFault::Mode::kSlow
             ? fmt::format("build {:.3g} times slower", options_.fault.factor)
             : fmt::format("delay every answer by {:.3g} s", options_.fault.delay.count()),

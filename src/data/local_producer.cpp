@@ -77,9 +77,9 @@ void LocalProducer::run() {
       return;
     }
     if (timeline_ != nullptr && timeline_->enabled()) {  // before the batch is handed over
-      timeline_->span("build batch", "data", start, SteadyClock::now(),
-                      fmt::format("{{\"epoch\": {}, \"step\": {}}}", job.batch->epoch,
-                                  job.batch->step));
+      timeline_->span(
+          "build batch", "data", start, SteadyClock::now(),
+          fmt::format("{{\"epoch\": {}, \"step\": {}}}", job.batch->epoch, job.batch->step));
     }
     {
       std::lock_guard lock(mutex_);

@@ -150,6 +150,7 @@ WorkerClient::Arrival WorkerClient::poll(Batch& batch) {
   batch.worker = p.worker;
   ++worker.seen.answers;
   worker.seen.last_build_seconds = h.build_seconds;
+  worker.seen.total_build_seconds += h.build_seconds;
   worker.seen.last_busy_fraction = h.busy_fraction;
   worker.seen.last_queued = h.queued;
   ++stats_.answered;

@@ -11,7 +11,10 @@ namespace {
 
 // Smoothing of the per-window estimates: recent windows dominate, so drift shows within a
 // few windows, while one noisy window moves an estimate only half-way.
-constexpr double kSmoothing = 0.5;
+constexpr double kSmoothing = 0.3;
+// How fast data waits move the ratio (per window, per unit of wait share), and how far.
+constexpr double kWaitGain = 0.15;
+constexpr double kMaxBias = 0.3;
 
 double smooth(double previous, double sample) {
   return previous > 0 ? previous + kSmoothing * (sample - previous) : sample;
@@ -37,8 +40,8 @@ std::string describe(const Estimates& e, int live_workers) {
 }
 
 int live_workers(const WindowSample& w) {
-  return static_cast<int>(
-      std::count_if(w.workers.begin(), w.workers.end(), [](const WorkerSample& s) { return s.live; }));
+  return static_cast<int>(std::count_if(w.workers.begin(), w.workers.end(),
+                                        [](const WorkerSample& s) { return s.live; }));
 }
 
 }  // namespace
@@ -54,14 +57,20 @@ void OffloadController::update_estimates(const WindowSample& w) {
     estimates_.local =
         smooth(estimates_.local, static_cast<double>(w.local_built) / w.local_build_s);
   }
+  worker_build_s_.resize(w.workers.size(), 0);
+  for (std::size_t i = 0; i < w.workers.size(); ++i) {
+    if (w.workers[i].build_seconds > 0) {
+      worker_build_s_[i] = smooth(worker_build_s_[i], w.workers[i].build_seconds);
+    }
+  }
   // A worker that has not answered yet is assumed as fast as the trainer's own threads (same
-  // work, same kind of CPU) until its first answer says otherwise.
+  // work, same kind of CPU) until its first answers say otherwise.
   double known = 0;
   int known_count = 0, unknown_count = 0;
-  for (const WorkerSample& s : w.workers) {
-    if (!s.live) continue;
-    if (s.build_seconds > 0) {
-      known += 1 / s.build_seconds;
+  for (std::size_t i = 0; i < w.workers.size(); ++i) {
+    if (!w.workers[i].live) continue;
+    if (worker_build_s_[i] > 0) {
+      known += 1 / worker_build_s_[i];
       ++known_count;
     } else {
       ++unknown_count;
@@ -127,17 +136,20 @@ std::optional<Decision> OffloadController::on_window(const WindowSample& w) {
       break;
   }
   update_estimates(w);
+  // Waits say which source fell behind the model: the integral of the imbalance corrects the
+  // model's target (slowly: single windows are noisy), and fades once the waits are gone.
   const double share = estimates_.wait_share;
-  if (share > options_.wait_tolerance && ratio_ < 1 && (w.wait_local_s > w.wait_remote_s)) {
-    bias_ += 0.5 * share;  // the local threads are slower than estimated: offload more
-  } else if (share > options_.wait_tolerance && w.wait_remote_s >= w.wait_local_s) {
-    bias_ -= 0.5 * share;  // the workers are: offload less
+  if (share > options_.wait_tolerance && w.seconds > 0) {
+    bias_ += kWaitGain * (w.wait_local_s - w.wait_remote_s) / w.seconds;
   } else {
-    bias_ *= 0.7;  // no waits: trust the model again
+    bias_ *= 0.8;
   }
-  bias_ = std::clamp(bias_, -0.5, 0.5);
+  bias_ = std::clamp(bias_, -kMaxBias, kMaxBias);
   const int live = live_workers(w);
-  const double target = live == 0 ? 0 : std::clamp(model_target() + bias_, 0.0, 1.0);
+  double target = live == 0 ? 0 : std::clamp(model_target() + bias_, 0.0, 1.0);
+  if (live > 0) {
+    target = std::clamp(target, ratio_ - options_.max_step, ratio_ + options_.max_step);
+  }
   if (std::abs(target - ratio_) <= options_.hysteresis && !(live == 0 && ratio_ > 0)) {
     return std::nullopt;
   }

@@ -63,7 +63,12 @@ ProfileWindow StepProfiler::close(const data::PipelineCounters& c, double offloa
     ww.queue_depth = now_c.last_queued;
     ww.in_flight = now_c.in_flight;
     w.workers.push_back(ww);
-    s.workers.push_back({.live = now_c.live, .build_seconds = now_c.last_build_seconds});
+    // The mean service time over the window's answers; the latest one when it had none.
+    const double window_build = now_c.total_build_seconds - before.total_build_seconds;
+    s.workers.push_back({.live = now_c.live,
+                         .build_seconds = ww.answers > 0
+                                              ? window_build / static_cast<double>(ww.answers)
+                                              : now_c.last_build_seconds});
   }
   previous_ = c;
   window_ = {};

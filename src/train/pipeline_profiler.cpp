@@ -27,16 +27,17 @@ std::vector<std::size_t> phase_boundaries(const ProfileSection& p) {
 
 PipelineProfiler::PipelineProfiler(PipelineProfilerOptions options)
     : options_(options),
-      profiler_(options.config.profile().interval_s,
-                phase_boundaries(options.config.profile())) {
-  const auto path = options_.config.run().dir / fmt::format("profile-trainer{}.jsonl", options_.trainer);
+      profiler_(options.config.profile().interval_s, phase_boundaries(options.config.profile())) {
+  const auto path =
+      options_.config.run().dir / fmt::format("profile-trainer{}.jsonl", options_.trainer);
   lines_.reset(std::fopen(path.c_str(), "a"));
   CONFLUX_CHECK(lines_ != nullptr, "cannot open {}", path.string());
 }
 
 void PipelineProfiler::on_step_end(StepContext& context) {
   const auto now = SteadyClock::now();
-  if (!profiler_.record(context.times(), now)) return;
+  const bool last = context.global_step() >= context.total_steps();  // the run's last window
+  if (!profiler_.record(context.times(), now) && !last) return;
   data::OffloadControl& offload = context.offload();
   const profile::ProfileWindow window =
       profiler_.close(offload.pipeline_counters(), offload.offload_ratio(), now);
@@ -57,14 +58,14 @@ void PipelineProfiler::on_step_end(StepContext& context) {
   ++decisions_;
   if (options_.log != nullptr) {
     options_.log->info("offload: trainer {} at step {}: ratio {:.2f} -> {:.2f}: {}",
-                       options_.trainer, context.global_step(), decision->previous,
-                       decision->ratio, decision->reason);
+                       options_.trainer, context.global_step(), decision->previous, decision->ratio,
+                       decision->reason);
   }
   if (timeline != nullptr && timeline->enabled()) {
-    timeline->instant("offload decision", "profile",
-                      fmt::format("{{\"from\": {}, \"to\": {}, \"reason\": {}}}",
-                                  json_number(decision->previous), json_number(decision->ratio),
-                                  json_string(decision->reason)));
+    timeline->instant(
+        "offload decision", "profile",
+        fmt::format("{{\"from\": {}, \"to\": {}, \"reason\": {}}}", json_number(decision->previous),
+                    json_number(decision->ratio), json_string(decision->reason)));
     timeline->counter("offload ratio", decision->ratio);
   }
 }

@@ -11,9 +11,9 @@
 #include "conflux/comm/agreement.hpp"
 #include "conflux/comm/roles.hpp"
 #include "conflux/data/batch_server.hpp"
+#include "conflux/profile/timeline.hpp"
 #include "conflux/train/checkpointer.hpp"
 #include "conflux/train/pipeline_profiler.hpp"
-#include "conflux/profile/timeline.hpp"
 #include "conflux/train/progress_printer.hpp"
 #include "conflux/train/resume.hpp"
 #include "conflux/train/run_recorder.hpp"
@@ -37,7 +37,6 @@ data::WorkerFault worker_fault(const FaultSection& f, int worker) {
   fault.after = static_cast<std::uint64_t>(f.after);
   return fault;
 }
-
 
 // Serves batches to the trainers until each has said goodbye, then reports what it did.
 void serve_batches(const Config& config, const comm::RoleLayout& layout,
@@ -111,8 +110,8 @@ ExitCode run_train_job(const Config& config, const comm::Communicator& world, co
   const std::string resume_path = world.broadcast(found ? found->path.string() : "", 0);
   profile::Timeline timeline(profile::TimelineOptions{
       .enabled = config.profile().timeline,
-      .process_name = fmt::format("{} {} (rank {})", comm::role_name(layout.role),
-                                  layout.role_rank, world.rank()),
+      .process_name = fmt::format("{} {} (rank {})", comm::role_name(layout.role), layout.role_rank,
+                                  world.rank()),
       .max_events = static_cast<std::size_t>(config.profile().timeline_max_events)});
   timeline.name_thread("main");
   if (is_root) {

@@ -128,7 +128,40 @@ TEST(Config, WorkersForChecksRankCount) {
   EXPECT_THROW(fixed.workers_for(4), InputError);
 }
 
+TEST(Config, OffloadRatioAutoAndTheProfileSection) {
+  const Config fixed = load(kValid, {"data.offload_ratio=0.25"});
+  EXPECT_FALSE(fixed.data().offload_auto);
+  EXPECT_DOUBLE_EQ(fixed.data().offload_ratio_for(1), 0.25);
+  EXPECT_TRUE(fixed.profile().enabled);
+  EXPECT_DOUBLE_EQ(fixed.profile().bottleneck_threshold, 1.3);
+  const Config automatic =
+      load(with("dataset = \"mnist\"", "dataset = \"mnist\"\noffload_ratio = \"auto\""),
+           {"profile.interval_s=0.25", "profile.steps=7"});
+  EXPECT_TRUE(automatic.data().offload_auto);
+  EXPECT_DOUBLE_EQ(automatic.data().offload_ratio_for(0), 0);  // the controller starts at 0
+  EXPECT_DOUBLE_EQ(automatic.profile().interval_s, 0.25);
+  EXPECT_EQ(automatic.profile().steps, 7);
+  // The resolved config keeps "auto".
+  EXPECT_NE(automatic.resolved_toml().find("offload_ratio = 'auto'"), std::string::npos)
+      << automatic.resolved_toml();
+  EXPECT_TRUE(load(kValid, {"data.offload_ratio=auto"}).data().offload_auto);
+  EXPECT_EQ(load(kValid, {"fault.mode=slow", "fault.factor=3"}).fault().factor, 3);
+}
+
 // The bad configs: each must be refused with a message naming the place and the problem.
+TEST(ConfigBad, OffloadRatioIsAutoOrANumberInRange) {
+  expect_bad(with("dataset = \"mnist\"", "dataset = \"mnist\"\noffload_ratio = \"fast\""),
+             {"test.toml:12:17", "data.offload_ratio: expected \"auto\" or a number in [0, 1]",
+              "got string 'fast'"});
+  expect_bad(kValid, {"data.offload_ratio: expected \"auto\" or a number in [0, 1]"},
+             {"data.offload_ratio=1.5"});
+  expect_bad(kValid, {"data.offload_ratio = \"auto\" and data.offload_ratios both given"},
+             {"data.offload_ratio=auto", "data.offload_ratios=[0.5, 0.5]"});
+  expect_bad(kValid, {"needs the profiler (profile.enabled = true)"},
+             {"data.offload_ratio=auto", "profile.enabled=false"});
+  expect_bad(kValid, {"profile.bottleneck_threshold", "in [1, 100]"},
+             {"profile.bottleneck_threshold=0.5"});
+}
 TEST(ConfigBad, SyntaxErrorHasLineAndColumn) {
   expect_bad("[run]\nseed = = 3\n", {"test.toml:2:", "TOML syntax error"});
 }

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "conflux/comm/mpi.hpp"
 
@@ -68,6 +69,8 @@ class Communicator {
   std::int64_t allreduce_min(std::int64_t value) const;
   /// Rank `root`'s string, on every rank.
   std::string broadcast(const std::string& value, int root) const;
+  /// Every rank's string in rank order, on `root` (empty elsewhere); at most 2 GiB in all.
+  std::vector<std::string> gather(const std::string& value, int root) const;
   /// Blocks until every rank arrives.
   void barrier() const;
 

@@ -100,7 +100,7 @@ struct FaultSection {
   int worker = -1;             ///< worker index that misbehaves; -1 = none
   std::string mode = "delay";  ///< "delay", "stop" or "slow"
   double delay_s = 1;
-  double factor = 2;  ///< mode "slow": builds take this many times longer
+  double factor = 2;       ///< mode "slow": builds take this many times longer
   std::int64_t after = 0;  ///< answers given normally before the fault starts
 };
 

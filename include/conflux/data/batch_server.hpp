@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "conflux/comm/communicator.hpp"
-#include "conflux/core/log.hpp"
 #include "conflux/core/busy_meter.hpp"
-#include "conflux/profile/timeline.hpp"
+#include "conflux/core/log.hpp"
 #include "conflux/data/batch_builder.hpp"
 #include "conflux/data/epoch_plan.hpp"
 #include "conflux/data/service_protocol.hpp"
+#include "conflux/profile/timeline.hpp"
 
 namespace conflux::data {
 

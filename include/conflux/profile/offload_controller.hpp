@@ -22,32 +22,33 @@ struct ControllerOptions {
   double hysteresis = 0.03;           ///< smallest ratio change applied
   double headroom = 0.05;             ///< aim at (1 + headroom) C, so that waits vanish
   double wait_tolerance = 0.02;       ///< data waits below this share of time are ignored
+  double max_step = 0.15;             ///< largest ratio change per window (no overshoot)
 };
 
 /// What one worker contributes to a trainer's estimate.
 struct WorkerSample {
   bool live = true;
-  double build_seconds = 0;  ///< its latest service time per batch (0: unknown)
+  double build_seconds = 0;  ///< its mean service time per batch in the window (0: unknown)
 };
 
 /// Measurements of one profiling window of one trainer.
 struct WindowSample {
-  double seconds = 0;         ///< wall time of the window
-  std::size_t steps = 0;      ///< steps in it
-  double wait_local_s = 0;    ///< data wait for locally built batches
-  double wait_remote_s = 0;   ///< data wait for batches from workers
-  double busy_s = 0;          ///< step time without data waits (compute, sync, callbacks)
+  double seconds = 0;        ///< wall time of the window
+  std::size_t steps = 0;     ///< steps in it
+  double wait_local_s = 0;   ///< data wait for locally built batches
+  double wait_remote_s = 0;  ///< data wait for batches from workers
+  double busy_s = 0;         ///< step time without data waits (compute, sync, callbacks)
   std::size_t local_built = 0;
-  double local_build_s = 0;   ///< wall time of those local builds
-  int trainers = 1;           ///< trainers sharing the workers
+  double local_build_s = 0;  ///< wall time of those local builds
+  int trainers = 1;          ///< trainers sharing the workers
   std::vector<WorkerSample> workers;
 };
 
 /// The controller's current estimates, in batches per second of this trainer.
 struct Estimates {
-  double compute = 0;  ///< C: ceiling when data is never waited for
-  double local = 0;    ///< L: the trainer's own threads
-  double remote = 0;   ///< R: this trainer's share of the live workers (0: none)
+  double compute = 0;     ///< C: ceiling when data is never waited for
+  double local = 0;       ///< L: the trainer's own threads
+  double remote = 0;      ///< R: this trainer's share of the live workers (0: none)
   double wait_share = 0;  ///< data wait / wall time in the last window
 };
 
@@ -85,7 +86,8 @@ class OffloadController {
   std::size_t steps_seen_ = 0;
   WindowSample startup_;  // the start-up measurement, accumulated
   Estimates estimates_;
-  double bias_ = 0;  // wait-driven correction of the model's target
+  double bias_ = 0;                     // wait-driven correction of the model's target
+  std::vector<double> worker_build_s_;  // smoothed service time per worker (0: unknown)
 };
 
 }  // namespace conflux::profile

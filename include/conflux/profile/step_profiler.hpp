@@ -41,11 +41,11 @@ struct ProfileWindow {
   double seconds = 0;
   std::size_t first_step = 0;
   std::size_t steps = 0;
-  StepTimes total;                  ///< sums over the window's steps
-  double offload_ratio = 0;         ///< in force at the end of the window
-  double local_build_rate = 0;      ///< batches/s the trainer's own threads can build
-  std::size_t local_built = 0;      ///< batches they built in the window
-  std::size_t delivered = 0;        ///< batches the loop received in the window
+  StepTimes total;              ///< sums over the window's steps
+  double offload_ratio = 0;     ///< in force at the end of the window
+  double local_build_rate = 0;  ///< batches/s the trainer's own threads can build
+  std::size_t local_built = 0;  ///< batches they built in the window
+  std::size_t delivered = 0;    ///< batches the loop received in the window
   std::vector<WorkerWindow> workers;
   WindowSample sample;  ///< the same window as the controller sees it
 };

@@ -39,8 +39,8 @@ struct TrainerSetup {
   const Config& config;
   const comm::Communicator& trainers;  ///< the trainer ranks (this rank is trainers.rank())
   const data::DatasetSplits& data;
-  DataServiceLink service = {};  ///< worker ranks to offload preprocessing to
-  const Logger* log = nullptr;   ///< for warnings and data-service summaries; null: silent
+  DataServiceLink service = {};           ///< worker ranks to offload preprocessing to
+  const Logger* log = nullptr;            ///< for warnings and data-service summaries; null: silent
   profile::Timeline* timeline = nullptr;  ///< records each step's phases; null: none
 };
 
@@ -103,8 +103,8 @@ class Trainer {
   Position position_;
   profile::StepTimes step_times_;  // of the step just finished
   double callbacks_seconds_ = 0;   // the previous step's callbacks
-  Tally epoch_tally_;  // global, reported steps of the epoch so far
-  Tally window_;       // this trainer's steps since the last report
+  Tally epoch_tally_;              // global, reported steps of the epoch so far
+  Tally window_;                   // this trainer's steps since the last report
   double restored_epoch_seconds_ = 0;
   double restored_elapsed_seconds_ = 0;
   double offload_ratio_ = 0;
