@@ -15,6 +15,7 @@ Checkpointer::Checkpointer(const CheckpointerOptions& o)
       trainers_(o.trainers),
       signals_(o.signals),
       log_(o.log),
+      timeline_(o.timeline),
       timeout_(o.config.cluster().peer_timeout_s),
       last_taken_(SteadyClock::now()) {
   if (trainers_.rank() == 0) {
@@ -79,6 +80,10 @@ void Checkpointer::take(StepContext& context) {
     context.capture(scratch_);
   }
   const double stall = seconds_since(start);
+  if (timeline_ != nullptr && timeline_->enabled()) {
+    timeline_->span("checkpoint capture", "checkpoint", start, SteadyClock::now(),
+                    fmt::format("{{\"global_step\": {}}}", context.global_step()));
+  }
   ++stats_.taken;
   stats_.stall_seconds += stall;
   stats_.max_stall_seconds = std::max(stats_.max_stall_seconds, stall);

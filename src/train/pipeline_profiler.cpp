@@ -47,6 +47,15 @@ void PipelineProfiler::on_step_end(StepContext& context) {
     const double steps = std::max<double>(1, static_cast<double>(window.steps));
     timeline->counter("data wait ms per step", 1e3 * window.total.data_wait / steps);
     timeline->counter("steps per s", window.seconds > 0 ? window.steps / window.seconds : 0);
+    std::uint32_t in_flight = 0;
+    for (const auto& w : window.workers) {
+      in_flight += w.in_flight;
+      if (w.timeouts > 0) {
+        timeline->instant("worker timeout", "data",
+                          fmt::format("{{\"timeouts\": {}, \"live\": {}}}", w.timeouts, w.live));
+      }
+    }
+    timeline->counter("requests in flight", in_flight);
   }
   if (!options_.config.data().offload_auto) return;
   if (!controller_) {  // starts from the ratio in force (a resumed run's, or 0)

@@ -177,7 +177,7 @@ ExitCode run_train_job(const Config& config, const comm::Communicator& world, co
   ProgressPrinter progress(log);
   std::optional<RunRecorder> recorder;
   Checkpointer checkpointer(
-      CheckpointerOptions{config, roles.role_comm, signals, &log, resume_path});
+      CheckpointerOptions{config, roles.role_comm, signals, &log, resume_path, &timeline});
   // The checkpointer goes first: its on_train_end makes the final checkpoint durable before
   // the recorder writes model.h5.
   std::vector<TrainingCallback*> callbacks{&checkpointer};

@@ -107,10 +107,12 @@ assert sum(1 for e in spans if e["name"] == "step") == 60
 assert any(e["name"] == "build batch" and e["pid"] != 0 for e in spans)
 assert any(e["name"] == "build batch" and e["pid"] == 0 for e in spans)
 assert any(e["name"] == "data wait" for e in spans)
+assert any(e["name"] == "checkpoint capture" for e in spans)
+assert any(e.get("ph") == "C" and e["name"] == "requests in flight" for e in events)
 decisions = [e for e in events if e.get("ph") == "i" and e["name"] == "offload decision"]
 assert decisions and "input-bound" in decisions[0]["args"]["reason"], decisions
 PY
-  ok "timeline.json: 3 ranks merged, steps, builds on both sides, the decision"
+  ok "timeline.json: 3 ranks merged, steps, builds on both sides, checkpoint, requests, the decision"
 else
   not_ok "timeline.json" "$(head -c 1500 "$timeline" 2>&1)"
 fi

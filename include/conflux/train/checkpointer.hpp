@@ -15,6 +15,7 @@
 #include "conflux/comm/communicator.hpp"
 #include "conflux/core/config.hpp"
 #include "conflux/core/log.hpp"
+#include "conflux/profile/timeline.hpp"
 #include "conflux/train/callbacks.hpp"
 
 namespace conflux::train {
@@ -26,6 +27,7 @@ struct CheckpointerOptions {
   const ckpt::StopSignals* signals = nullptr;  ///< null: signals are not watched
   const Logger* log = nullptr;                 ///< trainer 0 logs checkpoints; null: silent
   std::filesystem::path resumed_from = {};     ///< the checkpoint this run continues, if any
+  profile::Timeline* timeline = nullptr;       ///< marks each capture; null: none
 };
 
 /// Checkpoint timings over a run (trainer 0's are the meaningful ones).
@@ -57,6 +59,7 @@ class Checkpointer final : public TrainingCallback {
   const comm::Communicator& trainers_;
   const ckpt::StopSignals* signals_;
   const Logger* log_;
+  profile::Timeline* timeline_;
   std::chrono::duration<double> timeout_;
   std::optional<ckpt::AsyncCheckpointWriter> writer_;  // trainer 0 only
   ckpt::TrainingState scratch_;                        // snapshots of the other trainers
