@@ -57,7 +57,9 @@ PLUGINS     := $(patsubst %,$(PLUGIN_DIR)/libconflux-%.so,$(notdir $(basename $(
 # sanitizer build of conflux, and users load these into release binaries.
 PLUGIN_FLAGS := -O2 -Wall -Wextra -shared -fPIC -Iinclude
 
-BENCH_PACKAGES ?= python3-torch python3-numpy
+# Optional: the PyTorch baseline of `make bench`, and gnuplot for the PNG plots of conflux-bench
+# --plot (skipped with a message without it).
+BENCH_PACKAGES ?= python3-torch python3-numpy gnuplot-nox
 
 .PHONY: all deps bench-deps test build-tests plugins demo bench docs install format format-check clean help
 all: $(CONFLUX) $(if $(BENCH_SRCS),$(BENCH)) plugins
@@ -68,7 +70,8 @@ help:
 	@echo "make deps                          install missing Debian packages"
 	@echo "make demo                          deps + build + train the MNIST demo (2 trainers)"
 	@echo "make test                          deps + build + all unit and MPI tests"
-	@echo "make bench                         run benchmarks/ (MNIST vs PyTorch DDP, data service)"
+	@echo "make bench                         run benchmarks/ (MNIST vs PyTorch DDP, data service,"
+	@echo "                                   checkpoints, scaling, grad sync, training) into bench-results/"
 	@echo "make docs                          regenerate docs/config.md from the schema"
 	@echo "make install PREFIX=/opt/conflux   install binaries, headers, configs"
 	@echo "make format | format-check         clang-format every source file"
@@ -128,14 +131,18 @@ demo: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) $(CONFLUX)
 	@CONFLUX_BIN=$(BINDIR) tools/run-demo.sh
 
+# One at a time when installing them together fails, so that a missing PyTorch costs no plots.
 bench-deps:
-	@tools/install-deps.sh $(BENCH_PACKAGES) || echo "bench: PyTorch baseline unavailable"
+	@tools/install-deps.sh $(BENCH_PACKAGES) || for p in $(BENCH_PACKAGES); do \
+	  tools/install-deps.sh $$p || echo "bench: $$p unavailable (python3-*: no PyTorch baseline;" \
+	    "gnuplot-nox: no plots)"; done
 
 bench: deps bench-deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@benchmarks/mnist_epoch_vs_pytorch.sh
 	@benchmarks/data_service.sh
 	@benchmarks/checkpoint.sh
+	@benchmarks/scenarios.sh
 
 # docs/config.md = its hand-written head + the schema table printed by the binary.
 docs: $(CONFLUX)

@@ -12,12 +12,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iostream>
 
+#include "conflux/ckpt/checkpoint_file.hpp"
+#include "conflux/ckpt/checkpoint_store.hpp"
 #include "conflux/comm/agreement.hpp"
 #include "conflux/train/checkpointer.hpp"
 #include "conflux/train/trainer.hpp"
 #include "conflux/train/training_data.hpp"
+#include "report.hpp"
 #include "scenarios.hpp"
 #include "stats.hpp"
 
@@ -55,6 +57,21 @@ double sequential_write_mib_s(const std::filesystem::path& file, std::size_t byt
   return static_cast<double>(bytes) / (1 << 20) / seconds;
 }
 
+// The checkpoint write path alone (in-memory HDF5 image, CRC, write, fsync, rename, directory
+// fsync) with nothing else running, interleaved with the dd-style baseline so that both see the
+// same disk: appends MiB/s of each to the two vectors.
+void idle_write_rates(const std::filesystem::path& dir, const ckpt::TrainingState& state,
+                      std::vector<double>& persist_mib_s, std::vector<double>& sequential_mib_s) {
+  const auto file = dir / "idle-persist.h5";
+  ckpt::ImageBuffer buffer;  // as the checkpoint store reuses one
+  for (int i = 0; i < 5; ++i) {
+    const ckpt::WriteStats w = ckpt::write_checkpoint(file, state, &buffer);
+    persist_mib_s.push_back(static_cast<double>(w.bytes) / (1 << 20) / w.seconds);
+    sequential_mib_s.push_back(sequential_write_mib_s(dir / "sequential.tmp", w.bytes));
+    std::filesystem::remove(file);
+  }
+}
+
 Config load(const Options& o, const comm::Communicator& world, bool checkpoints) {
   ConfigSources sources{o.overrides, "", "bench"};
   sources.overrides.push_back(fmt::format("cluster.trainers={}", world.size()));
@@ -71,20 +88,18 @@ Config load(const Options& o, const comm::Communicator& world, bool checkpoints)
 
 int run_checkpoint(const std::vector<std::string>& args, const comm::Communicator& world) {
   Options o;
+  CommonOptions common;
   po::options_description desc("conflux-bench checkpoint options (mpirun -np T: T trainers)");
   desc.add_options()("help,h", "show this help")("config", po::value(&o.config)->required(),
                                                  "training config")(
       "set", po::value(&o.overrides)->composing(), "config override KEY=VALUE (repeatable)")(
-      "every", po::value(&o.every), "checkpoint every N steps")(
-      "rounds", po::value(&o.rounds), "alternating rounds with and without checkpoints")(
-      "dir", po::value(&o.dir), "run directory (checkpoints go to DIR/checkpoints)");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  if (vm.count("help")) {
-    if (world.rank() == 0) std::cout << desc;
-    return 0;
-  }
-  po::notify(vm);
+      "every", po::value(&o.every)->default_value(o.every), "checkpoint every N steps")(
+      "rounds", po::value(&o.rounds)->default_value(o.rounds),
+      "alternating rounds with and without checkpoints")(
+      "dir", po::value(&o.dir)->default_value(o.dir),
+      "run directory (checkpoints go to DIR/checkpoints)");
+  const auto vm = parse_scenario_options("checkpoint", args, desc, common, world);
+  if (!vm) return 0;
 
   std::optional<Config> plain, checkpointed;
   data::DatasetSplits data;
@@ -95,7 +110,7 @@ int run_checkpoint(const std::vector<std::string>& args, const comm::Communicato
     data.test = data::Dataset{};
   });
   const comm::Communicator trainers = world.split(0, world.rank());
-  std::vector<double> base_s, ckpt_s, stall_ms, persist_mib_s, sequential_mib_s;
+  std::vector<double> base_s, ckpt_s, stall_ms, persist_mib_s, idle_persist_mib_s, sequential_mib_s;
   double max_stall_ms = 0, file_mib = 0;
   std::size_t steps = 0, taken = 0;
   if (world.rank() == 0) {
@@ -132,11 +147,10 @@ int run_checkpoint(const std::vector<std::string>& args, const comm::Communicato
         persist_mib_s.push_back(static_cast<double>(s.persist.bytes) / (1 << 20) /
                                 s.persist.write_seconds);
         if (world.rank() == 0) {  // the baseline, in the same directory, between the runs
-          const auto bytes = static_cast<std::size_t>(s.persist.bytes / s.persist.written);
-          for (int i = 0; i < 3; ++i) {
-            sequential_mib_s.push_back(
-                sequential_write_mib_s(std::filesystem::path(o.dir) / "sequential.tmp", bytes));
-          }
+          const ckpt::CheckpointStore store(std::filesystem::path(o.dir) / "checkpoints", 1);
+          const auto found = store.newest_valid([](const auto&, const auto&) {});
+          CONFLUX_CHECK(found.has_value(), "no checkpoint in {}", store.dir().string());
+          idle_write_rates(o.dir, found->state, idle_persist_mib_s, sequential_mib_s);
         }
       }
     }
@@ -145,25 +159,47 @@ int run_checkpoint(const std::vector<std::string>& args, const comm::Communicato
   const double base = median(base_s), with = median(ckpt_s);
   const double overhead_pct = 100 * (with / base - 1);
   const double stall = median(stall_ms), persist = median(persist_mib_s);
-  const double sequential = median(sequential_mib_s);
-  fmt::print("  steps per run            {}\n", steps);
-  fmt::print("  no checkpoints           {:.3f} s (median of {})\n", base, base_s.size());
-  fmt::print("  checkpoint every {:<6}  {:.3f} s (median of {})\n", o.every, with, ckpt_s.size());
-  fmt::print("  overhead                 {:+.2f} %\n", overhead_pct);
-  fmt::print("  checkpoints per run      {}\n", taken);
-  fmt::print("  stall per checkpoint     {:.2f} ms mean, {:.2f} ms max\n", stall, max_stall_ms);
-  fmt::print("  checkpoint file          {:.2f} MiB\n", file_mib);
+  const double idle_persist = median(idle_persist_mib_s), sequential = median(sequential_mib_s);
+  Report report("checkpoint");
+  report.add_parameters(*vm);
+  report.set_parameter("trainers", world.size());
+  Table& table =
+      report.add_table(Table("figures", "results", {"figure", {"value", 3}, "unit", "note"}));
+  table.add_row({"steps per run", steps, "", ""});
+  table.add_row({"no checkpoints", base, "s", fmt::format("median of {}", base_s.size())});
+  table.add_row({fmt::format("checkpoint every {}", o.every), with, "s",
+                 fmt::format("median of {}", ckpt_s.size())});
+  table.add_row({"overhead", overhead_pct, "%", ""});
+  table.add_row({"checkpoints per run", taken, "", ""});
+  table.add_row({"stall per checkpoint", stall, "ms", "mean"});
+  table.add_row({"stall per checkpoint, max", max_stall_ms, "ms", "max"});
+  table.add_row({"checkpoint file", file_mib, "MiB", ""});
+  table.add_row({"persist during training", persist, "MiB/s",
+                 "median; background thread, sharing the cores with the trainer ranks"});
+  table.add_row({"persist, idle", idle_persist, "MiB/s",
+                 fmt::format("median of {}; the same write path: HDF5 image in memory, CRC, "
+                             "write, fsync, rename, directory fsync",
+                             idle_persist_mib_s.size())});
+  table.add_row({"dd-style write + fsync", sequential, "MiB/s",
+                 "median; 1 MiB writes, same size, same directory, interleaved with the idle "
+                 "persists"});
+  table.add_row(
+      {"persist idle / dd-style", sequential > 0 ? 100 * idle_persist / sequential : 0.0, "%", ""});
+  table.print();
+  for (const auto& [name, value] : {std::pair<const char*, double>{"overhead_pct", overhead_pct},
+                                    {"stall_ms", stall},
+                                    {"max_stall_ms", max_stall_ms},
+                                    {"file_mib", file_mib},
+                                    {"persist_mib_s", persist},
+                                    {"idle_persist_mib_s", idle_persist},
+                                    {"sequential_mib_s", sequential}}) {
+    report.set_summary(name, value);
+  }
   fmt::print(
-      "  persist throughput       {:.1f} MiB/s (median; write + fsync + rename, background)\n",
-      persist);
-  fmt::print(
-      "  dd-style write + fsync   {:.1f} MiB/s (median; 1 MiB writes, same size, same "
-      "directory, between the runs)\n",
-      sequential);
-  fmt::print("  persist / dd-style       {:.0f} %\n",
-             sequential > 0 ? 100 * persist / sequential : 0.0);
-  fmt::print("RESULT overhead_pct={:.3f} stall_ms={:.3f} file_mib={:.3f} persist_mib_s={:.1f}\n",
-             overhead_pct, stall, file_mib, persist);
+      "RESULT overhead_pct={:.3f} stall_ms={:.3f} file_mib={:.3f} persist_mib_s={:.1f} "
+      "idle_persist_mib_s={:.1f}\n",
+      overhead_pct, stall, file_mib, persist, idle_persist);
+  report.write(common);
   return 0;
 }
 

@@ -4,7 +4,7 @@
 # one process (2 trainer ranks), and reports the slowdown (target <= 2 %), the stall per
 # checkpoint and the background persist throughput. This script then times `dd ... conv=fsync`
 # writing a file of the checkpoint's size into the same directory and prints the ratio
-# (target >= 70 %). Results: bench-results/checkpoint.txt
+# (target >= 70 %). Results: bench-results/checkpoint.txt, bench-results/checkpoint-CONFIG.json
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=tools/mpi-env.sh
@@ -34,12 +34,13 @@ bench() {  # NAME CONFIG ROUNDS [--set ...]
   echo "== $name" | tee -a "$OUT/checkpoint.txt"
   local out
   out=$("${MPIRUN[@]}" -np 2 "$BENCH" checkpoint --config "$config" --every 100 --rounds "$rounds" \
-    --dir "$DIR" "$@" 2>&1 | tee -a "$OUT/checkpoint.txt")
+    --dir "$DIR" --json "$OUT/checkpoint-$(basename "$config" .toml).json" "$@" 2>&1 |
+    tee -a "$OUT/checkpoint.txt")
   local file persist dd
   file=$(sed -n 's/^RESULT.* file_mib=\([0-9.]*\).*/\1/p' <<<"$out")
-  persist=$(sed -n 's/^RESULT.* persist_mib_s=\([0-9.]*\).*/\1/p' <<<"$out")
+  persist=$(sed -n 's/^RESULT.* idle_persist_mib_s=\([0-9.]*\).*/\1/p' <<<"$out")
   dd=$(dd_mib_s "$file")
-  printf '  dd bs=1M conv=fsync, %s MiB rounded up   %.1f MiB/s (median of 5)\n  persist / dd             %.0f %%\n' \
+  printf '  dd bs=1M conv=fsync, %s MiB rounded up   %.1f MiB/s (median of 5)\n  persist idle / dd        %.0f %%\n' \
     "$file" "$dd" "$(awk -v p="$persist" -v d="$dd" 'BEGIN { print 100 * p / d }')" |
     tee -a "$OUT/checkpoint.txt"
   rm -rf "$DIR/checkpoints"

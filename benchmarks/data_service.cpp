@@ -8,15 +8,12 @@
 #include <fmt/ranges.h>
 #include <boost/program_options.hpp>
 
-#include <algorithm>
 #include <chrono>
-#include <iostream>
-#include <sstream>
-#include <thread>
+#include <limits>
 
-#include "conflux/data/batch_loader.hpp"
-#include "conflux/data/batch_server.hpp"
 #include "conflux/data/catalog.hpp"
+#include "pipeline_harness.hpp"
+#include "report.hpp"
 #include "scenarios.hpp"
 #include "stats.hpp"
 
@@ -44,93 +41,26 @@ struct Options {
   int rounds = 3;
 };
 
-// Stands in for the GPU forward/backward: sleeps, so the trainer's core stays free for its
-// preprocessing thread, as it would while a GPU computes. Not a real compute step.
-void simulated_gpu_step(double ms) {
-  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
-}
-
-data::TransformOptions heavy_cifar_pipeline(int resolution) {
-  data::TransformOptions o;
-  o.resized_crop = resolution;
-  o.hflip = true;
-  o.rotation_degrees = 15;
-  o.brightness = o.contrast = o.saturation = 0.4f;
-  // SimCLR's recipe: blur kernel about a tenth of the image side, applied to half the samples.
-  o.blur_kernel = std::max(3, resolution / 10) | 1;
-  o.blur_probability = 0.5f;
-  o.cutout_size = 8;
-  o.mean = {0.4914f, 0.4822f, 0.4465f};
-  o.std = {0.2470f, 0.2435f, 0.2616f};
-  return o;
-}
-
-data::TransformOptions normalise_only() {
-  data::TransformOptions o;
-  o.mean = {0.5f};
-  o.std = {0.25f};
-  return o;
-}
-
-struct Run {
-  double samples_per_s = 0;
-  double payload_bytes_per_s = 0;
-  data::LoaderStats stats;
-};
-
-// One measurement on both sides: the trainer (rank 0) draws `warmup + steps` batches; every
-// other rank serves until the trainer's goodbye.
-Run measure(const comm::Communicator& service, const data::Dataset& dataset,
-            const data::SampleTransform& transform, const Options& opt, int batch, int steps,
-            double ratio, double gpu_step_ms) {
-  Run run;
-  const int workers = service.size() - 1;
-  if (service.rank() != 0) {
-    data::BatchServerOptions o;
-    o.comm = &service;
-    o.trainer_ranks = {0};
-    o.worker = service.rank() - 1;
-    o.dataset = &dataset;
-    o.transform = &transform;
-    o.threads = opt.worker_threads;
-    o.seed = 1;
-    o.global_batch = static_cast<std::size_t>(batch);
-    o.send_buffers = opt.send_buffers;
-    data::BatchServer(std::move(o)).serve();
-    service.barrier();
-    return run;
-  }
-  data::BatchLoaderOptions o;
+// One measurement with every worker rank serving: the trainer (rank 0) draws `warmup + steps`
+// batches; the others serve until its goodbye.
+PipelineRun measure(const comm::Communicator& service, const data::Dataset& dataset,
+                    const data::SampleTransform& transform, const Options& opt, int batch,
+                    int steps, double ratio, double gpu_step_ms) {
+  PipelineRunOptions o;
+  o.service = &service;
+  o.workers = service.size() - 1;
   o.dataset = &dataset;
   o.transform = &transform;
-  o.seed = 1;
-  o.epochs = 1000;  // never reached: the measurement stops early
-  o.global_batch = static_cast<std::size_t>(batch);
-  o.threads = opt.local_threads;
-  o.prefetch = 4;
+  o.batch = batch;
+  o.warmup_steps = opt.warmup;
+  o.steps = steps;
+  o.gpu_step_ms = gpu_step_ms;
   o.offload_ratio = ratio;
-  o.client.comm = &service;
-  o.client.credits = opt.credits;
-  for (int w = 0; w < workers; ++w) o.client.worker_ranks.push_back(w + 1);
-  data::BatchLoader loader(std::move(o));
-  Clock::time_point start;
-  std::uint64_t bytes_at_start = 0;
-  for (int k = 0; k < opt.warmup + steps; ++k) {
-    if (k == opt.warmup) {
-      start = Clock::now();
-      bytes_at_start = loader.stats().client.payload_bytes;
-    }
-    loader.next();
-    if (gpu_step_ms > 0) simulated_gpu_step(gpu_step_ms);
-  }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  run.stats = loader.stats();
-  run.samples_per_s = static_cast<double>(steps) * batch / seconds;
-  run.payload_bytes_per_s =
-      static_cast<double>(run.stats.client.payload_bytes - bytes_at_start) / seconds;
-  loader.finish();
-  service.barrier();
-  return run;
+  o.local_threads = opt.local_threads;
+  o.worker_threads = opt.worker_threads;
+  o.credits = opt.credits;
+  o.send_buffers = opt.send_buffers;
+  return run_pipeline(o);
 }
 
 // Plain MPI_Send/MPI_Recv of `bytes`-byte messages from rank 1 to rank 0; bytes/s on rank 0.
@@ -152,28 +82,13 @@ double plain_bandwidth(const comm::Communicator& service, std::size_t bytes, int
   return static_cast<double>(bytes) * reps / seconds;
 }
 
-std::vector<double> parse_ratios(const std::string& text) {
-  std::vector<double> ratios;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    try {
-      ratios.push_back(std::stod(item));
-    } catch (const std::exception&) {
-      CONFLUX_INPUT_ERROR("--ratios: '{}' is not a number", item);
-    }
-    CONFLUX_REQUIRE(ratios.back() >= 0 && ratios.back() <= 1, "--ratios: {} is not in [0, 1]",
-                    item);
-  }
-  CONFLUX_REQUIRE(!ratios.empty(), "--ratios: give at least one ratio");
-  return ratios;
-}
-
 }  // namespace
 
 int run_data_service(const std::vector<std::string>& args, const comm::Communicator& world) {
   Options opt;
-  po::options_description desc("conflux-bench data-service options");
+  CommonOptions common;
+  po::options_description desc(
+      "conflux-bench data-service options (mpirun -np 2: 1 trainer + 1 worker)");
   desc.add_options()("help,h", "show this help")(
       "data-dir", po::value(&opt.data_dir)->default_value(opt.data_dir), "dataset directory")(
       "batch", po::value(&opt.batch)->default_value(opt.batch), "batch size of the sweep")(
@@ -199,29 +114,25 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
       "resolution", po::value(&opt.resolution)->default_value(opt.resolution),
       "output size of the random resized crop (32 = CIFAR's own; 96 or 224 = "
       "ImageNet-style upscaled training)");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    if (world.rank() == 0) std::cout << desc << "\n";
-    return 0;
-  }
+  const auto vm = parse_scenario_options("data-service", args, desc, common, world);
+  if (!vm) return 0;
   CONFLUX_REQUIRE(world.size() >= 2,
                   "data-service needs 1 trainer + at least 1 worker rank (mpirun -np 2)");
-  const std::vector<double> ratios = parse_ratios(opt.ratios);
+  const std::vector<double> ratios = parse_ratio_list(opt.ratios, "--ratios");
   CONFLUX_REQUIRE(opt.rounds >= 1 && opt.steps >= 1 && opt.batch >= 1 && opt.goodput_batch >= 1,
                   "--rounds, --steps, --batch and --goodput-batch must be at least 1");
   const comm::Communicator service = world.split(0, world.rank());
   const data::Dataset dataset = data::load_dataset("cifar10", opt.data_dir).train;
   const bool root = world.rank() == 0;
+  Report report("data-service");
+  report.add_parameters(*vm);
+  report.set_parameter("workers", world.size() - 1);
   if (root) {
     fmt::print(
         "data-service: 1 trainer + {} worker rank(s), CIFAR-10 heavy augmentation, batch "
         "{}, {} measured steps per ratio, random resized crop to {}x{}\n"
-        "trainer compute = SIMULATED GPU STEP (sleep {} ms per step, not real compute)\n\n"
-        "{:>6}  {:>10}  {:>8}  {:>15}\n",
-        world.size() - 1, opt.batch, opt.steps, opt.resolution, opt.resolution, opt.gpu_step_ms,
-        "ratio", "samples/s", "speedup", "worker batches");
+        "trainer compute = SIMULATED GPU STEP (sleep {} ms per step, not real compute)\n\n",
+        world.size() - 1, opt.batch, opt.steps, opt.resolution, opt.resolution, opt.gpu_step_ms);
   }
   const data::SampleTransform heavy(heavy_cifar_pipeline(opt.resolution), dataset.shape);
   // Rounds interleave the ratios so that drift in the machine's load hits them alike; each
@@ -230,7 +141,7 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
   std::vector<std::size_t> worker_batches(ratios.size());
   for (int round = 0; round < opt.rounds; ++round) {
     for (std::size_t i = 0; i < ratios.size(); ++i) {
-      const Run run =
+      const PipelineRun run =
           measure(service, dataset, heavy, opt, opt.batch, opt.steps, ratios[i], opt.gpu_step_ms);
       rates[i].push_back(run.samples_per_s);
       speedups[i].push_back(run.samples_per_s / rates[0].back());
@@ -238,16 +149,38 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
     }
   }
   if (root) {
+    Table& sweep = report.add_table(Table(
+        "sweep",
+        fmt::format("offload-ratio sweep (median of {} interleaved rounds; speedup against "
+                    "ratio {:.2f} in the same round)",
+                    opt.rounds, ratios.front()),
+        {{"ratio", 2}, {"samples/s", 0}, {"speedup", 2}, "worker batches", "speedup per round"}));
     std::size_t best = 0;
     for (std::size_t i = 0; i < ratios.size(); ++i) {
       if (median(speedups[i]) > median(speedups[best])) best = i;
-      fmt::print("{:>6.2f}  {:>10.0f}  {:>7.2f}x  {:>15}   [{:.2f}]\n", ratios[i], median(rates[i]),
-                 median(speedups[i]), worker_batches[i], fmt::join(speedups[i], " "));
+      sweep.add_row({ratios[i], median(rates[i]), median(speedups[i]), worker_batches[i],
+                     fmt::format("[{:.2f}]", fmt::join(speedups[i], " "))});
     }
+    sweep.print();
     fmt::print(
         "\nbest: ratio {:.2f} reaches {:.2f}x the samples/s of ratio {:.2f} (median of {} "
         "interleaved rounds; ratio 0 = the trainer preprocessing alone)\n\n",
         ratios[best], median(speedups[best]), ratios.front(), opt.rounds);
+    report.set_summary("best_ratio", ratios[best]);
+    report.set_summary("best_speedup", median(speedups[best]));
+    std::vector<double> medians;
+    for (const auto& r : rates) medians.push_back(median(r));
+    const double bound = opt.gpu_step_ms > 0 ? 1e3 * opt.batch / opt.gpu_step_ms
+                                             : std::numeric_limits<double>::infinity();
+    Plot plot{
+        .title = fmt::format("data service: 1 trainer + {} worker(s), heavy CIFAR-10 at {}x{}, "
+                             "SIMULATED GPU step {} ms",
+                             world.size() - 1, opt.resolution, opt.resolution, opt.gpu_step_ms),
+        .xlabel = "offload ratio (share of batches built by workers)",
+        .ylabel = "samples/s at the trainer (median)",
+        .series = {Series{.title = "measured", .x = ratios, .y = medians}}};
+    add_ceiling(plot, bound, "SIMULATED GPU step bound, samples/s");
+    report.set_plot(std::move(plot));
   }
 
   // Goodput: large batches, a cheap pipeline, no compute step, every batch from the worker.
@@ -263,13 +196,18 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
     fractions.push_back(served.back() / plain.back());
   }
   if (root) {
-    fmt::print(
-        "goodput, batches of {} samples ({:.1f} MiB of images + labels), median of {} "
-        "interleaved rounds:\n"
-        "  plain MPI_Send/MPI_Recv  {:8.0f} MiB/s\n"
-        "  data service (ratio 1)   {:8.0f} MiB/s  = {:.0f} % of plain   [{:.2f}]\n",
-        opt.goodput_batch, batch_bytes / 1048576.0, opt.rounds, median(plain) / 1048576.0,
-        median(served) / 1048576.0, 100 * median(fractions), fmt::join(fractions, " "));
+    Table& goodput = report.add_table(
+        Table("goodput",
+              fmt::format("goodput, batches of {} samples ({:.1f} MiB of images + labels), "
+                          "median of {} interleaved rounds",
+                          opt.goodput_batch, batch_bytes / 1048576.0, opt.rounds),
+              {"path", {"MiB/s", 0}, {"% of plain", 0}, "fraction per round"}));
+    goodput.add_row({"plain MPI_Send/MPI_Recv", median(plain) / 1048576.0, 100.0, "-"});
+    goodput.add_row({"data service (ratio 1)", median(served) / 1048576.0, 100 * median(fractions),
+                     fmt::format("[{:.2f}]", fmt::join(fractions, " "))});
+    goodput.print();
+    report.set_summary("goodput_fraction", median(fractions));
+    report.write(common);
   }
   return 0;
 }

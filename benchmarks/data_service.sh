@@ -4,7 +4,7 @@
 # with a SIMULATED GPU step (a sleep) and the heavy CIFAR-10 pipeline at 96x96, and the data
 # plane's goodput against plain MPI send/recv measured in the same run.
 # Targets: best ratio >= 1.8x the samples/s of ratio 0; goodput >= 70 % of plain MPI.
-# Results: bench-results/transforms.txt, bench-results/data_service.txt
+# Results: bench-results/transforms.{txt,json,png}, bench-results/data_service.{txt,json,png}
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=tools/mpi-env.sh
@@ -13,7 +13,9 @@ DATA=${CONFLUX_DATA:-../shared/data}
 BENCH=${CONFLUX_BIN:-build/bin}/conflux-bench
 OUT=bench-results
 mkdir -p "$OUT"
-"$BENCH" transforms --data-dir "$DATA" | tee "$OUT/transforms.txt"
+"$BENCH" transforms --data-dir "$DATA" --json "$OUT/transforms.json" --plot "$OUT/transforms.png" |
+  tee "$OUT/transforms.txt"
 echo
 "${MPIRUN[@]}" -np 2 "$BENCH" data-service --data-dir "$DATA" --resolution 96 \
-  --ratios 0,0.45,0.5,0.55,0.6,1 --steps 60 --rounds 5 "$@" | tee "$OUT/data_service.txt"
+  --ratios 0,0.45,0.5,0.55,0.6,1 --steps 60 --rounds 5 --json "$OUT/data_service.json" \
+  --plot "$OUT/data_service.png" "$@" | tee "$OUT/data_service.txt"

@@ -18,6 +18,14 @@ using namespace conflux;
 namespace {
 
 const bench::Scenario kScenarios[] = {
+    {"profiler",
+     "training with the step profiler and timeline vs without: overhead (mpirun -np T, all "
+     "trainers)",
+     bench::run_profiler_overhead},
+    {"offload",
+     "auto offload ratio vs fixed ratios: input-bound, compute-bound and drift, SIMULATED GPU "
+     "step (mpirun -np N+1)",
+     bench::run_offload},
     {"transforms", "cost per sample of every transform on CIFAR-10 (1 rank, 1 thread)",
      bench::run_transform_cost},
     {"data-service",
@@ -28,6 +36,18 @@ const bench::Scenario kScenarios[] = {
      "training with checkpoints every N steps vs none: overhead, stall, persist throughput "
      "(mpirun -np T, all trainers)",
      bench::run_checkpoint},
+    {"scaling",
+     "data-service samples/s against 0..N worker ranks, SIMULATED GPU step, best offload "
+     "ratio per count (mpirun -np N+1)",
+     bench::run_scaling},
+    {"grad-sync",
+     "gradient allreduce time, algbw and busbw for the MNIST/CIFAR-10 models and a message-size "
+     "sweep (mpirun -np N, all ranks)",
+     bench::run_grad_sync},
+    {"train",
+     "end-to-end training samples/s per epoch of the real training job for a config "
+     "(mpirun -np trainers+workers)",
+     bench::run_train},
 };
 
 void print_usage() {
@@ -35,6 +55,12 @@ void print_usage() {
       "conflux-bench: benchmark scenarios\n\nUsage:\n  [mpirun -np N] conflux-bench "
       "SCENARIO [options]   (SCENARIO --help for its options)\n\nScenarios:\n");
   for (const auto& s : kScenarios) fmt::print("  {:<14} {}\n", s.name, s.summary);
+  fmt::print(
+      "\nEvery scenario also accepts:\n"
+      "  --json FILE      write the results as JSON (scenario, parameters, tables with rows as "
+      "objects, summary)\n"
+      "  --plot FILE.png  draw the results with gnuplot (skipped, with a message, when gnuplot "
+      "is not installed)\n");
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 #pragma once
 /// @file scenarios.hpp
-/// The conflux-bench scenarios. Each parses its own options (Boost.Program_options), prints a
-/// human-readable report and returns an exit code; main() starts MPI and dispatches.
+/// The conflux-bench scenarios. Each parses its own options (Boost.Program_options) plus the
+/// common --json/--plot (report.hpp), prints a human-readable report and returns an exit code;
+/// main() starts MPI and dispatches.
 
 #include <string>
 #include <vector>
@@ -26,5 +27,21 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
 
 /// Training-time overhead, stall and persist throughput of checkpointing every N steps.
 int run_checkpoint(const std::vector<std::string>& args, const comm::Communicator& world);
+
+/// Data-service throughput against the number of worker ranks (simulated GPU step).
+int run_scaling(const std::vector<std::string>& args, const comm::Communicator& world);
+
+/// Gradient allreduce time and bandwidth for the models' parameter counts and a size sweep.
+int run_grad_sync(const std::vector<std::string>& args, const comm::Communicator& world);
+
+/// End-to-end throughput of the real training job for a config.
+int run_train(const std::vector<std::string>& args, const comm::Communicator& world);
+
+/// Automatic offload ratio against fixed ratios (input-bound, compute-bound, drift), with a
+/// SIMULATED GPU step (1 trainer + workers).
+int run_offload(const std::vector<std::string>& args, const comm::Communicator& world);
+
+/// Cost of the always-on step profiler and timeline against a run without them.
+int run_profiler_overhead(const std::vector<std::string>& args, const comm::Communicator& world);
 
 }  // namespace conflux::bench

@@ -8,13 +8,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "conflux/core/error.hpp"
 #include "conflux/data/catalog.hpp"
 #include "conflux/data/transforms.hpp"
+#include "report.hpp"
 #include "scenarios.hpp"
 
 namespace conflux::bench {
@@ -29,8 +30,9 @@ struct CostArgs {
   std::string data_dir = "../shared/data";
 };
 
-// Returns false when --help was answered.
-bool parse(const std::vector<std::string>& args, CostArgs& out) {
+// Returns nothing when --help was answered.
+std::optional<po::variables_map> parse(const std::vector<std::string>& args, CostArgs& out,
+                                       CommonOptions& common, const comm::Communicator& world) {
   po::options_description options("conflux-bench transforms options");
   options.add_options()("help,h", "show this help")(
       "samples", po::value(&out.samples)->default_value(out.samples),
@@ -39,19 +41,9 @@ bool parse(const std::vector<std::string>& args, CostArgs& out) {
       "mnist, fashion-mnist or cifar10")("data-dir",
                                          po::value(&out.data_dir)->default_value(out.data_dir),
                                          "directory holding mnist/, fashion-mnist/ and cifar-10/");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(options).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    CONFLUX_INPUT_ERROR("transforms: {} (see conflux-bench transforms --help)", e.what());
-  }
-  if (vm.count("help")) {
-    std::cout << options;
-    return false;
-  }
-  CONFLUX_REQUIRE(out.samples > 0, "transforms: --samples must be positive");
-  return true;
+  auto vm = parse_scenario_options("transforms", args, options, common, world);
+  if (vm) CONFLUX_REQUIRE(out.samples > 0, "transforms: --samples must be positive");
+  return vm;
 }
 
 struct Case {
@@ -83,7 +75,9 @@ double microseconds_per_sample(const data::SampleTransform& transform, const dat
 int run_transform_cost(const std::vector<std::string>& args, const comm::Communicator& world) {
   if (world.rank() != 0) return 0;
   CostArgs cost;
-  if (!parse(args, cost)) return 0;
+  CommonOptions common;
+  const auto vm = parse(args, cost, common, world);
+  if (!vm) return 0;
   const data::DatasetSplits splits = data::load_dataset(cost.dataset, cost.data_dir);
   const data::Dataset& train = splits.train;
   const std::size_t samples = std::min(cost.samples, train.size());
@@ -127,18 +121,32 @@ int run_transform_cost(const std::vector<std::string>& args, const comm::Communi
   };
 
   constexpr int kRepetitions = 5;
-  fmt::print("transform cost: {} train, {} samples, {}x{}x{}, 1 thread, median of {}\n",
-             cost.dataset, samples, shape.channels, shape.height, shape.width, kRepetitions);
-  fmt::print("{:<28} {:>10} {:>17}\n", "transform", "us/sample", "+us vs normalise");
+  Report report("transforms");
+  report.add_parameters(*vm);
+  report.set_parameter("repetitions", kRepetitions);
+  Table& table = report.add_table(Table(
+      "cost",
+      fmt::format("transform cost: {} train, {} samples, {}x{}x{}, 1 thread, median of {}",
+                  cost.dataset, samples, shape.channels, shape.height, shape.width, kRepetitions),
+      {"transform", {"us/sample", 3}, {"+us vs normalise", 3}}));
   double baseline = 0.0;
+  std::vector<std::string> names;
   for (const Case& c : cases) {
     data::TransformOptions options = base;
     c.enable(options);
     const data::SampleTransform transform(options, shape);
     const double us = microseconds_per_sample(transform, train, samples, kRepetitions);
     if (&c == &cases.front()) baseline = us;
-    fmt::print("{:<28} {:>10.3f} {:>+17.3f}\n", c.name, us, us - baseline);
+    table.add_row({c.name, us, us - baseline});
+    names.push_back(c.name);
   }
+  table.print();
+  report.set_plot(Plot{.title = table.title(),
+                       .xlabel = "transform",
+                       .ylabel = "us per sample (1 thread)",
+                       .categories = names,
+                       .series = {Series{.title = "us/sample", .y = table.numbers("us/sample")}}});
+  report.write(common);
   return 0;
 }
 

@@ -19,7 +19,7 @@ namespace conflux::profile {
 /// Settings of a Timeline.
 struct TimelineOptions {
   bool enabled = true;              ///< false: every call is a cheap no-op
-  std::string process_name;         ///< this rank's track group, e.g. "trainer 0 (rank 0)"
+  std::string process_name = {};    ///< this rank's track group, e.g. "trainer 0 (rank 0)"
   std::size_t max_events = 500000;  ///< later events are counted as dropped, not stored
 };
 

@@ -1,0 +1,220 @@
+// conflux-bench grad-sync: what the gradient allreduce of data-parallel training costs per
+// iteration. Times conflux's comm::MpiAllreduceSync (the trainers' gradient sum) on every rank
+// for the parameter counts of the configured models and a sweep of message sizes, and reports
+// the median time with nccl-tests' algorithm and bus bandwidth.
+
+#include <fmt/format.h>
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <sstream>
+
+#include "conflux/comm/agreement.hpp"
+#include "conflux/comm/gradient_sync.hpp"
+#include "conflux/core/config.hpp"
+#include "conflux/model/model.hpp"
+#include "conflux/train/training_data.hpp"
+#include "conflux/train/transform_setup.hpp"
+#include "report.hpp"
+#include "scenarios.hpp"
+#include "stats.hpp"
+
+namespace conflux::bench {
+
+namespace po = boost::program_options;
+
+namespace {
+
+struct Options {
+  std::string configs = "configs/mnist_mlp.toml,configs/cifar10_cnn.toml";
+  std::vector<std::string> overrides;
+  std::size_t min_bytes = 4096;
+  std::size_t max_bytes = 16 << 20;
+  int factor = 4;
+  int iters = 20;
+  int warmup = 3;
+  double timeout_s = 60;
+};
+
+// One buffer to time: a model's gradient or a size of the sweep.
+struct Buffer {
+  std::string what;
+  std::size_t floats = 0;
+};
+
+// The parameter count of the model `path` describes, built as a trainer builds it (the input
+// shape comes from the dataset and the transform, so the data must be readable).
+std::size_t parameter_count(const std::string& path, const std::vector<std::string>& overrides) {
+  const Config config = load_config_file(path, ConfigSources{overrides, "", "bench"});
+  const data::DatasetSplits data = train::load_training_data(config);
+  const data::SampleTransform transform = train::make_transform(config, data.train);
+  const data::ImageShape in = transform.output_shape();
+  const model::Model model(config.layers(), {in.channels, in.height, in.width},
+                           data.train.num_classes, config.run().seed);
+  return model.params().size();
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// Seconds of each timed iteration, the slowest rank's: an allreduce is done only when it is
+// done everywhere.
+std::vector<double> time_allreduce(const comm::Communicator& ranks, comm::GradientSync& sync,
+                                   std::size_t floats, const Options& opt) {
+  std::vector<float> gradients(floats);
+  std::vector<double> seconds;
+  for (int k = 0; k < opt.warmup + opt.iters; ++k) {
+    // Fresh values every time: repeated sums of the same buffer would overflow to infinity.
+    std::fill(gradients.begin(), gradients.end(), 1.0f);
+    ranks.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    sync.sum(gradients);
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    if (k >= opt.warmup) seconds.push_back(elapsed.count());
+  }
+  CONFLUX_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()),
+                                  MPI_DOUBLE, MPI_MAX, ranks.get()));
+  CONFLUX_CHECK(gradients.front() == static_cast<float>(ranks.size()),
+                "grad-sync: the allreduce summed to {}, not {}", gradients.front(), ranks.size());
+  return seconds;
+}
+
+// "4 KiB", "16 MiB": the sweep's sizes are powers of two.
+std::string byte_size(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 3) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return fmt::format("{:g} {}", bytes, units[unit]);
+}
+
+}  // namespace
+
+int run_grad_sync(const std::vector<std::string>& args, const comm::Communicator& world) {
+  Options opt;
+  CommonOptions common;
+  po::options_description desc("conflux-bench grad-sync options (mpirun -np N: all N ranks sum)");
+  desc.add_options()("help,h", "show this help")(
+      "configs", po::value(&opt.configs)->default_value(opt.configs),
+      "comma-separated training configs whose models' parameter counts are timed (empty: "
+      "none)")("set", po::value(&opt.overrides)->composing(),
+               "config override KEY=VALUE for every config, e.g. data.dir=DIR (repeatable)")(
+      "min-bytes", po::value(&opt.min_bytes)->default_value(opt.min_bytes),
+      "smallest message of the sweep")(
+      "max-bytes", po::value(&opt.max_bytes)->default_value(opt.max_bytes),
+      "largest message of the sweep")("factor", po::value(&opt.factor)->default_value(opt.factor),
+                                      "ratio of one sweep size to the next")(
+      "iters", po::value(&opt.iters)->default_value(opt.iters),
+      "timed allreduces per size; the median is reported")(
+      "warmup", po::value(&opt.warmup)->default_value(opt.warmup), "untimed first allreduces")(
+      "timeout-s", po::value(&opt.timeout_s)->default_value(opt.timeout_s),
+      "longest wait for one allreduce (as cluster.peer_timeout_s)");
+  const auto vm = parse_scenario_options("grad-sync", args, desc, common, world);
+  if (!vm) return 0;
+  CONFLUX_REQUIRE(world.size() >= 2,
+                  "grad-sync needs at least 2 ranks (mpirun -np 2): with 1 rank there is "
+                  "nothing to sum and MpiAllreduceSync does nothing");
+  CONFLUX_REQUIRE(opt.iters >= 1 && opt.warmup >= 0 && opt.factor >= 2,
+                  "grad-sync: --iters >= 1, --warmup >= 0 and --factor >= 2 needed");
+  CONFLUX_REQUIRE(opt.min_bytes >= sizeof(float) && opt.min_bytes <= opt.max_bytes,
+                  "grad-sync: need 4 <= --min-bytes <= --max-bytes");
+
+  // Rank 0 builds the models; run_agreed makes a bad config fail on every rank, not hang.
+  std::vector<Buffer> buffers;
+  std::string counts;
+  comm::run_agreed(world, [&] {
+    if (world.rank() != 0) return;
+    for (const std::string& path : split_list(opt.configs)) {
+      counts += fmt::format("{} {}\n", parameter_count(path, opt.overrides), path);
+    }
+  });
+  std::stringstream in(world.broadcast(counts, 0));
+  for (std::string line; std::getline(in, line);) {
+    const std::size_t space = line.find(' ');
+    const std::string path = line.substr(space + 1);
+    const std::string name = path.substr(path.find_last_of('/') + 1);
+    buffers.push_back(Buffer{fmt::format("model {}", name.substr(0, name.rfind(".toml"))),
+                             std::stoul(line.substr(0, space))});
+  }
+  for (std::size_t bytes = opt.min_bytes; bytes <= opt.max_bytes;
+       bytes *= static_cast<std::size_t>(opt.factor)) {
+    buffers.push_back(Buffer{"sweep", bytes / sizeof(float)});
+  }
+  std::stable_sort(buffers.begin(), buffers.end(),
+                   [](const Buffer& a, const Buffer& b) { return a.floats < b.floats; });
+
+  const comm::Communicator ranks = world.split(0, world.rank());
+  comm::MpiAllreduceSync sync(ranks, std::chrono::duration<double>(opt.timeout_s));
+  const int n = ranks.size();
+  const bool root = world.rank() == 0;
+  if (root) {
+    fmt::print(
+        "grad-sync: {} on {} ranks (MPI_Iallreduce, MPI_SUM, float32, in place), median of {} "
+        "after {} warm-up; time of the slowest rank\n"
+        "algbw = bytes / time; busbw = algbw * 2(n-1)/n (nccl-tests' definitions)\n\n",
+        sync.name(), n, opt.iters, opt.warmup);
+  }
+  Report report("grad-sync");
+  report.add_parameters(*vm);
+  report.set_parameter("ranks", n);
+  Table& table = report.add_table(
+      Table("allreduce", fmt::format("gradient allreduce per iteration, {} ranks", n),
+            {"buffer",
+             "floats",
+             "bytes",
+             {"median us", 1},
+             {"min us", 1},
+             {"algbw GB/s", 3},
+             {"busbw GB/s", 3}}));
+  Series sweep_bus{.title = "busbw, message-size sweep"};
+  Series sweep_alg{.title = "algbw, message-size sweep", .style = "linespoints dashtype 2"};
+  Series models{.title = "busbw, model gradients", .style = "points pointsize 2"};
+  for (const Buffer& b : buffers) {
+    const std::vector<double> seconds = time_allreduce(ranks, sync, b.floats, opt);
+    if (!root) continue;
+    const double bytes = static_cast<double>(b.floats * sizeof(float));
+    const double t = median(seconds);
+    const double algbw = bytes / t / 1e9;
+    const double busbw = algbw * 2 * (n - 1) / n;
+    table.add_row({b.what, b.floats, b.floats * sizeof(float), 1e6 * t,
+                   1e6 * *std::min_element(seconds.begin(), seconds.end()), algbw, busbw});
+    Series& bus = b.what == "sweep" ? sweep_bus : models;
+    bus.x.push_back(bytes);
+    bus.y.push_back(busbw);
+    if (b.what == "sweep") {
+      sweep_alg.x.push_back(bytes);
+      sweep_alg.y.push_back(algbw);
+    }
+  }
+  if (!root) return 0;
+  table.print();
+  fmt::print("\n");
+  for (const Buffer& b : buffers) {
+    if (b.what != "sweep") {
+      report.set_summary(b.what.substr(6) + "_parameters", b.floats);
+    }
+  }
+  std::vector<std::pair<double, std::string>> tics;
+  for (const double bytes : sweep_bus.x) tics.emplace_back(bytes, byte_size(bytes));
+  report.set_plot(Plot{.title = fmt::format("gradient allreduce ({}), {} ranks", sync.name(), n),
+                       .xlabel = "message bytes (float32 gradients)",
+                       .ylabel = "bandwidth GB/s",
+                       .logx = true,
+                       .xtics = tics,
+                       .series = {sweep_bus, sweep_alg, models}});
+  report.write(common);
+  return 0;
+}
+
+}  // namespace conflux::bench

@@ -1,0 +1,384 @@
+// conflux-bench offload: the automatic offload ratio against fixed ratios, with a SIMULATED
+// GPU STEP (a sleep) as the trainer's compute. Three parts, all in one run:
+//  - input-bound (heavy CIFAR-10 augmentation, 1 trainer + 1..N workers): a sweep of fixed
+//    ratios, the ideal bound min(compute ceiling, local + worker preprocessing capacity), and
+//    "auto" (the controller conflux train uses) in steady state;
+//  - compute-bound (a long simulated step): auto against no offloading;
+//  - drift: with auto running, one worker becomes 2x slower mid-run; throughput per second
+//    against the new ideal, and the timeline of steps, ratio and decisions.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "conflux/core/error.hpp"
+#include "conflux/data/catalog.hpp"
+#include "conflux/profile/offload_controller.hpp"
+#include "conflux/profile/step_profiler.hpp"
+#include "conflux/profile/timeline.hpp"
+#include "pipeline_harness.hpp"
+#include "report.hpp"
+#include "scenarios.hpp"
+#include "stats.hpp"
+
+namespace conflux::bench {
+
+namespace po = boost::program_options;
+
+namespace {
+
+struct Options {
+  std::string data_dir = "../shared/data";
+  int batch = 128;
+  int steps = 40;
+  int warmup = 20;
+  double seconds = 2;  // measured time of every input-bound run
+  int rounds = 3;
+  double gpu_step_ms = 2;
+  double compute_bound_gpu_step_ms = 60;
+  std::string ratios = "0,0.2,0.35,0.5,0.6,0.7,0.8,0.9,1";
+  int auto_warmup = 600;  // steps before auto's measurement: start-up profile + convergence
+  double drift_seconds = 24;
+  double slow_factor = 2;
+  double interval_s = 0.25;
+  int resolution = 32;
+  std::string timeline = "bench-results/offload-drift-timeline.json";
+};
+
+// The controller conflux train runs, driven from the harness's per-step hook.
+class AutoOffload {
+ public:
+  AutoOffload(double interval_s, profile::Timeline* timeline)
+      : profiler_(interval_s, {5, 25}),
+        controller_({.initial_steps = 5, .profile_steps = 20}),
+        timeline_(timeline),
+        start_(SteadyClock::now()) {}
+
+  void on_step(data::BatchLoader& loader, const StepTiming& t) {
+    const auto now = SteadyClock::now();
+    if (timeline_ != nullptr) {
+      const auto end = now;
+      const auto wait_end = end - std::chrono::duration_cast<SteadyClock::duration>(
+                                      std::chrono::duration<double>(t.compute_s));
+      const auto begin = wait_end - std::chrono::duration_cast<SteadyClock::duration>(
+                                        std::chrono::duration<double>(t.wait_s));
+      timeline_->span("data wait", "data", begin, wait_end);
+      timeline_->span("SIMULATED GPU step", "train", wait_end, end);
+    }
+    if (!profiler_.record({.data_wait = t.wait_s, .compute = t.compute_s}, now)) return;
+    const profile::ProfileWindow w =
+        profiler_.close(loader.pipeline_counters(), loader.offload_ratio(), now);
+    if (timeline_ != nullptr) {
+      timeline_->counter("steps per s", w.seconds > 0 ? w.steps / w.seconds : 0);
+    }
+    if (const auto d = controller_.on_window(w.sample)) {
+      loader.set_offload_ratio(d->ratio);
+      decisions_.push_back({seconds_since(start_), d->previous, d->ratio, d->reason});
+      if (timeline_ != nullptr) {
+        timeline_->instant(
+            "offload decision", "profile",
+            fmt::format("{{\"from\": {:.3f}, \"to\": {:.3f}}}", d->previous, d->ratio));
+        timeline_->counter("offload ratio", d->ratio);
+      }
+    }
+  }
+
+  struct Logged {
+    double t_s, from, to;
+    std::string reason;
+  };
+  const std::vector<Logged>& decisions() const { return decisions_; }
+
+ private:
+  profile::StepProfiler profiler_;
+  profile::OffloadController controller_;
+  profile::Timeline* timeline_;
+  SteadyClock::time_point start_;
+  std::vector<Logged> decisions_;
+};
+
+PipelineRunOptions base_options(const comm::Communicator& service, int workers,
+                                const data::Dataset& dataset, const data::SampleTransform& t,
+                                const Options& opt) {
+  PipelineRunOptions o;
+  o.service = &service;
+  o.workers = workers;
+  o.dataset = &dataset;
+  o.transform = &t;
+  o.batch = opt.batch;
+  o.warmup_steps = opt.warmup;
+  o.steps = opt.steps;
+  o.duration_s = opt.seconds;
+  o.gpu_step_ms = opt.gpu_step_ms;
+  o.credits = 4;
+  o.send_buffers = 3;
+  return o;
+}
+
+// Samples/s of the steps whose end lies in [from, to) seconds.
+double rate_between(const std::vector<StepTiming>& steps, double from, double to) {
+  std::size_t samples = 0;
+  double first = -1, last = 0;
+  for (const StepTiming& s : steps) {
+    if (s.end_s < from || s.end_s >= to) continue;
+    if (first < 0) first = s.end_s;
+    last = s.end_s;
+    samples += s.samples;
+  }
+  return last > first && first >= 0 ? static_cast<double>(samples) / (last - first) : 0;
+}
+
+}  // namespace
+
+int run_offload(const std::vector<std::string>& args, const comm::Communicator& world) {
+  Options opt;
+  CommonOptions common;
+  po::options_description desc(
+      "conflux-bench offload options (mpirun -np N+1: 1 trainer, 1..N workers)");
+  desc.add_options()("help,h", "show this help")(
+      "data-dir", po::value(&opt.data_dir)->default_value(opt.data_dir), "dataset directory")(
+      "batch", po::value(&opt.batch)->default_value(opt.batch), "samples per step")(
+      "seconds", po::value(&opt.seconds)->default_value(opt.seconds),
+      "measured seconds of every input-bound run")(
+      "rounds", po::value(&opt.rounds)->default_value(opt.rounds),
+      "interleaved rounds of the sweep and auto; medians are compared")(
+      "gpu-step-ms", po::value(&opt.gpu_step_ms)->default_value(opt.gpu_step_ms),
+      "SIMULATED GPU step of the input-bound part (a sleep, not real compute)")(
+      "compute-bound-gpu-step-ms",
+      po::value(&opt.compute_bound_gpu_step_ms)->default_value(opt.compute_bound_gpu_step_ms),
+      "SIMULATED GPU step of the compute-bound part")(
+      "ratios", po::value(&opt.ratios)->default_value(opt.ratios), "fixed ratios swept")(
+      "auto-warmup", po::value(&opt.auto_warmup)->default_value(opt.auto_warmup),
+      "steps before auto's measurement (start-up profile and convergence)")(
+      "drift-seconds", po::value(&opt.drift_seconds)->default_value(opt.drift_seconds),
+      "length of the drift run (the slow-down starts in its middle)")(
+      "slow-factor", po::value(&opt.slow_factor)->default_value(opt.slow_factor),
+      "how much slower worker 0 gets in the drift run")(
+      "interval", po::value(&opt.interval_s)->default_value(opt.interval_s),
+      "profiling window / controller period in seconds (profile.interval_s)")(
+      "timeline", po::value(&opt.timeline)->default_value(opt.timeline),
+      "Chrome-trace file of the drift run");
+  const auto vm = parse_scenario_options("offload", args, desc, common, world);
+  if (!vm) return 0;
+  CONFLUX_REQUIRE(world.size() >= 2, "offload: needs at least 2 ranks (1 trainer + workers)");
+  const std::vector<double> ratios = parse_ratio_list(opt.ratios, "--ratios");
+  const comm::Communicator service = world.split(0, world.rank());
+  const int max_workers = world.size() - 1;
+  const data::Dataset dataset = data::load_dataset("cifar10", opt.data_dir).train;
+  const data::SampleTransform heavy(heavy_cifar_pipeline(opt.resolution), dataset.shape);
+  const bool root = world.rank() == 0;
+  if (root) {
+    fmt::print(
+        "offload: auto vs fixed ratios, 1 trainer + 1..{} worker(s), CIFAR-10 heavy "
+        "augmentation, batch {}\ntrainer compute = SIMULATED GPU STEP (a sleep, not real "
+        "compute): {} ms input-bound, {} ms compute-bound\n\n",
+        max_workers, opt.batch, opt.gpu_step_ms, opt.compute_bound_gpu_step_ms);
+  }
+  Report report("offload");
+  report.add_parameters(*vm);
+  Table& summary = report.add_table(
+      Table("input_bound",
+            "input-bound: auto against the best fixed ratio and the ideal bound (samples/s)",
+            {"workers",
+             {"local only", 0},
+             {"workers only", 0},
+             {"pipeline cap", 0},
+             {"compute cap", 0},
+             {"ideal", 0},
+             {"best fixed", 0},
+             {"best ratio", 2},
+             {"auto", 0},
+             {"auto ratio", 2},
+             {"auto/best %", 1},
+             {"auto/ideal %", 1}}));
+  Table sweep("sweep", "fixed-ratio sweep (samples/s)",
+              {"workers", {"ratio", 2}, {"samples/s", 0}});
+  std::vector<Series> plot_series;
+
+  for (int workers = 1; workers <= max_workers; ++workers) {
+    // Preprocessing capacity: the pipeline with no compute step, at a few ratios. The best of
+    // them is what the trainer's threads and the workers deliver together on these cores
+    // (local-only + workers-only would count the shared cores twice).
+    auto o = base_options(service, workers, dataset, heavy, opt);
+    o.gpu_step_ms = 0;
+    double local_cap = 0, workers_cap = 0, pipeline_cap = 0;
+    for (const double r : {0.0, 0.25, 0.4, 0.5, 0.6, 0.75, 1.0}) {
+      o.offload_ratio = r;
+      const double rate = run_pipeline(o).samples_per_s;
+      if (r == 0) local_cap = rate;
+      if (r == 1) workers_cap = rate;
+      pipeline_cap = std::max(pipeline_cap, rate);
+    }
+    const double compute_cap = 1e3 * opt.batch / opt.gpu_step_ms;
+    const double ideal = std::min(compute_cap, pipeline_cap);
+    Series series{.title = fmt::format("{} worker(s), fixed", workers)};
+    // Rounds interleave every fixed ratio and auto, so the machine's drifting load hits them
+    // alike; medians are compared.
+    std::vector<std::vector<double>> fixed(ratios.size());
+    std::vector<double> auto_rates, auto_ratios;
+    std::vector<AutoOffload::Logged> decisions;
+    for (int round = 0; round < opt.rounds; ++round) {
+      for (std::size_t i = 0; i < ratios.size(); ++i) {
+        auto f = base_options(service, workers, dataset, heavy, opt);
+        f.offload_ratio = ratios[i];
+        fixed[i].push_back(run_pipeline(f).samples_per_s);
+      }
+      auto a = base_options(service, workers, dataset, heavy, opt);
+      a.warmup_steps = opt.auto_warmup;
+      a.offload_ratio = 0;
+      AutoOffload tuner(opt.interval_s, nullptr);
+      double auto_ratio = 0;
+      a.on_step = [&](std::size_t, data::BatchLoader& loader, const StepTiming& t) {
+        tuner.on_step(loader, t);
+        auto_ratio = loader.offload_ratio();
+      };
+      auto_rates.push_back(run_pipeline(a).samples_per_s);
+      auto_ratios.push_back(auto_ratio);
+      if (round == 0) decisions = tuner.decisions();
+    }
+    if (!root) continue;
+    double best = 0, best_ratio = 0;
+    for (std::size_t i = 0; i < ratios.size(); ++i) {
+      const double rate = median(fixed[i]);
+      sweep.add_row({workers, ratios[i], rate});
+      series.x.push_back(ratios[i]);
+      series.y.push_back(rate);
+      if (rate > best) best = rate, best_ratio = ratios[i];
+    }
+    const double auto_rate = median(auto_rates);
+    summary.add_row({workers, local_cap, workers_cap, pipeline_cap, compute_cap, ideal, best,
+                     best_ratio, auto_rate, median(auto_ratios), 100 * auto_rate / best,
+                     100 * auto_rate / ideal});
+    for (const auto& d : decisions) {
+      fmt::print("  [{} worker(s), round 0] t={:.2f} s ratio {:.2f} -> {:.2f}: {}\n", workers,
+                 d.t_s, d.from, d.to, d.reason);
+    }
+    plot_series.push_back(std::move(series));
+  }
+
+  // Compute-bound: auto against ratio 0 with a long simulated step, alternating.
+  Table& compute = report.add_table(
+      Table("compute_bound", "compute-bound: auto against no offloading (samples/s)",
+            {"round", {"ratio 0", 1}, {"auto", 1}, {"auto ratio", 2}, {"cost %", 2}}));
+  std::vector<double> costs;
+  for (int round = 0; round < 3; ++round) {
+    auto o = base_options(service, max_workers, dataset, heavy, opt);
+    o.gpu_step_ms = opt.compute_bound_gpu_step_ms;
+    o.warmup_steps = 30;
+    o.steps = 40;
+    const double plain = run_pipeline(o).samples_per_s;
+    AutoOffload tuner(opt.interval_s, nullptr);
+    double auto_ratio = 0;
+    o.on_step = [&](std::size_t, data::BatchLoader& loader, const StepTiming& t) {
+      tuner.on_step(loader, t);
+      auto_ratio = loader.offload_ratio();
+    };
+    const double with_auto = run_pipeline(o).samples_per_s;
+    if (!root) continue;
+    const double cost = 100 * (1 - with_auto / plain);
+    costs.push_back(cost);
+    compute.add_row({round, plain, with_auto, auto_ratio, cost});
+  }
+
+  // Drift: worker 0 becomes slow_factor times slower half-way through an auto run.
+  profile::Timeline timeline(profile::TimelineOptions{
+      .enabled = true, .process_name = fmt::format("rank {}", world.rank())});
+  timeline.name_thread(root ? "trainer main" : "worker");
+  auto d = base_options(service, max_workers, dataset, heavy, opt);
+  d.warmup_steps = 0;
+  d.duration_s = opt.drift_seconds;
+  d.fault_worker = 0;
+  d.fault.mode = data::WorkerFault::Mode::kSlow;
+  d.fault.factor = opt.slow_factor;
+  AutoOffload tuner(opt.interval_s, root ? &timeline : nullptr);
+  // The slow-down starts after a number of answers that worker 0 reaches about half-way: its
+  // share of the measured rate over half the run (from a short auto run's figures).
+  d.fault.after = 0;
+  double onset_s = -1;
+  std::uint64_t answers_at_half = 0;
+  {
+    auto probe = base_options(service, max_workers, dataset, heavy, opt);
+    probe.warmup_steps = 0;
+    probe.duration_s = opt.drift_seconds / 2;
+    AutoOffload probe_tuner(opt.interval_s, nullptr);
+    probe.on_step = [&](std::size_t, data::BatchLoader& loader, const StepTiming& t) {
+      probe_tuner.on_step(loader, t);
+      const auto c = loader.pipeline_counters();
+      if (!c.workers.empty()) answers_at_half = c.workers[0].answers;
+    };
+    run_pipeline(probe);
+  }
+  std::uint64_t after = 0;
+  if (root) after = answers_at_half;
+  after = static_cast<std::uint64_t>(std::stoull(world.broadcast(std::to_string(after), 0)));
+  d.fault.after = after;
+  const auto run_start = SteadyClock::now();
+  d.on_step = [&](std::size_t, data::BatchLoader& loader, const StepTiming& t) {
+    tuner.on_step(loader, t);
+    if (onset_s < 0) {
+      const auto c = loader.pipeline_counters();
+      if (!c.workers.empty() && c.workers[0].answers >= after) {
+        onset_s = seconds_since(run_start);
+        timeline.instant("worker 0 slowed", "fault",
+                         fmt::format("{{\"factor\": {}}}", opt.slow_factor));
+      }
+    }
+  };
+  const PipelineRun drift = run_pipeline(d);
+  timeline.write_merged(world, opt.timeline);
+  if (!root) return 0;
+
+  summary.print();
+  fmt::print("\n");
+  sweep.print();
+  fmt::print("\n");
+  compute.print();
+  fmt::print("  median cost of auto against no offloading: {:.2f} %\n\n", median(costs));
+
+  const auto& rows = summary.rows();
+  // New ideal after the slow-down: the pipeline capacity less what worker 0 no longer builds
+  // (the lost part of its share of the workers-only rate).
+  const double workers_cap = rows.back()[2].number(), pipeline_cap = rows.back()[3].number();
+  const double compute_cap = rows.back()[4].number();
+  const double per_worker = workers_cap / max_workers;
+  const double new_ideal =
+      std::min(compute_cap, pipeline_cap - per_worker * (1 - 1 / opt.slow_factor));
+  Table& bins = report.add_table(
+      Table("drift",
+            fmt::format("drift: worker 0 {}x slower from t = {:.1f} s (samples/s per second; "
+                        "new ideal {:.0f})",
+                        opt.slow_factor, onset_s, new_ideal),
+            {{"t s", 0}, {"samples/s", 0}, {"of new ideal %", 0}}));
+  // The drift run's step times count from its own start; the harness measures from step 0.
+  double recovered_s = -1;
+  for (double t = 0; t + 1 <= drift.seconds; t += 1) {
+    const double rate = rate_between(drift.steps, t, t + 1);
+    bins.add_row({t, rate, 100 * rate / new_ideal});
+    if (onset_s >= 0 && t >= onset_s && recovered_s < 0 && rate >= 0.9 * new_ideal) {
+      recovered_s = t + 1 - onset_s;
+    }
+  }
+  bins.print();
+  for (const auto& dd : tuner.decisions()) {
+    fmt::print("  drift decision t={:.2f} s ratio {:.2f} -> {:.2f}: {}\n", dd.t_s, dd.from, dd.to,
+               dd.reason);
+  }
+  fmt::print(
+      "  after the slow-down at t = {:.1f} s, throughput is >= 90 % of the new ideal {} "
+      "(timeline: {})\n",
+      onset_s,
+      recovered_s >= 0 ? fmt::format("within {:.1f} s", recovered_s) : std::string("never"),
+      opt.timeline);
+  report.set_summary("compute_bound_cost_pct", median(costs));
+  report.set_summary("drift_recovery_s", recovered_s);
+  report.set_plot(Plot{.title = "offload: fixed-ratio sweep (auto in the summary table)",
+                       .xlabel = "offload ratio",
+                       .ylabel = "samples/s",
+                       .series = plot_series});
+  report.write(common);
+  return 0;
+}
+
+}  // namespace conflux::bench

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Benchmark: the conflux-bench scenarios that write JSON and plots, on this machine.
+#  - scaling:   data-service samples/s with 0..N worker ranks (1 trainer whose compute is a
+#               SIMULATED GPU step, a sleep; heavy CIFAR-10 augmentation);
+#  - grad-sync: gradient allreduce time and bandwidth over all ranks, for the MNIST MLP and
+#               CIFAR-10 CNN parameter counts and a message-size sweep;
+#  - train:     the real training job (1 trainer + the other ranks as workers, heavy CIFAR-10
+#               augmentation, half of the batches from the workers), samples/s per epoch.
+# BENCH_RANKS (default 3) ranks each. Results: bench-results/{scaling,grad_sync,train}.{txt,json,png}
+# (the plots need gnuplot; `make bench-deps` installs gnuplot-nox).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=tools/mpi-env.sh
+source tools/mpi-env.sh
+DATA=${CONFLUX_DATA:-../shared/data}
+BENCH=${CONFLUX_BIN:-build/bin}/conflux-bench
+RANKS=${BENCH_RANKS:-3}
+OUT=bench-results
+mkdir -p "$OUT"
+
+run() {  # NAME SCENARIO [options...]: prints, keeps the text, writes NAME.json and NAME.png
+  local name=$1 scenario=$2
+  shift 2
+  echo "== conflux-bench $scenario ($RANKS ranks)"
+  "${MPIRUN[@]}" -np "$RANKS" "$BENCH" "$scenario" --json "$OUT/$name.json" \
+    --plot "$OUT/$name.png" "$@" | tee "$OUT/$name.txt"
+  echo
+}
+
+run scaling scaling --data-dir "$DATA"
+run grad_sync grad-sync --set "data.dir=$DATA"
+run train train --config configs/cifar10_heavy_service.toml --set "data.dir=$DATA" \
+  --dir "$OUT/train-run"
