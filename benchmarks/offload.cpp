@@ -39,10 +39,10 @@ struct Options {
   double gpu_step_ms = 2;
   double compute_bound_gpu_step_ms = 60;
   std::string ratios = "0,0.2,0.35,0.5,0.6,0.7,0.8,0.9,1";
-  int auto_warmup = 600;  // steps before auto's measurement: start-up profile + convergence
+  int auto_warmup = 2000;  // steps before auto's measurement: start-up profile + search
   double drift_seconds = 24;
   double slow_factor = 2;
-  double interval_s = 0.25;
+  double interval_s = 0.5;
   int resolution = 32;
   std::string timeline = "bench-results/offload-drift-timeline.json";
 };
@@ -75,12 +75,13 @@ class AutoOffload {
     }
     if (const auto d = controller_.on_window(w.sample)) {
       loader.set_offload_ratio(d->ratio);
+      if (timeline_ != nullptr) timeline_->counter("offload ratio", d->ratio);
+      if (d->probe) return;  // a trial of the search
       decisions_.push_back({seconds_since(start_), d->previous, d->ratio, d->reason});
       if (timeline_ != nullptr) {
         timeline_->instant(
             "offload decision", "profile",
             fmt::format("{{\"from\": {:.3f}, \"to\": {:.3f}}}", d->previous, d->ratio));
-        timeline_->counter("offload ratio", d->ratio);
       }
     }
   }
@@ -211,22 +212,24 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
       if (r == 1) workers_cap = rate;
       pipeline_cap = std::max(pipeline_cap, rate);
     }
-    const double compute_cap = 1e3 * opt.batch / opt.gpu_step_ms;
-    const double ideal = std::min(compute_cap, pipeline_cap);
     Series series{.title = fmt::format("{} worker(s), fixed", workers)};
     // Rounds interleave every fixed ratio and auto, so the machine's drifting load hits them
     // alike; medians are compared.
     std::vector<std::vector<double>> fixed(ratios.size());
     std::vector<double> auto_rates, auto_ratios;
+    std::vector<double> step_compute_s;  // the simulated step as measured, waits excluded
     std::vector<AutoOffload::Logged> decisions;
     for (int round = 0; round < opt.rounds; ++round) {
       for (std::size_t i = 0; i < ratios.size(); ++i) {
         auto f = base_options(service, workers, dataset, heavy, opt);
         f.offload_ratio = ratios[i];
-        fixed[i].push_back(run_pipeline(f).samples_per_s);
+        const PipelineRun run = run_pipeline(f);
+        fixed[i].push_back(run.samples_per_s);
+        for (const StepTiming& s : run.steps) step_compute_s.push_back(s.compute_s);
       }
       auto a = base_options(service, workers, dataset, heavy, opt);
       a.warmup_steps = opt.auto_warmup;
+      a.duration_s = 3 * opt.seconds;  // long enough to include the search's probes
       a.offload_ratio = 0;
       AutoOffload tuner(opt.interval_s, nullptr);
       double auto_ratio = 0;
@@ -239,6 +242,13 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
       if (round == 0) decisions = tuner.decisions();
     }
     if (!root) continue;
+    // The compute ceiling: the same steps with the data waits removed (a sleep of 2 ms takes a
+    // little longer than 2 ms, and the loop adds its own overhead).
+    double compute_sum = 0;
+    for (const double c : step_compute_s) compute_sum += c;
+    const double compute_cap =
+        step_compute_s.empty() ? 0 : opt.batch * step_compute_s.size() / compute_sum;
+    const double ideal = std::min(compute_cap, pipeline_cap);
     double best = 0, best_ratio = 0;
     for (std::size_t i = 0; i < ratios.size(); ++i) {
       const double rate = median(fixed[i]);

@@ -64,6 +64,9 @@ void PipelineProfiler::on_step_end(StepContext& context) {
   const std::optional<profile::Decision> decision = controller_->on_window(window.sample);
   if (!decision) return;
   offload.set_offload_ratio(decision->ratio);
+  if (timeline != nullptr && timeline->enabled())
+    timeline->counter("offload ratio", decision->ratio);
+  if (decision->probe) return;  // a trial of the search: on the timeline's counter only
   ++decisions_;
   if (options_.log != nullptr) {
     options_.log->info("offload: trainer {} at step {}: ratio {:.2f} -> {:.2f}: {}",
@@ -75,7 +78,6 @@ void PipelineProfiler::on_step_end(StepContext& context) {
         "offload decision", "profile",
         fmt::format("{{\"from\": {}, \"to\": {}, \"reason\": {}}}", json_number(decision->previous),
                     json_number(decision->ratio), json_string(decision->reason)));
-    timeline->counter("offload ratio", decision->ratio);
   }
 }
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <optional>
+
 namespace conflux::profile {
 namespace {
 
@@ -86,55 +89,118 @@ TEST(OffloadController, InputBoundWithoutWorkersSaysSo) {
   EXPECT_NE(d.reason.find("no worker"), std::string::npos) << d.reason;
 }
 
-TEST(OffloadController, ASlowerWorkerLowersTheRatio) {
+// A trainer's pipeline as the controller's model describes it: compute ceiling C, local rate L,
+// workers' rates; one window of 1 s at ratio r runs min(C, L / (1 - r), R / r) steps.
+struct Plant {
+  double compute = 500, local = 100;
+  std::vector<double> workers = {200, 200};
+  double rate(double r) const {
+    double remote = 0;
+    for (const double w : workers) remote += w;
+    double x = compute;
+    if (r < 1) x = std::min(x, local / (1 - r));
+    if (r > 0) x = std::min(x, remote / r);
+    return x;
+  }
+  WindowSample window(double r) const {
+    const double x = rate(r);
+    WindowSample w;
+    w.seconds = 1;
+    w.steps = static_cast<std::size_t>(x);
+    w.busy_s = static_cast<double>(w.steps) / compute;
+    const double waits = 1 - w.busy_s;
+    (r < 1 && local / (1 - r) <= x + 1e-9 ? w.wait_local_s : w.wait_remote_s) = waits;
+    w.local_built = static_cast<std::size_t>(x * (1 - r));
+    w.local_build_s = static_cast<double>(w.local_built) / local;
+    for (const double c : workers) w.workers.push_back({.live = true, .build_seconds = 1 / c});
+    return w;
+  }
+  // The least ratio of the highest rate (on a 0.01 grid).
+  double best_ratio() const {
+    double best = 0;
+    for (int i = 0; i <= 100; ++i) {
+      if (rate(i / 100.0) > rate(best) * (1 + 1e-9)) best = i / 100.0;
+    }
+    return best;
+  }
+};
+
+// Runs `windows` windows of `plant` through `c`, applying every decision.
+void drive(OffloadController& c, const Plant& plant, int windows) {
+  for (int i = 0; i < windows; ++i) c.on_window(plant.window(c.ratio()));
+}
+
+TEST(OffloadController, TheSearchFindsTheBestRatioAndFollowsASlowerWorker) {
+  OffloadController c(options());
+  Plant plant{.compute = 500, .local = 100, .workers = {150, 150}};
+  // The start-up measurement (at ratio 0), then the search from the model's seed.
+  EXPECT_FALSE(c.on_window(plant.window(0)));
+  ASSERT_TRUE(c.on_window(plant.window(0)));
+  drive(c, plant, 60);
+  EXPECT_NEAR(c.ratio(), plant.best_ratio(), 0.05);  // 0.75: L + R = 400 < C
+  EXPECT_GE(plant.rate(c.ratio()), 0.95 * plant.rate(plant.best_ratio()));
+  // Worker 0 becomes 3x slower: R = 200, the best ratio drops to 2/3.
+  plant.workers[0] = 50;
+  drive(c, plant, 60);
+  EXPECT_NEAR(c.ratio(), plant.best_ratio(), 0.05);
+  EXPECT_GE(plant.rate(c.ratio()), 0.95 * plant.rate(plant.best_ratio()));
+}
+
+TEST(OffloadController, OnceSettledTheSearchProbesOnlyNowAndThen) {
+  OffloadController c(options());
+  const Plant plant{.compute = 500, .local = 100, .workers = {150, 150}};
+  c.on_window(plant.window(0));
+  c.on_window(plant.window(0));
+  drive(c, plant, 80);
+  // Over the next 80 windows (40 measurements) at most one probe in four measurements.
+  int probes = 0;
+  for (int i = 0; i < 80; ++i) {
+    if (const auto d = c.on_window(plant.window(c.ratio())); d && d->probe) ++probes;
+  }
+  EXPECT_LE(probes, 2 * 40 / 4) << probes;
+  EXPECT_GE(plant.rate(c.ratio()), 0.95 * plant.rate(plant.best_ratio()));
+}
+
+TEST(OffloadController, WithCapacityToSpareTheSearchSettlesOnTheLeastOffloading) {
+  OffloadController c(options());
+  Plant plant{.compute = 300, .local = 200, .workers = {400, 400}};
+  EXPECT_FALSE(c.on_window(plant.window(0)));
+  ASSERT_TRUE(c.on_window(plant.window(0)));  // C / L = 1.5: input-bound
+  drive(c, plant, 80);
+  // Every ratio from 1/3 up feeds the compute; the search keeps the least of them.
+  EXPECT_NEAR(c.ratio(), 1.0 / 3.0, 0.06);
+  EXPECT_GE(plant.rate(c.ratio()), 0.95 * 300);
+}
+
+TEST(OffloadController, AWorkerThatStopsAnsweringReseedsAtOnceAndNoneLeftMeansZero) {
   OffloadController c(options());
   start(c, window(20, 0.002, 0.010, {0.010, 0.010}));  // L = 100, R = 200: r = 2/3
-  const double before = c.ratio();
-  EXPECT_NEAR(before, 2.0 / 3.0, 1e-9);
-  // Worker 0 becomes 2x slower: R = 150, the balance point is 0.6. The ratio moves there
-  // within a few windows, never by more than max_step at once.
-  double previous = before;
-  for (int i = 0; i < 20; ++i) {
-    if (const auto d = c.on_window(window(50, 0.002, 0.010, {0.020, 0.010}))) {
-      EXPECT_LE(std::abs(d->ratio - previous), options().max_step + 1e-12);
-      previous = d->ratio;
-    }
-  }
-  EXPECT_NEAR(c.ratio(), 0.6, options().hysteresis + 0.01);
-}
-
-TEST(OffloadController, AWorkerThatStopsAnsweringIsNotCountedAndNoneLeftMeansZero) {
-  OffloadController c(options());
-  start(c, window(20, 0.002, 0.010, {0.010, 0.010}));
   WindowSample w = window(50, 0.002, 0.010, {0.010, 0.010});
   w.workers[1].live = false;  // in back-off after a missed deadline
-  for (int i = 0; i < 10; ++i) c.on_window(w);
-  EXPECT_NEAR(c.ratio(), 0.5, options().hysteresis + 0.01);  // one worker left: R = L
+  const auto reseeded = c.on_window(w);
+  ASSERT_TRUE(reseeded.has_value());
+  EXPECT_FALSE(reseeded->probe);
+  EXPECT_NEAR(reseeded->ratio, 0.5, 0.05);  // one worker left: R = L
+  EXPECT_NE(reseeded->reason.find("1 live worker(s) instead of 2"), std::string::npos)
+      << reseeded->reason;
   w.workers[0].live = false;
-  const auto d = c.on_window(w);
-  ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->ratio, 0);  // at once, not max_step at a time
+  const auto none = c.on_window(w);
+  ASSERT_TRUE(none.has_value());
+  EXPECT_EQ(none->ratio, 0);
+  EXPECT_NE(none->reason.find("no worker is available"), std::string::npos) << none->reason;
 }
 
-TEST(OffloadController, LocalWaitsRaiseTheRatioRemoteWaitsLowerIt) {
-  OffloadController up(options()), down(options());
-  start(up, window(20, 0.002, 0.010, {0.010}));
-  start(down, window(20, 0.002, 0.010, {0.010}));
-  const double balanced = up.ratio();
-  for (int i = 0; i < 6; ++i) {
-    up.on_window(window(50, 0.002, 0.010, {0.010}, /*wait_local=*/0.05, 0));
-    down.on_window(window(50, 0.002, 0.010, {0.010}, 0, /*wait_remote=*/0.05));
-  }
-  EXPECT_GT(up.ratio(), balanced + options().hysteresis);
-  EXPECT_LT(down.ratio(), balanced - options().hysteresis);
-}
-
-TEST(OffloadController, SmallChangesAreHeldBackByTheHysteresis) {
+TEST(OffloadController, AJobThatBecomesInputBoundStartsOffloading) {
   OffloadController c(options());
-  start(c, window(20, 0.002, 0.010, {0.010}));  // 0.5
-  // A worker 4 % faster moves the balance point by about 0.01: no decision.
-  for (int i = 0; i < 10; ++i) EXPECT_FALSE(c.on_window(window(50, 0.002, 0.010, {0.0096})));
-  EXPECT_NEAR(c.ratio(), 0.5, 1e-12);
+  // Compute-bound at start-up: ratio 0.
+  EXPECT_EQ(start(c, window(20, 0.010, 0.004, {0.004})).ratio, 0);
+  // The augmentation gets heavier: local builds take 20 ms, steps wait for them.
+  Plant heavy{.compute = 100, .local = 50, .workers = {50}};
+  std::optional<Decision> started;
+  for (int i = 0; i < 6 && !started; ++i) started = c.on_window(heavy.window(c.ratio()));
+  ASSERT_TRUE(started.has_value());
+  EXPECT_GT(started->ratio, 0.2);
+  EXPECT_NE(started->reason.find("input-bound now"), std::string::npos) << started->reason;
 }
 
 }  // namespace

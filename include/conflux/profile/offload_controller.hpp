@@ -5,9 +5,13 @@
 /// threads build L batches/s, the workers can give it R batches/s (their capacity divided among
 /// the trainers that share them). At ratio r it gets min(C, L / (1 - r), R / r) batches/s, so
 /// the least ratio that reaches C is 1 - L / C when L + R >= C, and otherwise the ratio that
-/// balances both sources, R / (L + R). Measured data waits then nudge the ratio (workers or
-/// local threads slower than estimated), and a hysteresis keeps it from chattering.
+/// balances both sources, R / (L + R). The model seeds the ratio; while running, an extremum
+/// search on the measured step rate refines it (base, probe one step away, move if clearly
+/// faster or as fast with less offloading, else turn and halve the step), because where
+/// trainers and workers share cores the rates the model assumes change with the ratio itself.
+/// Losing or regaining workers re-seeds from the model at once.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,13 +26,15 @@ struct ControllerOptions {
   double hysteresis = 0.03;           ///< smallest ratio change applied
   double headroom = 0.05;             ///< aim at (1 + headroom) C, so that waits vanish
   double wait_tolerance = 0.02;       ///< data waits below this share of time are ignored
-  double max_step = 0.15;             ///< largest ratio change per window (no overshoot)
+  int eval_windows = 2;               ///< windows per measurement of the search
 };
 
 /// What one worker contributes to a trainer's estimate.
 struct WorkerSample {
   bool live = true;
   double build_seconds = 0;  ///< its mean service time per batch in the window (0: unknown)
+  double busy_fraction = 0;  ///< its latest reported busy share
+  std::uint32_t queued = 0;  ///< requests waiting at it (latest report)
 };
 
 /// Measurements of one profiling window of one trainer.
@@ -58,6 +64,7 @@ struct Decision {
   double ratio = 0;
   std::string reason;
   Estimates estimates;
+  bool probe = false;  ///< a trial of the search (not logged as a decision)
 };
 
 /// Per-trainer offload-ratio controller. Pure logic: feed it windows, apply its decisions.
@@ -79,6 +86,9 @@ class OffloadController {
   enum class Phase { kWarmup, kProfiling, kRunning };
   void update_estimates(const WindowSample& w);
   double model_target() const;
+  std::optional<Decision> run(const WindowSample& w);
+  std::optional<Decision> decide(double ratio, bool probe, std::string why);
+  std::optional<Decision> seed(double ratio, const std::string& why, int live);
 
   ControllerOptions options_;
   double ratio_;
@@ -86,8 +96,20 @@ class OffloadController {
   std::size_t steps_seen_ = 0;
   WindowSample startup_;  // the start-up measurement, accumulated
   Estimates estimates_;
-  double bias_ = 0;                     // wait-driven correction of the model's target
   std::vector<double> worker_build_s_;  // smoothed service time per worker (0: unknown)
+  // The search (running phase).
+  bool climbing_ = false;  // offloading and searching; false: ratio 0 until input-bound
+  int live_ = 0;           // live workers at the last window
+  double base_ = 0;        // the ratio the search stands on
+  double step_ = 0.1;
+  int direction_ = -1;
+  bool probing_ = false;  // measuring the probe (else the base)
+  double base_rate_ = 0;  // measured at the base
+  int settled_ = 0;       // > 0: settled, measurements left until the next probe
+  double settled_rate_ = 0;
+  int failures_at_smallest_ = 0;
+  WindowSample eval_;  // the measurement in progress
+  int eval_windows_ = 0;
 };
 
 }  // namespace conflux::profile
