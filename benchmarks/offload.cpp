@@ -43,7 +43,7 @@ struct Options {
   double drift_seconds = 24;
   double slow_factor = 2;
   double interval_s = 0.5;
-  int resolution = 32;
+  int resolution = 64;  // upscaled as in ImageNet-style training: clearly input-bound
   std::string timeline = "bench-results/offload-drift-timeline.json";
 };
 
@@ -157,6 +157,8 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
       "length of the drift run (the slow-down starts in its middle)")(
       "slow-factor", po::value(&opt.slow_factor)->default_value(opt.slow_factor),
       "how much slower worker 0 gets in the drift run")(
+      "resolution", po::value(&opt.resolution)->default_value(opt.resolution),
+      "output size of the random resized crop (32 = CIFAR's own)")(
       "interval", po::value(&opt.interval_s)->default_value(opt.interval_s),
       "profiling window / controller period in seconds (profile.interval_s)")(
       "timeline", po::value(&opt.timeline)->default_value(opt.timeline),
@@ -173,9 +175,10 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
   if (root) {
     fmt::print(
         "offload: auto vs fixed ratios, 1 trainer + 1..{} worker(s), CIFAR-10 heavy "
-        "augmentation, batch {}\ntrainer compute = SIMULATED GPU STEP (a sleep, not real "
+        "augmentation at {}x{}, batch {}\ntrainer compute = SIMULATED GPU STEP (a sleep, not real "
         "compute): {} ms input-bound, {} ms compute-bound\n\n",
-        max_workers, opt.batch, opt.gpu_step_ms, opt.compute_bound_gpu_step_ms);
+        max_workers, opt.resolution, opt.resolution, opt.batch, opt.gpu_step_ms,
+        opt.compute_bound_gpu_step_ms);
   }
   Report report("offload");
   report.add_parameters(*vm);

@@ -202,8 +202,13 @@ bool BatchServer::build_next() {
       if (!delayed) post_chunk(slot, c);
     }
     if (options_.fault.mode == WorkerFault::Mode::kSlow && faulty_now()) {
-      // A slower worker: the build takes `factor` times as long (the extra as a sleep).
-      std::this_thread::sleep_for((Clock::now() - start) * (options_.fault.factor - 1));
+      // A slower worker: the build takes `factor` times as long (the extra as a wait that
+      // keeps the sends of earlier answers moving, as a worker busy building would).
+      const auto until = Clock::now() + (Clock::now() - start) * (options_.fault.factor - 1);
+      while (Clock::now() < until) {
+        complete_sends();
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
     }
     const double build_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     load_.record(start, Clock::now());

@@ -19,7 +19,7 @@ std::size_t floats_per_sample(const std::vector<int>& shape) {
 WorkerClient::WorkerClient(WorkerClientOptions options) : options_(std::move(options)) {
   CONFLUX_REQUIRE(options_.comm != nullptr || options_.worker_ranks.empty(),
                   "WorkerClient needs a communicator when there are workers");
-  for (int rank : options_.worker_ranks) workers_.push_back(WorkerState{rank, 0, 0, {}});
+  for (int rank : options_.worker_ranks) workers_.push_back(WorkerState{rank, 0, 0, {}, {}});
 }
 
 WorkerClient::~WorkerClient() {
@@ -59,7 +59,9 @@ bool WorkerClient::request(Batch& batch, std::size_t samples) {
     const std::size_t w = (next_worker_ + k) % n;
     const WorkerState& state = workers_[w];
     if (state.skip_until > now || state.in_flight >= options_.credits) continue;
-    if (best < 0 || state.in_flight < workers_[best].in_flight) best = static_cast<int>(w);
+    if (best < 0 || expected_finish(state) < expected_finish(workers_[best])) {
+      best = static_cast<int>(w);
+    }
   }
   if (best < 0) return false;
   next_worker_ = (static_cast<std::size_t>(best) + 1) % n;
@@ -157,6 +159,14 @@ WorkerClient::Arrival WorkerClient::poll(Batch& batch) {
   stats_.payload_bytes += image_count * sizeof(float) + h.samples;
   pending_.erase(it);
   return Arrival::kArrived;
+}
+
+// When a new request to `w` would be answered, in units of its service time: requests go to
+// the worker that answers soonest, so a slower worker gets fewer of them. Workers that have not
+// answered yet count as taking one time unit, like the others (ties go round-robin).
+double WorkerClient::expected_finish(const WorkerState& w) {
+  const double service = w.seen.last_build_seconds > 0 ? w.seen.last_build_seconds : 0;
+  return (w.in_flight + 1) * (service > 0 ? service : 1e-9);
 }
 
 std::vector<WorkerCounters> WorkerClient::worker_counters() const {

@@ -119,6 +119,7 @@ class WorkerClient {
   };
 
   void send(int worker, const Request& message);
+  static double expected_finish(const WorkerState& w);
   static bool test(Pending& p);
   void on_timeout(Batch& batch, Pending&& p);
   void orphan(Batch& batch, Pending&& p);
