@@ -15,14 +15,15 @@ DIR=${CHECKPOINT_BENCH_DIR:-$OUT/checkpoint-run}
 mkdir -p "$OUT" "$DIR"
 : >"$OUT/checkpoint.txt"
 
-# Median MiB/s of 5 `dd bs=1M conv=fsync` writes of SIZE_MIB MiB (rounded up) into $DIR.
+# Median MiB/s of 5 `dd bs=1M conv=fsync` writes of SIZE_MIB MiB (the checkpoint's size, to
+# the byte: the last block is short, as the checkpoint's tail is) into $DIR.
 dd_mib_s() {
-  local mib rates=() i secs
-  mib=$(awk -v m="$1" 'BEGIN { printf "%d", m == int(m) ? m : int(m) + 1 }')
+  local bytes rates=() i secs
+  bytes=$(awk -v m="$1" 'BEGIN { printf "%d", m * 1048576 }')
   for i in 1 2 3 4 5; do
-    secs=$(dd if=/dev/zero of="$DIR/dd-test.$i" bs=1M count="$mib" conv=fsync 2>&1 |
-      sed -n 's/.*copied, \([0-9.e+-]*\) s.*/\1/p')
-    rates+=("$(awk -v m="$mib" -v s="$secs" 'BEGIN { print m / s }')")
+    secs=$(dd if=/dev/zero of="$DIR/dd-test.$i" bs=1M count="$bytes" iflag=count_bytes \
+      conv=fsync 2>&1 | sed -n 's/.*copied, \([0-9.e+-]*\) s.*/\1/p')
+    rates+=("$(awk -v b="$bytes" -v s="$secs" 'BEGIN { print b / 1048576 / s }')")
     rm -f "$DIR/dd-test.$i"
   done
   printf '%s\n' "${rates[@]}" | sort -g | sed -n 3p
@@ -40,7 +41,7 @@ bench() {  # NAME CONFIG ROUNDS [--set ...]
   file=$(sed -n 's/^RESULT.* file_mib=\([0-9.]*\).*/\1/p' <<<"$out")
   persist=$(sed -n 's/^RESULT.* idle_persist_mib_s=\([0-9.]*\).*/\1/p' <<<"$out")
   dd=$(dd_mib_s "$file")
-  printf '  dd bs=1M conv=fsync, %s MiB rounded up   %.1f MiB/s (median of 5)\n  persist idle / dd        %.0f %%\n' \
+  printf '  dd bs=1M conv=fsync, %s MiB (same size)   %.1f MiB/s (median of 5)\n  persist idle / dd        %.0f %%\n' \
     "$file" "$dd" "$(awk -v p="$persist" -v d="$dd" 'BEGIN { print 100 * p / d }')" |
     tee -a "$OUT/checkpoint.txt"
   rm -rf "$DIR/checkpoints"
