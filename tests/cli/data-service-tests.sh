@@ -104,7 +104,7 @@ expect_fail "offload_ratios of the wrong length" 2 "data.offload_ratios has 3 va
 expect_fail "fault injection on a worker that does not exist: error on every rank" 2 "fault.worker = 3 names a worker the job does not have (1 worker rank(s))" 3 -- \
   "${MPIRUN[@]}" -np 3 "$CONFLUX" train --config configs/mnist_mlp.toml "${QUICK[@]}" \
   --set "run.dir=$TMP/run-fault" --set fault.worker=3
-expect_fail "offload ratio out of range" 2 "data.offload_ratio: expected a number in [0, 1]" -- \
+expect_fail "offload ratio out of range" 2 'data.offload_ratio: expected "auto" or a number in [0, 1]' -- \
   "$CONFLUX" config check --config configs/mnist_mlp.toml --set data.offload_ratio=1.5
 expect_fail "missing plugin: error on every rank" 2 "cannot load '$TMP/none.so'" 3 -- \
   "${MPIRUN[@]}" -np 3 "$CONFLUX" train --config configs/mnist_mlp.toml "${QUICK[@]}" \
