@@ -3,15 +3,15 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <hdf5.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <limits>
-#include <memory>
 #include <new>
 #include <span>
 #include <stdexcept>
@@ -275,133 +275,23 @@ bool valid_tensor_name(const std::string& name) {
 // ---------------------------------------------------------------------------------------------
 // Writing
 
-// The core driver's allocation step: the payload plus room for HDF5's metadata, so that the
-// image is usually allocated once.
-std::size_t image_increment(const std::vector<Entry>& entries) {
-  std::size_t bytes = 256 * 1024;
-  for (const Entry& e : entries) {
-    if (e.text != nullptr) {
-      bytes += e.text->size() + 1;
-    } else if (e.texts != nullptr) {
-      std::size_t width = 1;
-      for (const std::string& t : *e.texts) width = std::max(width, t.size());
-      bytes += width * e.texts->size();
-    } else {
-      bytes += element_count(e.dims) * type_size(e.type);
+// Closes a file whose writing failed. HDF5 1.10 flushes again on close; when that flush fails
+// too (the disk is still full), the file's identifier is left dangling and the library crashes
+// when it shuts down at exit. So the file's descriptor is first pointed at an anonymous memory
+// file, where the last writes succeed and vanish. (publish_atomically removes the temp file.)
+void discard(h5::Handle& file) noexcept {
+  if (!file) return;
+  void* handle = nullptr;
+  if (H5Fget_vfd_handle(file.get(), H5P_DEFAULT, &handle) >= 0 && handle != nullptr) {
+    const int fd = *static_cast<int*>(handle);
+    const int sink = ::memfd_create("conflux-discarded-checkpoint", MFD_CLOEXEC);
+    if (sink >= 0) {
+      ::dup2(sink, fd);
+      ::close(sink);
     }
   }
-  return bytes;
+  file = h5::Handle();  // closes it; errors are moot
 }
-
-}  // namespace
-
-void ImageBuffer::Free::operator()(std::byte* p) const noexcept {
-  std::free(p);
-}
-
-// The core driver's memory callbacks on an ImageBuffer: the driver's one buffer is the
-// ImageBuffer's memory, grown as needed and kept when the file closes.
-class ImageBufferAccess {
- public:
-  static void* allocate(ImageBuffer& b, std::size_t size) noexcept {
-    if (b.in_use_) return std::malloc(size);  // not the file's buffer: plain memory
-    if (!reserve(b, size)) return nullptr;
-    b.in_use_ = true;
-    return b.data_.get();
-  }
-  static void* resize(ImageBuffer& b, void* ptr, std::size_t size) noexcept {
-    if (ptr == nullptr) return allocate(b, size);
-    if (!owns(b, ptr)) return std::realloc(ptr, size);
-    return reserve(b, size) ? b.data_.get() : nullptr;
-  }
-  // Whether `ptr` was released as the file's buffer (else it was plain memory, now freed).
-  static bool release(ImageBuffer& b, void* ptr) noexcept {
-    if (!owns(b, ptr)) {
-      std::free(ptr);
-      return false;
-    }
-    b.in_use_ = false;
-    return true;
-  }
-  static void release_all(ImageBuffer& b) noexcept { b.in_use_ = false; }
-  static const std::byte* data(const ImageBuffer& b) noexcept { return b.data_.get(); }
-
- private:
-  static bool owns(const ImageBuffer& b, const void* ptr) noexcept {
-    return b.in_use_ && ptr != nullptr && ptr == b.data_.get();
-  }
-  static bool reserve(ImageBuffer& b, std::size_t size) noexcept {
-    if (size <= b.capacity_) return true;
-    void* grown = std::realloc(b.data_.get(), size);
-    if (grown == nullptr) return false;
-    b.data_.release();
-    b.data_.reset(static_cast<std::byte*>(grown));
-    b.capacity_ = size;
-    return true;
-  }
-};
-
-namespace {
-
-// An in-memory HDF5 file image in an ImageBuffer, for H5Pset_file_image_callbacks().
-//
-// H5Fget_file_image() cannot be used: in HDF5 1.10.8 it clears the status flags of a
-// version-2 superblock without recomputing its checksum, so the image does not open. The
-// driver instead builds the file in the ImageBuffer, which still holds it after H5Fclose has
-// written the final superblock.
-class FileImage {
- public:
-  explicit FileImage(ImageBuffer& buffer) : buffer_(buffer) {}
-  FileImage(const FileImage&) = delete;
-  FileImage& operator=(const FileImage&) = delete;
-  ~FileImage() { ImageBufferAccess::release_all(buffer_); }
-
-  /// Callbacks for H5Pset_file_image_callbacks().
-  H5FD_file_image_callbacks_t callbacks() {
-    return {.image_malloc =
-                [](std::size_t size, H5FD_file_image_op_t, void* udata) {
-                  return ImageBufferAccess::allocate(static_cast<FileImage*>(udata)->buffer_, size);
-                },
-            .image_memcpy = [](void* dest, const void* src, std::size_t size, H5FD_file_image_op_t,
-                               void*) { return std::memcpy(dest, src, size); },
-            .image_realloc =
-                [](void* ptr, std::size_t size, H5FD_file_image_op_t, void* udata) {
-                  return ImageBufferAccess::resize(static_cast<FileImage*>(udata)->buffer_, ptr,
-                                                   size);
-                },
-            .image_free = [](void* ptr, H5FD_file_image_op_t op, void* udata) -> herr_t {
-              auto* self = static_cast<FileImage*>(udata);
-              if (ImageBufferAccess::release(self->buffer_, ptr)) {
-                self->closed_ = op == H5FD_FILE_IMAGE_OP_FILE_CLOSE;
-              }
-              return 0;
-            },
-            .udata_copy = [](void* udata) { return udata; },  // the property list shares it
-            .udata_free = [](void*) -> herr_t { return 0; },
-            .udata = this};
-  }
-
-  /// The file's bytes once closed: the superblock's end-of-file address says how many (HDF5
-  /// file format, superblock version 2: signature, 4 version/size bytes, base, extension and
-  /// EOF address).
-  std::span<const std::byte> bytes() const {
-    const std::byte* data = ImageBufferAccess::data(buffer_);
-    CONFLUX_CHECK(closed_ && data != nullptr,
-                  "the in-memory checkpoint file was not complete at close");
-    constexpr std::size_t kEofOffset = 8 + 4 + 8 + 8;
-    CONFLUX_CHECK(std::to_integer<int>(data[8]) == 2,
-                  "the in-memory checkpoint file has superblock version {}, expected 2",
-                  std::to_integer<int>(data[8]));
-    std::uint64_t eof = 0;
-    std::memcpy(&eof, data + kEofOffset, sizeof eof);
-    CONFLUX_CHECK(eof <= buffer_.capacity(), "the in-memory checkpoint file ends past its buffer");
-    return {data, static_cast<std::size_t>(eof)};
-  }
-
- private:
-  ImageBuffer& buffer_;
-  bool closed_ = false;
-};
 
 class Writer {
  public:
@@ -420,42 +310,49 @@ class Writer {
     return h5::Handle(id, "own an HDF5 identifier");
   }
 
-  // Builds the complete file in memory with HDF5's core driver into `image`. The background
-  // thread then writes it with one write() and one fsync, as fast as a plain sequential write,
-  // and a full disk fails that write() cleanly instead of failing inside HDF5.
-  void build_image(const std::vector<Entry>& entries, const TrainingState& state,
-                   std::future<std::string>& sum, FileImage& image) const {
+  // Writes the file at `temp`. The numeric datasets go from the state's memory straight to
+  // the file (contiguous, no fill values): one copy, into the page cache, as a plain
+  // sequential write makes. `sum` is computed meanwhile on another thread and is only needed
+  // for the attributes written last.
+  void write_file(const fs::path& temp, const std::vector<Entry>& entries,
+                  const TrainingState& state, std::future<std::string>& sum) const {
     // Fixed 1.8 object formats: metadata blocks carry checksums (so HDF5 itself notices most
     // damaged metadata) and every HDF5 >= 1.8 reader (h5dump, h5py) can read the file.
     // SEMI close degree: H5Fclose fails rather than silently deferring when a handle is open.
     const h5::Handle fapl = own(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)");
     check(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18), "H5Pset_libver_bounds");
     check(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_SEMI), "H5Pset_fclose_degree");
-    check(H5Pset_fapl_core(fapl.get(), image_increment(entries), /*backing_store=*/0),
-          "H5Pset_fapl_core");
-    H5FD_file_image_callbacks_t callbacks = image.callbacks();
-    check(H5Pset_file_image_callbacks(fapl.get(), &callbacks), "H5Pset_file_image_callbacks");
-    h5::Handle file = own(H5Fcreate(name_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
-                          "H5Fcreate(in memory)");
-    const h5::Handle lcpl = own(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate(link create)");
-    check(H5Pset_create_intermediate_group(lcpl.get(), 1), "H5Pset_create_intermediate_group");
-    check(H5Pset_char_encoding(lcpl.get(), H5T_CSET_UTF8), "H5Pset_char_encoding");
-    // Contiguous (the default), no compression, and no fill values written before the data.
-    const h5::Handle numeric_dcpl = own(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate(dataset)");
-    check(H5Pset_fill_time(numeric_dcpl.get(), H5D_FILL_TIME_NEVER), "H5Pset_fill_time");
-    for (const Entry& e : entries) {
-      write_dataset(file.get(), e, lcpl.get(),
-                    e.type == Type::kString ? H5P_DEFAULT : numeric_dcpl.get());
+    const hid_t id = H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
+    if (id < 0) {
+      CONFLUX_RUNTIME_ERROR("cannot write checkpoint {}: cannot create {}: {}", name_,
+                            temp.string(), hdf5_cause());
     }
-    write_string_attribute(file.get(), "format", kFormat);
-    write_int_attribute(file.get(), "format_version", H5T_STD_I32LE, H5T_NATIVE_INT,
-                        &kFormatVersion);
-    write_string_attribute(file.get(), "checksum", sum.get());
-    write_int_attribute(file.get(), "global_step", H5T_STD_U64LE, H5T_NATIVE_UINT64,
-                        &state.global_step);
-    write_int_attribute(file.get(), "epoch", H5T_STD_U32LE, H5T_NATIVE_UINT32, &state.epoch);
-    write_string_attribute(file.get(), "created", state.created);
-    // Every other handle is closed: a checked close, so that an open handle is an error.
+    h5::Handle file(id, "create the checkpoint file");
+    try {
+      const h5::Handle lcpl = own(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate(link create)");
+      check(H5Pset_create_intermediate_group(lcpl.get(), 1), "H5Pset_create_intermediate_group");
+      check(H5Pset_char_encoding(lcpl.get(), H5T_CSET_UTF8), "H5Pset_char_encoding");
+      // Contiguous (the default), no compression, and no fill values written before the data.
+      const h5::Handle numeric_dcpl = own(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate(dataset)");
+      check(H5Pset_fill_time(numeric_dcpl.get(), H5D_FILL_TIME_NEVER), "H5Pset_fill_time");
+      for (const Entry& e : entries) {
+        write_dataset(file.get(), e, lcpl.get(),
+                      e.type == Type::kString ? H5P_DEFAULT : numeric_dcpl.get());
+      }
+      write_string_attribute(file.get(), "format", kFormat);
+      write_int_attribute(file.get(), "format_version", H5T_STD_I32LE, H5T_NATIVE_INT,
+                          &kFormatVersion);
+      write_string_attribute(file.get(), "checksum", sum.get());
+      write_int_attribute(file.get(), "global_step", H5T_STD_U64LE, H5T_NATIVE_UINT64,
+                          &state.global_step);
+      write_int_attribute(file.get(), "epoch", H5T_STD_U32LE, H5T_NATIVE_UINT32, &state.epoch);
+      write_string_attribute(file.get(), "created", state.created);
+      check(H5Fflush(file.get(), H5F_SCOPE_LOCAL), "H5Fflush");
+    } catch (...) {
+      discard(file);
+      throw;
+    }
+    // Every other handle is closed: a checked close, so that a failed final write is an error.
     check(H5Fclose(file.release()), "H5Fclose");
   }
 
@@ -872,7 +769,7 @@ std::string yes_no(bool b) {
 
 }  // namespace
 
-WriteStats write_checkpoint(const fs::path& path, const TrainingState& state, ImageBuffer* buffer) {
+WriteStats write_checkpoint(const fs::path& path, const TrainingState& state) {
   const auto start = std::chrono::steady_clock::now();
   const auto hdf5_lock = h5::lock_library();
   h5::silence_error_stack();
@@ -884,15 +781,14 @@ WriteStats write_checkpoint(const fs::path& path, const TrainingState& state, Im
   const std::uint8_t started = state.optimizer_started ? 1 : 0;
   const std::string scheme = kRngScheme;
   const std::vector<Entry> entries = layout(state, progress, names, started, scheme);
-  // The checksum is computed beside the image: both only read `entries`.
+  // The checksum is computed beside the write: both only read `entries`.
   std::future<std::string> sum = std::async(std::launch::async, [&] { return checksum(entries); });
 
   const Writer writer(path);
   try {
-    ImageBuffer own_buffer;
-    FileImage image(buffer != nullptr ? *buffer : own_buffer);
-    writer.build_image(entries, state, sum, image);
-    publish_bytes(path, image.bytes());
+    publish_atomically(path, [&](const fs::path& temp) {
+      writer.write_file(temp, entries, state, sum);
+    });  // every HDF5 handle is closed when the writer returns, before the fsync and rename
   } catch (const RuntimeError& e) {
     const std::string own_prefix = "cannot write checkpoint " + path.string();
     if (std::string_view(e.what()).find(own_prefix) != std::string_view::npos) throw;

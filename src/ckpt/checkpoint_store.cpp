@@ -55,7 +55,7 @@ WriteStats CheckpointStore::publish(const TrainingState& state) {
   fs::create_directories(dir_, ec);
   CONFLUX_CHECK(!ec, "cannot create the checkpoint directory {}: {}", dir_.string(), ec.message());
   const fs::path path = path_for(state.global_step);
-  const WriteStats stats = write_checkpoint(path, state, &image_buffer_);
+  const WriteStats stats = write_checkpoint(path, state);
   // Only a durable checkpoint becomes `latest`.
   publish_text_file(dir_ / kLatest, path.filename().string() + "\n");
 

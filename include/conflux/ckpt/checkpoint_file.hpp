@@ -27,31 +27,10 @@ struct WriteStats {
   double seconds = 0;       ///< create + write + fsync + rename
 };
 
-/// Memory for the in-memory file image, kept between write_checkpoint() calls so that a
-/// checkpoint writes into pages already mapped instead of faulting in a fresh buffer.
-class ImageBuffer {
- public:
-  ImageBuffer() = default;
-  ImageBuffer(ImageBuffer&&) noexcept = default;
-  ImageBuffer& operator=(ImageBuffer&&) noexcept = default;
-  /// Bytes currently reserved.
-  std::size_t capacity() const noexcept { return capacity_; }
-
- private:
-  friend class ImageBufferAccess;
-  struct Free {
-    void operator()(std::byte* p) const noexcept;
-  };
-  std::unique_ptr<std::byte, Free> data_;
-  std::size_t capacity_ = 0;
-  bool in_use_ = false;
-};
-
 /// Writes `state` to `path` atomically (temp file beside it, fsync, rename, directory fsync).
 /// On failure (e.g. ENOSPC) `path` is untouched, the temp file is removed, and RuntimeError
-/// names the file and the cause. `buffer`, when given, is reused for the file image.
-WriteStats write_checkpoint(const std::filesystem::path& path, const TrainingState& state,
-                            ImageBuffer* buffer = nullptr);
+/// names the file and the cause.
+WriteStats write_checkpoint(const std::filesystem::path& path, const TrainingState& state);
 
 /// Reads and verifies a checkpoint; CorruptCheckpoint naming the file and what is wrong.
 TrainingState read_checkpoint(const std::filesystem::path& path);

@@ -46,7 +46,6 @@ class CheckpointStore {
  private:
   std::filesystem::path dir_;
   int keep_;
-  ImageBuffer image_buffer_;  // reused by every publish
 };
 
 }  // namespace conflux::ckpt
