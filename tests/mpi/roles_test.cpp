@@ -23,7 +23,9 @@ TEST(Roles, SplitsTrainersFirstThenWorkers) {
     // Everything runs on this one node, so node-local ranks equal world ranks.
     EXPECT_EQ(l.node_local_size, world.size());
     EXPECT_EQ(l.node_local_rank, world.rank());
-    if (!trainer) EXPECT_EQ(l.worker_world_rank(l.role_rank), world.rank());
+    if (!trainer) {
+      EXPECT_EQ(l.worker_world_rank(l.role_rank), world.rank());
+    }
   }
 }
 
