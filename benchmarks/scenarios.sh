@@ -5,8 +5,12 @@
 #  - grad-sync: gradient allreduce time and bandwidth over all ranks, for the MNIST MLP and
 #               CIFAR-10 CNN parameter counts and a message-size sweep;
 #  - train:     the real training job (1 trainer + the other ranks as workers, heavy CIFAR-10
-#               augmentation, half of the batches from the workers), samples/s per epoch.
-# BENCH_RANKS (default 3) ranks each. Results: bench-results/{scaling,grad_sync,train}.{txt,json,png}
+#               augmentation, half of the batches from the workers), samples/s per epoch;
+#  - offload:   data.offload_ratio = "auto" against fixed ratios (input-bound, compute-bound,
+#               drift), SIMULATED GPU step; about 6 minutes;
+#  - profiler:  the profiler's and timeline's cost (2 trainer ranks, MNIST MLP).
+# BENCH_RANKS (default 3) ranks each. Results:
+# bench-results/{scaling,grad_sync,train,offload,profiler}.{txt,json,png}
 # (the plots need gnuplot; `make bench-deps` installs gnuplot-nox).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,3 +35,5 @@ run scaling scaling --data-dir "$DATA"
 run grad_sync grad-sync --set "data.dir=$DATA"
 run train train --config configs/cifar10_heavy_service.toml --set "data.dir=$DATA" \
   --dir "$OUT/train-run"
+run offload offload --data-dir "$DATA"
+RANKS=2 run profiler profiler --set "data.dir=$DATA" --set train.epochs=2
