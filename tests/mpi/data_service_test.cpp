@@ -223,10 +223,16 @@ TEST(DataService, DelayedWorkerIsReplacedByLocalBuildsAndLateAnswersDropped) {
   fault.delay = std::chrono::milliseconds(800);
   fault.after = 1;
   const Outcome out = run_layout(1, Scenario{1.0, fault, 0.2, {}});
-  if (comm::Communicator::world().rank() != 0) return;
+  const comm::Communicator world = comm::Communicator::world();
+  if (world.rank() != 0) return;
   EXPECT_EQ(out.mismatches, 0u);
-  EXPECT_GE(out.loader.fallback, 1u);
-  EXPECT_GE(out.loader.client.timeouts, 1u);
+  // Every request given up was rebuilt here. With one worker the delayed answers must time
+  // out; with more, requests go to the worker expected to answer soonest, and how many reach
+  // the delayed one depends on timing.
+  EXPECT_EQ(out.loader.fallback, out.loader.client.timeouts);
+  if (world.size() == 2) {
+    EXPECT_GE(out.loader.fallback, 1u);
+  }
   // Each given-up request was settled: its late answer dropped or cancelled at the end.
   EXPECT_EQ(out.loader.client.late_dropped + out.loader.client.cancelled,
             out.loader.client.timeouts);
@@ -238,13 +244,24 @@ TEST(DataService, StoppedWorkerIsReplacedAndTheJobStillEnds) {
   fault.mode = WorkerFault::Mode::kStop;
   fault.after = 2;
   const Outcome out = run_layout(1, Scenario{1.0, fault, 0.2, {}});
-  if (comm::Communicator::world().rank() == 0) {
+  const comm::Communicator world = comm::Communicator::world();
+  if (world.rank() == 0) {
     EXPECT_EQ(out.mismatches, 0u);
-    EXPECT_GE(out.loader.fallback, 1u);
+    // Every request the stopped worker left unanswered was rebuilt here, and cancelled by it at
+    // the end. With one worker every remote batch after its second answer went to it; with
+    // more, requests go to the worker expected to answer soonest, so how many reach the
+    // stopped one depends on timing.
+    EXPECT_EQ(out.loader.fallback, out.loader.client.timeouts);
     EXPECT_EQ(out.loader.client.cancelled, out.loader.client.timeouts);
-  } else if (comm::Communicator::world().rank() == 1) {
-    EXPECT_EQ(out.server.batches, 2u);
-    EXPECT_GE(out.server.cancelled, 1u);
+    if (world.size() == 2) {
+      EXPECT_GE(out.loader.fallback, 1u);
+    }
+  } else if (world.rank() == 1) {
+    EXPECT_LE(out.server.batches, 2u);  // it stopped after two answers
+    if (world.size() == 2) {
+      EXPECT_EQ(out.server.batches, 2u);
+      EXPECT_GE(out.server.cancelled, 1u);
+    }
   }
 }
 
