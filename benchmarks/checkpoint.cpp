@@ -22,6 +22,7 @@
 #include "report.hpp"
 #include "scenarios.hpp"
 #include "stats.hpp"
+#include "trainer_configs.hpp"
 
 namespace conflux::bench {
 
@@ -57,7 +58,7 @@ double sequential_write_mib_s(const std::filesystem::path& file, std::size_t byt
   return static_cast<double>(bytes) / (1 << 20) / seconds;
 }
 
-// The checkpoint write path alone (in-memory HDF5 image, CRC, write, fsync, rename, directory
+// The checkpoint write path alone (HDF5 write with the CRC beside it, fsync, rename, directory
 // fsync) with nothing else running, interleaved with the dd-style baseline so that both see the
 // same disk: appends MiB/s of each to the two vectors.
 void idle_write_rates(const std::filesystem::path& dir, const ckpt::TrainingState& state,
@@ -72,15 +73,9 @@ void idle_write_rates(const std::filesystem::path& dir, const ckpt::TrainingStat
 }
 
 Config load(const Options& o, const comm::Communicator& world, bool checkpoints) {
-  ConfigSources sources{o.overrides, "", "bench"};
-  sources.overrides.push_back(fmt::format("cluster.trainers={}", world.size()));
-  sources.overrides.push_back("cluster.workers=0");
-  sources.overrides.push_back("train.eval=false");
-  sources.overrides.push_back("train.log_every=0");
-  sources.overrides.push_back(fmt::format("run.dir=\"{}\"", o.dir));
-  sources.overrides.push_back(fmt::format("checkpoint.every_steps={}", checkpoints ? o.every : 0));
-  sources.overrides.push_back("checkpoint.final=false");
-  return load_config_file(o.config, sources);
+  return load_trainers_only({o.config, o.overrides, o.dir, world.size()},
+                            {fmt::format("checkpoint.every_steps={}", checkpoints ? o.every : 0),
+                             "checkpoint.final=false"});
 }
 
 }  // namespace

@@ -24,20 +24,12 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct Options {
-  std::string data_dir = "../shared/data";
-  int batch = 128;
+struct Options : PipelineSettings {
+  Options() { warmup = 6; }
   int steps = 60;
-  int warmup = 6;
-  double gpu_step_ms = 2;
   std::string ratios = "0,0.25,0.4,0.5,0.6,0.75,1";
-  int local_threads = 1;
-  int worker_threads = 1;
   int goodput_batch = 2048;
   int goodput_steps = 30;
-  int credits = 4;
-  int send_buffers = 3;
-  int resolution = 32;
   int rounds = 3;
 };
 
@@ -46,20 +38,11 @@ struct Options {
 PipelineRun measure(const comm::Communicator& service, const data::Dataset& dataset,
                     const data::SampleTransform& transform, const Options& opt, int batch,
                     int steps, double ratio, double gpu_step_ms) {
-  PipelineRunOptions o;
-  o.service = &service;
-  o.workers = service.size() - 1;
-  o.dataset = &dataset;
-  o.transform = &transform;
+  PipelineRunOptions o = opt.run_options(service, service.size() - 1, dataset, transform);
   o.batch = batch;
-  o.warmup_steps = opt.warmup;
   o.steps = steps;
   o.gpu_step_ms = gpu_step_ms;
   o.offload_ratio = ratio;
-  o.local_threads = opt.local_threads;
-  o.worker_threads = opt.worker_threads;
-  o.credits = opt.credits;
-  o.send_buffers = opt.send_buffers;
   return run_pipeline(o);
 }
 
@@ -90,30 +73,15 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
   po::options_description desc(
       "conflux-bench data-service options (mpirun -np 2: 1 trainer + 1 worker)");
   desc.add_options()("help,h", "show this help")(
-      "data-dir", po::value(&opt.data_dir)->default_value(opt.data_dir), "dataset directory")(
-      "batch", po::value(&opt.batch)->default_value(opt.batch), "batch size of the sweep")(
       "steps", po::value(&opt.steps)->default_value(opt.steps), "measured steps per ratio")(
-      "warmup", po::value(&opt.warmup)->default_value(opt.warmup), "unmeasured first steps")(
-      "gpu-step-ms", po::value(&opt.gpu_step_ms)->default_value(opt.gpu_step_ms),
-      "length of the SIMULATED GPU step (a sleep)")(
       "ratios", po::value(&opt.ratios)->default_value(opt.ratios), "offload ratios to sweep")(
-      "local-threads", po::value(&opt.local_threads)->default_value(opt.local_threads),
-      "trainer preprocessing threads")(
-      "worker-threads", po::value(&opt.worker_threads)->default_value(opt.worker_threads),
-      "preprocessing threads per worker rank")(
       "goodput-batch", po::value(&opt.goodput_batch)->default_value(opt.goodput_batch),
       "batch size of the goodput test")(
       "goodput-steps", po::value(&opt.goodput_steps)->default_value(opt.goodput_steps),
-      "measured batches of the goodput test")(
-      "credits", po::value(&opt.credits)->default_value(opt.credits),
-      "requests in flight per worker (data.worker_credits)")(
-      "send-buffers", po::value(&opt.send_buffers)->default_value(opt.send_buffers),
-      "batches a worker holds while sending (data.worker_send_buffers)")(
-      "rounds", po::value(&opt.rounds)->default_value(opt.rounds),
-      "interleaved repetitions; medians are reported")(
-      "resolution", po::value(&opt.resolution)->default_value(opt.resolution),
-      "output size of the random resized crop (32 = CIFAR's own; 96 or 224 = "
-      "ImageNet-style upscaled training)");
+      "measured batches of the goodput test")("rounds",
+                                              po::value(&opt.rounds)->default_value(opt.rounds),
+                                              "interleaved repetitions; medians are reported");
+  opt.add_pipeline_options(desc);
   const auto vm = parse_scenario_options("data-service", args, desc, common, world);
   if (!vm) return 0;
   CONFLUX_REQUIRE(world.size() >= 2,

@@ -29,21 +29,19 @@ namespace po = boost::program_options;
 
 namespace {
 
-struct Options {
-  std::string data_dir = "../shared/data";
-  int batch = 128;
-  int steps = 40;
-  int warmup = 20;
+struct Options : PipelineSettings {
+  Options() {
+    warmup = 20;
+    resolution = 64;  // upscaled as in ImageNet-style training: clearly input-bound
+  }
   double seconds = 2;  // measured time of every input-bound run
   int rounds = 3;
-  double gpu_step_ms = 2;
   double compute_bound_gpu_step_ms = 60;
   std::string ratios = "0,0.2,0.35,0.5,0.6,0.7,0.8,0.9,1";
   int auto_warmup = 2000;  // steps before auto's measurement: start-up profile + search
   double drift_seconds = 24;
   double slow_factor = 2;
   double interval_s = 0.5;
-  int resolution = 64;  // upscaled as in ImageNet-style training: clearly input-bound
   std::string timeline = "bench-results/offload-drift-timeline.json";
 };
 
@@ -103,18 +101,8 @@ class AutoOffload {
 PipelineRunOptions base_options(const comm::Communicator& service, int workers,
                                 const data::Dataset& dataset, const data::SampleTransform& t,
                                 const Options& opt) {
-  PipelineRunOptions o;
-  o.service = &service;
-  o.workers = workers;
-  o.dataset = &dataset;
-  o.transform = &t;
-  o.batch = opt.batch;
-  o.warmup_steps = opt.warmup;
-  o.steps = opt.steps;
+  PipelineRunOptions o = opt.run_options(service, workers, dataset, t);
   o.duration_s = opt.seconds;
-  o.gpu_step_ms = opt.gpu_step_ms;
-  o.credits = 4;
-  o.send_buffers = 3;
   return o;
 }
 
@@ -139,14 +127,10 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
   po::options_description desc(
       "conflux-bench offload options (mpirun -np N+1: 1 trainer, 1..N workers)");
   desc.add_options()("help,h", "show this help")(
-      "data-dir", po::value(&opt.data_dir)->default_value(opt.data_dir), "dataset directory")(
-      "batch", po::value(&opt.batch)->default_value(opt.batch), "samples per step")(
       "seconds", po::value(&opt.seconds)->default_value(opt.seconds),
       "measured seconds of every input-bound run")(
       "rounds", po::value(&opt.rounds)->default_value(opt.rounds),
       "interleaved rounds of the sweep and auto; medians are compared")(
-      "gpu-step-ms", po::value(&opt.gpu_step_ms)->default_value(opt.gpu_step_ms),
-      "SIMULATED GPU step of the input-bound part (a sleep, not real compute)")(
       "compute-bound-gpu-step-ms",
       po::value(&opt.compute_bound_gpu_step_ms)->default_value(opt.compute_bound_gpu_step_ms),
       "SIMULATED GPU step of the compute-bound part")(
@@ -157,12 +141,11 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
       "length of the drift run (the slow-down starts in its middle)")(
       "slow-factor", po::value(&opt.slow_factor)->default_value(opt.slow_factor),
       "how much slower worker 0 gets in the drift run")(
-      "resolution", po::value(&opt.resolution)->default_value(opt.resolution),
-      "output size of the random resized crop (32 = CIFAR's own)")(
       "interval", po::value(&opt.interval_s)->default_value(opt.interval_s),
       "profiling window / controller period in seconds (profile.interval_s)")(
       "timeline", po::value(&opt.timeline)->default_value(opt.timeline),
       "Chrome-trace file of the drift run");
+  opt.add_pipeline_options(desc);
   const auto vm = parse_scenario_options("offload", args, desc, common, world);
   if (!vm) return 0;
   CONFLUX_REQUIRE(world.size() >= 2, "offload: needs at least 2 ranks (1 trainer + workers)");

@@ -115,6 +115,45 @@ PipelineRun train(const PipelineRunOptions& opt) {
 
 }  // namespace
 
+void PipelineSettings::add_pipeline_options(boost::program_options::options_description& desc) {
+  namespace po = boost::program_options;
+  desc.add_options()("data-dir", po::value(&data_dir)->default_value(data_dir),
+                     "dataset directory")("batch", po::value(&batch)->default_value(batch),
+                                          "samples per step")(
+      "warmup", po::value(&warmup)->default_value(warmup), "unmeasured first steps")(
+      "gpu-step-ms", po::value(&gpu_step_ms)->default_value(gpu_step_ms),
+      "length of the SIMULATED GPU step (a sleep, not real compute)")(
+      "resolution", po::value(&resolution)->default_value(resolution),
+      "output size of the random resized crop (32 = CIFAR's own; 64 or more upscales, as "
+      "ImageNet-style training does)")("local-threads",
+                                       po::value(&local_threads)->default_value(local_threads),
+                                       "trainer preprocessing threads")(
+      "worker-threads", po::value(&worker_threads)->default_value(worker_threads),
+      "preprocessing threads per worker rank")(
+      "credits", po::value(&credits)->default_value(credits),
+      "requests in flight per worker (data.worker_credits)")(
+      "send-buffers", po::value(&send_buffers)->default_value(send_buffers),
+      "batches a worker holds while sending (data.worker_send_buffers)");
+}
+
+PipelineRunOptions PipelineSettings::run_options(const comm::Communicator& service, int workers,
+                                                 const data::Dataset& dataset,
+                                                 const data::SampleTransform& transform) const {
+  PipelineRunOptions o;
+  o.service = &service;
+  o.workers = workers;
+  o.dataset = &dataset;
+  o.transform = &transform;
+  o.batch = batch;
+  o.warmup_steps = warmup;
+  o.gpu_step_ms = gpu_step_ms;
+  o.local_threads = local_threads;
+  o.worker_threads = worker_threads;
+  o.credits = credits;
+  o.send_buffers = send_buffers;
+  return o;
+}
+
 void simulated_gpu_step(double ms) {
   std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
 }

@@ -5,6 +5,8 @@
 /// leaves its core free, as a real GPU step would) after each; worker ranks serve a share of
 /// the batches. Not real training: it measures how fast the input pipeline feeds a trainer.
 
+#include <boost/program_options.hpp>
+
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -63,6 +65,29 @@ struct PipelineRun {
   double payload_bytes_per_s = 0;  ///< image + label bytes from workers per measured second
   data::LoaderStats stats;         ///< the loader's counters at the end (warm-up included)
   std::vector<StepTiming> steps;   ///< measured steps only
+};
+
+/// The settings the data-service scenarios share (scaling, data-service, offload), with their
+/// command-line options. A scenario's options derive from it and may change the defaults.
+struct PipelineSettings {
+  std::string data_dir = "../shared/data";
+  int batch = 128;
+  int warmup = 5;          ///< unmeasured first steps
+  double gpu_step_ms = 2;  ///< the SIMULATED GPU STEP
+  int resolution = 32;     ///< output size of the random resized crop
+  int local_threads = 1;   ///< the trainer's preprocessing threads
+  int worker_threads = 1;  ///< preprocessing threads per worker rank
+  int credits = 4;         ///< requests in flight per worker
+  int send_buffers = 3;    ///< batches a worker holds while sending
+
+  /// Adds --data-dir, --batch, --warmup, --gpu-step-ms, --resolution, --local-threads,
+  /// --worker-threads, --credits and --send-buffers to `desc`, defaulting to the values held.
+  void add_pipeline_options(boost::program_options::options_description& desc);
+  /// A run with these settings: `workers` of the service's ranks serve `dataset` through
+  /// `transform` (ratio, steps and hooks are the caller's).
+  PipelineRunOptions run_options(const comm::Communicator& service, int workers,
+                                 const data::Dataset& dataset,
+                                 const data::SampleTransform& transform) const;
 };
 
 /// Runs the pipeline once; collective over *options.service. InputError for options that do

@@ -16,6 +16,7 @@
 #include "report.hpp"
 #include "scenarios.hpp"
 #include "stats.hpp"
+#include "trainer_configs.hpp"
 
 namespace conflux::bench {
 
@@ -31,15 +32,9 @@ struct Options {
 };
 
 Config load(const Options& o, const comm::Communicator& world, bool profiled) {
-  ConfigSources sources{o.overrides, "", "bench"};
-  sources.overrides.push_back(fmt::format("cluster.trainers={}", world.size()));
-  sources.overrides.push_back("cluster.workers=0");
-  sources.overrides.push_back("train.eval=false");
-  sources.overrides.push_back("train.log_every=0");
-  sources.overrides.push_back(fmt::format("run.dir=\"{}\"", o.dir));
-  sources.overrides.push_back(fmt::format("profile.enabled={}", profiled));
-  sources.overrides.push_back(fmt::format("profile.timeline={}", profiled));
-  return load_config_file(o.config, sources);
+  return load_trainers_only(
+      {o.config, o.overrides, o.dir, world.size()},
+      {fmt::format("profile.enabled={}", profiled), fmt::format("profile.timeline={}", profiled)});
 }
 
 // Nanoseconds per step of the profiler's own work, as the trainer does it: six clock reads,

@@ -23,20 +23,12 @@ namespace po = boost::program_options;
 
 namespace {
 
-struct Options {
-  std::string data_dir = "../shared/data";
-  int batch = 128;
+struct Options : PipelineSettings {
+  Options() { resolution = 64; }  // upscaled, so that preprocessing is the bottleneck
   int steps = 30;
-  int warmup = 5;
-  double gpu_step_ms = 2;
-  int resolution = 64;
   double ratio = -1;  // < 0: sweep
   double sweep_step = 0.15;
   int rounds = 3;
-  int local_threads = 1;
-  int worker_threads = 1;
-  int credits = 4;
-  int send_buffers = 3;
 };
 
 // The ratios tried with `workers` workers: the even split w/(w+1), which is right when every
@@ -61,30 +53,15 @@ int run_scaling(const std::vector<std::string>& args, const comm::Communicator& 
   po::options_description desc(
       "conflux-bench scaling options (mpirun -np N+1: 1 trainer, 0..N workers)");
   desc.add_options()("help,h", "show this help")(
-      "data-dir", po::value(&opt.data_dir)->default_value(opt.data_dir), "dataset directory")(
-      "batch", po::value(&opt.batch)->default_value(opt.batch), "samples per step")(
       "steps", po::value(&opt.steps)->default_value(opt.steps), "measured steps per run")(
-      "warmup", po::value(&opt.warmup)->default_value(opt.warmup), "unmeasured first steps")(
-      "gpu-step-ms", po::value(&opt.gpu_step_ms)->default_value(opt.gpu_step_ms),
-      "length of the SIMULATED GPU step (a sleep, not real compute)")(
-      "resolution", po::value(&opt.resolution)->default_value(opt.resolution),
-      "output size of the random resized crop (32 = CIFAR's own; the default 64 upscales, as "
-      "ImageNet-style training does, so that preprocessing is the bottleneck)")(
       "ratio", po::value(&opt.ratio),
       "offload ratio for every worker count > 0 (default: best of a sweep around the even "
       "split workers/(workers+1))")(
       "sweep-step", po::value(&opt.sweep_step)->default_value(opt.sweep_step, "0.15"),
       "the sweep tries the even split and this much either side")(
       "rounds", po::value(&opt.rounds)->default_value(opt.rounds),
-      "repetitions of every run; medians are reported")(
-      "local-threads", po::value(&opt.local_threads)->default_value(opt.local_threads),
-      "trainer preprocessing threads")(
-      "worker-threads", po::value(&opt.worker_threads)->default_value(opt.worker_threads),
-      "preprocessing threads per worker rank")(
-      "credits", po::value(&opt.credits)->default_value(opt.credits),
-      "requests in flight per worker (data.worker_credits)")(
-      "send-buffers", po::value(&opt.send_buffers)->default_value(opt.send_buffers),
-      "batches a worker holds while sending (data.worker_send_buffers)");
+      "repetitions of every run; medians are reported");
+  opt.add_pipeline_options(desc);
   const auto vm = parse_scenario_options("scaling", args, desc, common, world);
   if (!vm) return 0;
   CONFLUX_REQUIRE(opt.batch >= 1 && opt.steps >= 1 && opt.rounds >= 1 && opt.warmup >= 0,
@@ -132,20 +109,9 @@ int run_scaling(const std::vector<std::string>& args, const comm::Communicator& 
     std::vector<std::vector<PipelineRun>> runs(ratios.size());
     for (int round = 0; round < opt.rounds; ++round) {
       for (std::size_t i = 0; i < ratios.size(); ++i) {
-        PipelineRunOptions o;
-        o.service = &service;
-        o.workers = workers;
-        o.dataset = &dataset;
-        o.transform = &heavy;
-        o.batch = opt.batch;
-        o.warmup_steps = opt.warmup;
+        PipelineRunOptions o = opt.run_options(service, workers, dataset, heavy);
         o.steps = opt.steps;
-        o.gpu_step_ms = opt.gpu_step_ms;
         o.offload_ratio = ratios[i];
-        o.local_threads = opt.local_threads;
-        o.worker_threads = opt.worker_threads;
-        o.credits = opt.credits;
-        o.send_buffers = opt.send_buffers;
         runs[i].push_back(run_pipeline(o));
       }
     }

@@ -68,9 +68,7 @@ ProfileWindow StepProfiler::close(const data::PipelineCounters& c, double offloa
     s.workers.push_back({.live = now_c.live,
                          .build_seconds = ww.answers > 0
                                               ? window_build / static_cast<double>(ww.answers)
-                                              : now_c.last_build_seconds,
-                         .busy_fraction = now_c.last_busy_fraction,
-                         .queued = now_c.last_queued});
+                                              : now_c.last_build_seconds});
   }
   previous_ = c;
   window_ = {};

@@ -11,7 +11,6 @@
 /// trainers and workers share cores the rates the model assumes change with the ratio itself.
 /// Losing or regaining workers re-seeds from the model at once.
 
-#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,8 +32,6 @@ struct ControllerOptions {
 struct WorkerSample {
   bool live = true;
   double build_seconds = 0;  ///< its mean service time per batch in the window (0: unknown)
-  double busy_fraction = 0;  ///< its latest reported busy share
-  std::uint32_t queued = 0;  ///< requests waiting at it (latest report)
 };
 
 /// Measurements of one profiling window of one trainer.
