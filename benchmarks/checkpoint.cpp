@@ -94,6 +94,9 @@ int run_checkpoint(const std::vector<std::string>& args, const comm::Communicato
       "run directory (checkpoints go to DIR/checkpoints)");
   const auto vm = parse_scenario_options("checkpoint", args, desc, common, world);
   if (!vm) return 0;
+  CONFLUX_REQUIRE(o.rounds >= 1 && o.every >= 1,
+                  "checkpoint: --rounds and --every must be at least 1, got {} and {}", o.rounds,
+                  o.every);
 
   std::optional<Config> plain, checkpointed;
   data::DatasetSplits data;

@@ -149,6 +149,14 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
   const auto vm = parse_scenario_options("offload", args, desc, common, world);
   if (!vm) return 0;
   CONFLUX_REQUIRE(world.size() >= 2, "offload: needs at least 2 ranks (1 trainer + workers)");
+  CONFLUX_REQUIRE(opt.batch >= 1 && opt.rounds >= 1 && opt.auto_warmup >= 0 && opt.resolution >= 1,
+                  "offload: --batch, --rounds and --resolution must be at least 1, "
+                  "--auto-warmup at least 0");
+  CONFLUX_REQUIRE(opt.seconds > 0 && opt.gpu_step_ms > 0 && opt.compute_bound_gpu_step_ms > 0 &&
+                      opt.drift_seconds > 0 && opt.interval_s > 0,
+                  "offload: --seconds, --gpu-step-ms, --compute-bound-gpu-step-ms, "
+                  "--drift-seconds and --interval must be positive");
+  CONFLUX_REQUIRE(opt.slow_factor >= 1, "offload: --slow-factor {} is below 1", opt.slow_factor);
   const std::vector<double> ratios = parse_ratio_list(opt.ratios, "--ratios");
   const comm::Communicator service = world.split(0, world.rank());
   const int max_workers = world.size() - 1;

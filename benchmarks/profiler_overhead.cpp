@@ -84,6 +84,7 @@ int run_profiler_overhead(const std::vector<std::string>& args, const comm::Comm
       "dir", po::value(&o.dir)->default_value(o.dir), "run directory");
   const auto vm = parse_scenario_options("profiler", args, desc, common, world);
   if (!vm) return 0;
+  CONFLUX_REQUIRE(o.rounds >= 1, "profiler: --rounds must be at least 1, got {}", o.rounds);
   std::optional<Config> plain, profiled;
   data::DatasetSplits data;
   comm::run_agreed(world, [&] {
