@@ -16,8 +16,9 @@ namespace conflux {
 
 namespace {
 
-const std::vector<std::string> kSections = {"run",   "cluster", "data",       "transform", "model",
-                                            "train", "profile", "checkpoint", "fault"};
+const std::vector<std::string> kSections = {"run",   "cluster", "data",    "transform",
+                                            "model", "train",   "profile", "checkpoint",
+                                            "fault", "comm",    "limits",  "prices"};
 
 std::vector<std::string> all_key_paths() {
   std::vector<std::string> paths;
@@ -329,6 +330,28 @@ class ConfigLoader {
     c.fault_.after = get_int("fault.after");
     c.fault_.factor = get_double("fault.factor");
 
+    auto& comm = c.comm_;
+    comm.strategy = get_string("comm.strategy");
+    comm.aggregators = static_cast<int>(get_int("comm.aggregators"));
+    comm.nonaggregator_batch_size = static_cast<int>(get_int("comm.nonaggregator_batch_size"));
+    comm.stale_nonaggregators = get_bool("comm.stale_nonaggregators");
+
+    auto& limits = c.limits_;
+    limits.memory_mb = static_cast<int>(get_int("limits.memory_mb"));
+    limits.mb_per_vcpu = get_double("limits.mb_per_vcpu");
+    limits.cpu_period_ms = get_double("limits.cpu_period_ms");
+    limits.ranks = get_string("limits.ranks");
+
+    auto& prices = c.prices_;
+    prices.lambda_x86_gb_s = get_double("prices.lambda_x86_gb_s");
+    prices.lambda_arm_gb_s = get_double("prices.lambda_arm_gb_s");
+    prices.lambda_request = get_double("prices.lambda_request");
+    prices.lambda_max_seconds = get_double("prices.lambda_max_seconds");
+    prices.object_put = get_double("prices.object_put");
+    prices.object_get = get_double("prices.object_get");
+    prices.slurm_core_hour = get_double("prices.slurm_core_hour");
+    prices.slurm_gpu_hour = get_double("prices.slurm_gpu_hour");
+
     auto& p = c.profile_;
     p.enabled = get_bool("profile.enabled");
     p.initial_steps = get_int("profile.initial_steps");
@@ -432,6 +455,19 @@ class ConfigLoader {
         "{}: data.offload_ratios has {} values but cluster.trainers = {}; give one "
         "per trainer or none",
         locations_["data.offload_ratios"], c.data_.offload_ratios.size(), c.cluster_.trainers);
+    CONFLUX_REQUIRE(c.limits_.memory_mb == 0 || c.limits_.memory_mb >= 128,
+                    "{}: limits.memory_mb = {} is below Lambda's smallest size; give 0 (no "
+                    "limit) or 128..10240",
+                    locations_["limits.memory_mb"], c.limits_.memory_mb);
+    CONFLUX_REQUIRE(c.comm_.aggregators <= c.cluster_.trainers,
+                    "{}: comm.aggregators = {} exceeds cluster.trainers = {}",
+                    locations_["comm.aggregators"], c.comm_.aggregators, c.cluster_.trainers);
+    CONFLUX_REQUIRE(c.comm_.strategy == "kreduce" ||
+                        (c.comm_.aggregators == 0 && c.comm_.nonaggregator_batch_size == 0 &&
+                         !c.comm_.stale_nonaggregators),
+                    "{}: comm.aggregators, comm.nonaggregator_batch_size and "
+                    "comm.stale_nonaggregators need comm.strategy = \"kreduce\"",
+                    locations_["comm.strategy"]);
   }
 
   std::string resolved_toml(const Config& c) {

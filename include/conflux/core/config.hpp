@@ -104,6 +104,36 @@ struct FaultSection {
   std::int64_t after = 0;  ///< answers given normally before the fault starts
 };
 
+/// [comm]: gradient synchronisation among trainers.
+struct CommSection {
+  std::string strategy = "allreduce";  ///< "allreduce" or "kreduce"
+  int aggregators = 0;                 ///< K-Reduce aggregators; 0 = every trainer
+  int nonaggregator_batch_size = 0;    ///< per-step batch of a non-aggregator; 0 = equal
+  bool stale_nonaggregators = false;   ///< non-aggregators apply merged gradients one step late
+};
+
+/// [limits]: Lambda-like resource limits per rank.
+struct LimitsSection {
+  int memory_mb = 0;  ///< 0: no limit
+  double mb_per_vcpu = 1769;
+  double cpu_period_ms = 20;
+  std::string ranks = "all";  ///< "all", "trainers" or "workers"
+  /// CPU share (vCPUs) the memory size buys; 0 when unlimited.
+  double cpu_share() const { return memory_mb == 0 ? 0.0 : memory_mb / mb_per_vcpu; }
+};
+
+/// [prices]: price tables of the cost model (USD).
+struct PricesSection {
+  double lambda_x86_gb_s = 0.0000166667;
+  double lambda_arm_gb_s = 0.0000133334;
+  double lambda_request = 0.0000002;
+  double lambda_max_seconds = 900;
+  double object_put = 0.000005;
+  double object_get = 0.0000004;
+  double slurm_core_hour = 0.05;
+  double slurm_gpu_hour = 2.0;
+};
+
 /// What the loader needs besides the file: values from outside the config, read once by
 /// main() so that nothing below it reads the environment.
 struct ConfigSources {
@@ -124,6 +154,9 @@ class Config {
   const CheckpointSection& checkpoint() const noexcept { return checkpoint_; }
   const ProfileSection& profile() const noexcept { return profile_; }
   const FaultSection& fault() const noexcept { return fault_; }
+  const CommSection& comm() const noexcept { return comm_; }
+  const LimitsSection& limits() const noexcept { return limits_; }
+  const PricesSection& prices() const noexcept { return prices_; }
   /// The fully resolved config as TOML (every key, defaults filled in).
   const std::string& resolved_toml() const noexcept { return resolved_toml_; }
   /// "file:line:column" where a key was set (or "default"), for errors found after loading.
@@ -144,6 +177,9 @@ class Config {
   CheckpointSection checkpoint_;
   ProfileSection profile_;
   FaultSection fault_;
+  CommSection comm_;
+  LimitsSection limits_;
+  PricesSection prices_;
   std::string resolved_toml_;
   std::map<std::string, std::string> locations_;
 };

@@ -1,0 +1,63 @@
+#pragma once
+/// @file performance_model.hpp
+/// The fitted performance model of one training config: what `conflux fit` produces from
+/// `conflux profile` measurements and what the cost model and planner evaluate.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace conflux::plan {
+
+/// Per-iteration compute time T_train(B, M) = a (B + b) / (M + m) + c, in seconds, for a
+/// batch of B samples on one worker with M MB (CPU share M / mb_per_vcpu). FasDL's form has
+/// c = 0; c > 0 is the alternative with a fixed per-iteration cost that does not scale with CPU.
+struct TrainTimeModel {
+  double a = 0;  ///< seconds x MB per sample
+  double b = 0;  ///< samples of fixed work per iteration
+  double m = 0;  ///< MB offset
+  double c = 0;  ///< seconds per iteration independent of B and M
+  /// T_train at batch `batch` and memory `memory_mb`.
+  double seconds(double batch, double memory_mb) const {
+    return a * (batch + b) / (memory_mb + m) + c;
+  }
+};
+
+/// Per-iteration parameter transfer / serialisation time T_trans(M) = k1 M^k2, in seconds.
+struct TransferTimeModel {
+  double k1 = 0;
+  double k2 = 0;
+  /// T_trans at memory `memory_mb`.
+  double seconds(double memory_mb) const;
+};
+
+/// Measured gradient-synchronisation time per iteration (MPI target): for each measured
+/// trainer count, points (memory MB, seconds) sorted by memory; evaluated by linear
+/// interpolation in memory, clamped to the end points outside the measured range.
+struct SyncTimeTable {
+  struct Row {
+    int workers = 1;
+    std::vector<double> memory_mb;  ///< ascending
+    std::vector<double> seconds;    ///< same length
+  };
+  std::vector<Row> rows;  ///< ascending in workers; 1 worker means no sync (0 s)
+  /// Sync time for `workers` trainers at `memory_mb`; InputError when `workers` was not
+  /// measured (the model does not extrapolate over the trainer count).
+  double seconds(int workers, double memory_mb) const;
+  /// Largest measured trainer count (1 when nothing was measured).
+  int max_workers() const;
+};
+
+/// Everything the cost model needs about one training config.
+struct PerformanceModel {
+  TrainTimeModel train;
+  TransferTimeModel transfer;
+  SyncTimeTable sync;
+  double gradient_mb = 0;           ///< flattened gradient (= parameters) in MB (10^6 bytes)
+  std::uint64_t epoch_samples = 0;  ///< training samples per epoch
+  double mb_per_vcpu = 1769;        ///< memory that buys one vCPU
+  std::string dataset;              ///< for reports
+  std::string source;               ///< profile file(s) it was fitted from
+};
+
+}  // namespace conflux::plan
