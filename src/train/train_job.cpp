@@ -10,6 +10,7 @@
 
 #include "conflux/comm/agreement.hpp"
 #include "conflux/comm/roles.hpp"
+#include "conflux/core/resource_limits.hpp"
 #include "conflux/data/batch_server.hpp"
 #include "conflux/profile/timeline.hpp"
 #include "conflux/train/checkpointer.hpp"
@@ -69,6 +70,12 @@ void serve_batches(const Config& config, const comm::RoleLayout& layout,
       config.data().worker_send_buffers);
 }
 
+// Whether the Lambda-like function size of [limits] applies to this rank's role.
+bool limits_apply(const LimitsSection& limits, bool is_trainer) {
+  return limits.memory_mb > 0 &&
+         (limits.ranks == "all" || (limits.ranks == "trainers") == is_trainer);
+}
+
 void report_checkpoints(const CheckpointerStats& s, const Logger& log) {
   if (s.taken == 0) return;
   const double mib = static_cast<double>(s.persist.bytes) / (1 << 20);
@@ -96,11 +103,17 @@ ExitCode run_train_job(const Config& config, const comm::Communicator& world, co
   const comm::RoleLayout& layout = roles.layout;
   openblas_set_num_threads(config.cluster().blas_threads);
   const bool is_trainer = layout.role == comm::Role::kTrainer;
+  std::optional<ResourceLimits> limits;
+  if (limits_apply(config.limits(), is_trainer)) {
+    limits.emplace(FunctionSize{config.limits().memory_mb, config.limits().mb_per_vcpu},
+                   std::chrono::duration<double>(config.limits().cpu_period_ms / 1000));
+  }
   const bool is_root = world.rank() == 0;
 
-  log.info("{} {}/{} (pid {}, node-local rank {}/{})", comm::role_name(layout.role),
+  log.info("{} {}/{} (pid {}, node-local rank {}/{}){}", comm::role_name(layout.role),
            layout.role_rank, is_trainer ? layout.trainers : layout.workers, ::getpid(),
-           layout.node_local_rank, layout.node_local_size);
+           layout.node_local_rank, layout.node_local_size,
+           limits ? fmt::format(", Lambda-like limit {}", limits->size().describe()) : "");
   std::optional<ckpt::FoundCheckpoint> found;
   comm::run_agreed(world, [&] {
     if (!is_root) return;

@@ -1,0 +1,71 @@
+#pragma once
+/// @file fit.hpp
+/// Least-squares fit of the performance model from a profile: T_train(B, M) = a (B + b) /
+/// (M + m) [+ c], T_trans(M) = k1 M^k2 and the measured gradient-sync table, with goodness of
+/// fit, per-point errors and leave-one-out prediction errors.
+
+#include <string>
+#include <vector>
+
+#include "conflux/plan/performance_model.hpp"
+#include "conflux/plan/profile_data.hpp"
+
+namespace conflux::plan {
+
+/// How well one fitted form reproduces the points.
+struct PointError {
+  int workers = 1, memory_mb = 0, batch = 0;
+  double measured_s = 0, predicted_s = 0;
+  double relative_error = 0;  ///< (predicted - measured) / measured
+  double loo_error = 0;       ///< the same, fitted without this point (leave-one-out)
+};
+
+/// Goodness of fit of one form.
+struct FitQuality {
+  double r2 = 0;                    ///< coefficient of determination on the times
+  double rmse_s = 0;                ///< root mean square error, seconds
+  double median_abs_error = 0;      ///< median |relative error|
+  double max_abs_error = 0;         ///< largest |relative error|
+  double loo_median_abs_error = 0;  ///< median |leave-one-out relative error|
+  std::vector<PointError> points;
+};
+
+/// One fitted form of T_train.
+struct TrainFit {
+  std::string form;  ///< "a(B+b)/(M+m)" or "a(B+b)/(M+m) + c"
+  TrainTimeModel model;
+  FitQuality quality;
+};
+
+/// Which T_train form to keep.
+enum class TrainForm {
+  kAuto,      ///< FasDL's, unless the one with a constant is clearly better
+  kFasdl,     ///< a (B + b) / (M + m)
+  kConstant,  ///< a (B + b) / (M + m) + c
+};
+
+/// Everything the fit found.
+struct FitResult {
+  TrainFit fasdl;          ///< FasDL's form
+  TrainFit with_constant;  ///< the alternative with a fixed per-iteration cost
+  bool chose_constant = false;
+  std::string choice;  ///< why the kept form was kept
+  FitQuality transfer_quality;
+  PerformanceModel model;  ///< the kept forms, ready for the cost model
+};
+
+/// Fits `profile`; InputError when it cannot: too few distinct memory sizes or batches, or a
+/// fit that does not converge (parameters at the edge of their range, a ≤ 0), saying why.
+FitResult fit_profile(const Profile& profile, TrainForm form, const std::string& source);
+
+/// Fits T_train = a (B + b) / (M + m) [+ c] to (B, M, seconds) points, minimising relative
+/// errors; exposed for tests. InputError when it does not converge.
+TrainTimeModel fit_train_time(const std::vector<ProfilePoint>& points, bool with_constant);
+
+/// Fits T_trans = k1 M^k2 to (M, seconds); InputError with fewer than 2 memory sizes.
+TransferTimeModel fit_transfer_time(const std::vector<ProfilePoint>& points);
+
+/// The fit report: both forms' coefficients, quality, per-point table and the choice.
+std::string render_fit_report(const FitResult& fit);
+
+}  // namespace conflux::plan

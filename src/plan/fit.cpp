@@ -1,0 +1,346 @@
+#include "conflux/plan/fit.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "conflux/core/error.hpp"
+
+namespace conflux::plan {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Solves the k x k system A x = y (k ≤ 3) by Gaussian elimination with partial pivoting;
+// false when it is singular.
+template <std::size_t K>
+bool solve(std::array<std::array<double, K>, K> a, std::array<double, K> y,
+           std::array<double, K>& x) {
+  for (std::size_t col = 0; col < K; ++col) {
+    std::size_t pivot = col;
+    for (std::size_t r = col + 1; r < K; ++r) {
+      if (std::abs(a[r][col]) > std::abs(a[pivot][col])) pivot = r;
+    }
+    if (std::abs(a[pivot][col]) < 1e-300) return false;
+    std::swap(a[col], a[pivot]);
+    std::swap(y[col], y[pivot]);
+    for (std::size_t r = col + 1; r < K; ++r) {
+      const double f = a[r][col] / a[col][col];
+      for (std::size_t c = col; c < K; ++c) a[r][c] -= f * a[col][c];
+      y[r] -= f * y[col];
+    }
+  }
+  for (std::size_t i = K; i-- > 0;) {
+    double s = y[i];
+    for (std::size_t c = i + 1; c < K; ++c) s -= a[i][c] * x[c];
+    x[i] = s / a[i][i];
+  }
+  return true;
+}
+
+// For a fixed m the model is linear in (a, a*b, c): T = a B/(M+m) + (a b)/(M+m) + c. Weighted
+// least squares with weights 1/T minimises relative errors (times span orders of magnitude).
+// Returns the weighted residual sum of squares and the model.
+template <std::size_t K>
+double linear_fit(const std::vector<ProfilePoint>& pts, double m, TrainTimeModel& out) {
+  std::array<std::array<double, K>, K> ata{};
+  std::array<double, K> aty{};
+  for (const auto& p : pts) {
+    const double inv = 1.0 / (p.memory_mb + m);
+    const std::array<double, 3> x{p.batch * inv, inv, 1.0};
+    const double w = 1.0 / p.iteration_s;
+    for (std::size_t i = 0; i < K; ++i) {
+      for (std::size_t j = 0; j < K; ++j) ata[i][j] += w * w * x[i] * x[j];
+      aty[i] += w * w * x[i] * p.iteration_s;
+    }
+  }
+  std::array<double, K> theta{};
+  if (!solve<K>(ata, aty, theta)) return kInf;
+  out = TrainTimeModel{};
+  out.a = theta[0];
+  out.b = theta[0] != 0 ? theta[1] / theta[0] : 0;
+  out.m = m;
+  if constexpr (K == 3) out.c = theta[2];
+  double rss = 0;
+  for (const auto& p : pts) {
+    const double r = (out.seconds(p.batch, p.memory_mb) - p.iteration_s) / p.iteration_s;
+    rss += r * r;
+  }
+  return rss;
+}
+
+double fit_for_m(const std::vector<ProfilePoint>& pts, double m, bool with_constant,
+                 TrainTimeModel& out) {
+  return with_constant ? linear_fit<3>(pts, m, out) : linear_fit<2>(pts, m, out);
+}
+
+std::vector<ProfilePoint> usable(const std::vector<ProfilePoint>& points) {
+  std::vector<ProfilePoint> out;
+  for (const auto& p : points) {
+    if (!p.out_of_memory && p.iteration_s > 0) out.push_back(p);
+  }
+  return out;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+template <typename Predict, typename Refit>
+FitQuality quality(const std::vector<ProfilePoint>& pts, std::vector<double> measured,
+                   Predict predict, Refit refit_without) {
+  FitQuality q;
+  double mean = 0;
+  for (double t : measured) mean += t / static_cast<double>(measured.size());
+  double ss_res = 0, ss_tot = 0;
+  std::vector<double> abs_err, loo_abs;
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const double pred = predict(pts[i]);
+    PointError e{pts[i].workers,
+                 pts[i].memory_mb,
+                 pts[i].batch,
+                 measured[i],
+                 pred,
+                 (pred - measured[i]) / measured[i],
+                 0};
+    const double loo_pred = refit_without(i);
+    e.loo_error = std::isfinite(loo_pred) ? (loo_pred - measured[i]) / measured[i] : kInf;
+    ss_res += (pred - measured[i]) * (pred - measured[i]);
+    ss_tot += (measured[i] - mean) * (measured[i] - mean);
+    abs_err.push_back(std::abs(e.relative_error));
+    loo_abs.push_back(std::abs(e.loo_error));
+    q.points.push_back(e);
+  }
+  q.r2 = ss_tot > 0 ? 1 - ss_res / ss_tot : 1;
+  q.rmse_s = std::sqrt(ss_res / static_cast<double>(pts.size()));
+  q.median_abs_error = median(abs_err);
+  q.max_abs_error = abs_err.empty() ? 0 : *std::max_element(abs_err.begin(), abs_err.end());
+  q.loo_median_abs_error = median(loo_abs);
+  return q;
+}
+
+TrainFit fit_train(const std::vector<ProfilePoint>& pts, bool with_constant) {
+  TrainFit fit;
+  fit.form = with_constant ? "a(B+b)/(M+m) + c" : "a(B+b)/(M+m)";
+  fit.model = fit_train_time(pts, with_constant);
+  std::vector<double> measured;
+  for (const auto& p : pts) measured.push_back(p.iteration_s);
+  fit.quality = quality(
+      pts, measured, [&](const ProfilePoint& p) { return fit.model.seconds(p.batch, p.memory_mb); },
+      [&](std::size_t i) {
+        std::vector<ProfilePoint> rest = pts;
+        rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
+        try {
+          return fit_train_time(rest, with_constant).seconds(pts[i].batch, pts[i].memory_mb);
+        } catch (const InputError&) {
+          return kInf;  // too few points left to fit: no leave-one-out prediction
+        }
+      });
+  return fit;
+}
+
+}  // namespace
+
+TrainTimeModel fit_train_time(const std::vector<ProfilePoint>& points, bool with_constant) {
+  const std::vector<ProfilePoint> pts = usable(points);
+  std::set<int> memories, batches;
+  for (const auto& p : pts) {
+    memories.insert(p.memory_mb);
+    batches.insert(p.batch);
+  }
+  const std::size_t need = with_constant ? 4 : 3;
+  CONFLUX_REQUIRE(memories.size() >= 3 && batches.size() >= 2 && pts.size() >= need,
+                  "cannot fit T_train: the profile has {} usable point(s) at {} memory size(s) "
+                  "and {} batch size(s); it needs ≥ 3 memory sizes, ≥ 2 batch sizes and ≥ {} "
+                  "points",
+                  pts.size(), memories.size(), batches.size(), need);
+  // Variable projection: the model is linear once m is fixed, so search m alone (a 1-D,
+  // bracketed search) and solve the rest exactly. m ranges over (-min M, 100 max M].
+  const double lo = 1.0 - *memories.begin();
+  const double span = 100.0 * *memories.rbegin();
+  auto objective = [&](double m, TrainTimeModel& model) {
+    return fit_for_m(pts, m, with_constant, model);
+  };
+  const int grid = 400;
+  double best_m = lo, best = kInf;
+  TrainTimeModel model;
+  for (int i = 0; i <= grid; ++i) {
+    // Geometric in M + m, from 1 MB above -min M up to 100 x max M.
+    const double m = lo - 1 + std::pow(span + 1 - lo, static_cast<double>(i) / grid);
+    const double rss = objective(m, model);
+    if (rss < best) best = rss, best_m = m;
+  }
+  // Golden-section refinement between the grid neighbours of the best point.
+  const auto to_t = [&](double m) { return std::log(m - lo + 1) / std::log(span + 1 - lo); };
+  const auto from_t = [&](double t) { return lo - 1 + std::pow(span + 1 - lo, t); };
+  double a = std::max(0.0, to_t(best_m) - 1.0 / grid), b = std::min(1.0, to_t(best_m) + 1.0 / grid);
+  const double g = (std::sqrt(5.0) - 1) / 2;
+  for (int it = 0; it < 80; ++it) {
+    const double c = b - g * (b - a), d = a + g * (b - a);
+    TrainTimeModel mc, md;
+    if (objective(from_t(c), mc) < objective(from_t(d), md)) {
+      b = d;
+    } else {
+      a = c;
+    }
+  }
+  const double m = from_t(0.5 * (a + b));
+  const double rss = objective(m, model);
+  CONFLUX_REQUIRE(std::isfinite(rss),
+                  "the T_train fit did not converge: the least-squares system is singular "
+                  "(are all points at the same batch or memory size?)");
+  CONFLUX_REQUIRE(to_t(m) < 0.999,
+                  "the T_train fit did not converge: m ran to the end of its range ({:.0f} MB), "
+                  "i.e. the measured times hardly fall with memory; was the sweep throttled "
+                  "(limits) and long enough (--steps)?",
+                  m);
+  CONFLUX_REQUIRE(model.a > 0,
+                  "the T_train fit did not converge to a usable model: a = {:.3g} ≤ 0, i.e. the "
+                  "measured times do not grow with the batch size; measure more steps per point",
+                  model.a);
+  return model;
+}
+
+TransferTimeModel fit_transfer_time(const std::vector<ProfilePoint>& points) {
+  // The serialisation does not depend on B or W: average each memory size's points first.
+  std::map<int, std::pair<double, int>> by_memory;
+  for (const auto& p : usable(points)) {
+    if (p.transfer_s <= 0) continue;
+    by_memory[p.memory_mb].first += p.transfer_s;
+    by_memory[p.memory_mb].second += 1;
+  }
+  CONFLUX_REQUIRE(by_memory.size() >= 2,
+                  "cannot fit T_trans = k1 M^k2: it needs transfer times at ≥ 2 memory sizes, "
+                  "the profile has {}",
+                  by_memory.size());
+  // Least squares in log space: log T = log k1 + k2 log M (relative errors, again).
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  const double n = static_cast<double>(by_memory.size());
+  for (const auto& [memory, acc] : by_memory) {
+    const double x = std::log(memory), y = std::log(acc.first / acc.second);
+    sx += x, sy += y, sxx += x * x, sxy += x * y;
+  }
+  const double k2 = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  return TransferTimeModel{std::exp((sy - k2 * sx) / n), k2};
+}
+
+FitResult fit_profile(const Profile& profile, TrainForm form, const std::string& source) {
+  const std::vector<ProfilePoint> pts = usable(profile.points);
+  CONFLUX_REQUIRE(!pts.empty(), "{}: the profile holds no measured point", source);
+  // T_train is per-worker compute: fitted on the single-trainer points when there are any,
+  // because with several throttled trainers part of each one's pauses shows up as the others'
+  // wait in the gradient sync.
+  std::vector<ProfilePoint> single;
+  for (const auto& p : pts) {
+    if (p.workers == 1) single.push_back(p);
+  }
+  const std::vector<ProfilePoint>& train_pts = single.empty() ? pts : single;
+  FitResult r;
+  r.fasdl = fit_train(train_pts, false);
+  r.with_constant = fit_train(train_pts, true);
+  const double fasdl_err = r.fasdl.quality.loo_median_abs_error;
+  const double const_err = r.with_constant.quality.loo_median_abs_error;
+  // "Clearly better": a third lower leave-one-out error and at least one point of percentage.
+  const bool clearly_better = const_err < 0.67 * fasdl_err && fasdl_err - const_err > 0.01;
+  r.chose_constant = form == TrainForm::kConstant || (form == TrainForm::kAuto && clearly_better);
+  if (form == TrainForm::kAuto) {
+    r.choice = clearly_better
+                   ? fmt::format(
+                         "the form with a constant fits clearly better (leave-one-out "
+                         "median error {:.1f} % against {:.1f} % for FasDL's): kept it",
+                         100 * const_err, 100 * fasdl_err)
+                   : fmt::format(
+                         "FasDL's form kept (leave-one-out median error {:.1f} %; with a "
+                         "constant {:.1f} %, not clearly better)",
+                         100 * fasdl_err, 100 * const_err);
+  } else {
+    r.choice =
+        fmt::format("{} form kept as asked (--form)", r.chose_constant ? "constant" : "FasDL's");
+  }
+  PerformanceModel& m = r.model;
+  m.train = r.chose_constant ? r.with_constant.model : r.fasdl.model;
+  m.transfer = fit_transfer_time(pts);
+  std::vector<double> transfer_measured;
+  for (const auto& p : pts) transfer_measured.push_back(p.transfer_s);
+  r.transfer_quality = quality(
+      pts, transfer_measured,
+      [&](const ProfilePoint& p) { return m.transfer.seconds(p.memory_mb); },
+      [&](std::size_t) { return kInf; });
+  // The sync table, per (W, M) over the batches: each step's time beyond the fitted T_train,
+  // i.e. the measured sync plus the wait for the other throttled trainers. That is what a
+  // step costs beyond compute; when only multi-trainer points exist, the measured sync alone.
+  std::map<int, std::map<int, std::pair<double, int>>> sync;
+  for (const auto& p : pts) {
+    if (p.workers < 2) continue;
+    const double beyond = single.empty()
+                              ? p.sync_s
+                              : p.iteration_s + p.sync_s - m.train.seconds(p.batch, p.memory_mb);
+    auto& acc = sync[p.workers][p.memory_mb];
+    acc.first += std::max(0.0, beyond);
+    acc.second += 1;
+  }
+  for (const auto& [workers, by_memory] : sync) {
+    SyncTimeTable::Row row{workers, {}, {}};
+    for (const auto& [memory, acc] : by_memory) {
+      row.memory_mb.push_back(memory);
+      row.seconds.push_back(acc.first / acc.second);
+    }
+    m.sync.rows.push_back(std::move(row));
+  }
+  m.gradient_mb = profile.gradient_mb;
+  m.epoch_samples = profile.epoch_samples;
+  m.mb_per_vcpu = profile.mb_per_vcpu;
+  m.dataset = profile.dataset;
+  m.source = source;
+  return r;
+}
+
+std::string render_fit_report(const FitResult& r) {
+  std::string out;
+  const auto form_block = [&](const TrainFit& f) {
+    const FitQuality& q = f.quality;
+    out += fmt::format(
+        "T_train = {}: a = {:.6g} s*MB/sample, b = {:.4g} samples, m = {:.4g} MB, c = {:.4g} s\n"
+        "  R^2 = {:.4f}, RMSE = {:.3f} ms, median |error| = {:.1f} %, max = {:.1f} %, "
+        "leave-one-out median = {:.1f} %\n",
+        f.form, f.model.a, f.model.b, f.model.m, f.model.c, q.r2, 1e3 * q.rmse_s,
+        100 * q.median_abs_error, 100 * q.max_abs_error, 100 * q.loo_median_abs_error);
+  };
+  form_block(r.fasdl);
+  form_block(r.with_constant);
+  out += fmt::format("choice: {}\n\n", r.choice);
+  const TrainFit& kept = r.chose_constant ? r.with_constant : r.fasdl;
+  out += "   W  memory MB  batch  measured ms  fitted ms  error %  leave-one-out %\n";
+  for (const auto& e : kept.quality.points) {
+    out += fmt::format("{:4d}  {:9d}  {:5d}  {:11.3f}  {:9.3f}  {:+7.1f}  {:+15.1f}\n", e.workers,
+                       e.memory_mb, e.batch, 1e3 * e.measured_s, 1e3 * e.predicted_s,
+                       100 * e.relative_error, 100 * e.loo_error);
+  }
+  const auto& t = r.model.transfer;
+  out += fmt::format(
+      "\nT_trans = k1 M^k2: k1 = {:.4g} s, k2 = {:.3f}; R^2 = {:.4f}, median |error| = {:.1f} %, "
+      "max = {:.1f} %\n",
+      t.k1, t.k2, r.transfer_quality.r2, 100 * r.transfer_quality.median_abs_error,
+      100 * r.transfer_quality.max_abs_error);
+  if (r.model.sync.rows.empty()) {
+    out += "gradient sync: no point with W ≥ 2 (a plan may use 1 worker only)\n";
+  }
+  for (const auto& row : r.model.sync.rows) {
+    out += fmt::format("gradient sync, W = {}:", row.workers);
+    for (std::size_t i = 0; i < row.memory_mb.size(); ++i) {
+      out += fmt::format(" {} MB {:.2f} ms;", row.memory_mb[i], 1e3 * row.seconds[i]);
+    }
+    out += " (interpolated linearly in M)\n";
+  }
+  return out;
+}
+
+}  // namespace conflux::plan

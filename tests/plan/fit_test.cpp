@@ -1,0 +1,114 @@
+#include "conflux/plan/fit.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "conflux/core/error.hpp"
+
+namespace conflux::plan {
+namespace {
+
+// Points of T = a (B + b) / (M + m) + c on a grid, with multiplicative noise of `noise`.
+std::vector<ProfilePoint> grid(const TrainTimeModel& truth, double noise, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> jitter(1 - noise, 1 + noise);
+  std::vector<ProfilePoint> pts;
+  for (int memory : {256, 512, 1024, 1769}) {
+    for (int batch : {16, 64, 256}) {
+      ProfilePoint p{.workers = 1, .memory_mb = memory, .batch = batch, .steps = 20};
+      p.iteration_s = truth.seconds(batch, memory) * jitter(rng);
+      p.transfer_s = 0.002 * std::pow(memory / 1000.0, -0.9) * jitter(rng);
+      pts.push_back(p);
+    }
+  }
+  return pts;
+}
+
+TEST(PlanFit, RecoversFasdlCoefficientsFromExactPoints) {
+  const TrainTimeModel truth{.a = 30.0, .b = 12.0, .m = 40.0};
+  const TrainTimeModel fit = fit_train_time(grid(truth, 0, 1), false);
+  EXPECT_NEAR(fit.a, truth.a, 1e-3 * truth.a);
+  EXPECT_NEAR(fit.b, truth.b, 1e-2);
+  EXPECT_NEAR(fit.m, truth.m, 0.5);
+  EXPECT_EQ(fit.c, 0);
+}
+
+TEST(PlanFit, RecoversTheConstantOfTheAlternativeForm) {
+  const TrainTimeModel truth{.a = 20.0, .b = 5.0, .m = 10.0, .c = 0.004};
+  const TrainTimeModel fit = fit_train_time(grid(truth, 0, 2), true);
+  EXPECT_NEAR(fit.a, truth.a, 1e-2 * truth.a);
+  EXPECT_NEAR(fit.c, truth.c, 1e-4);
+}
+
+TEST(PlanFit, NoisyPointsFitWithinTheNoise) {
+  const TrainTimeModel truth{.a = 30.0, .b = 12.0, .m = 40.0};
+  const auto pts = grid(truth, 0.03, 3);
+  const FitResult r = fit_profile(
+      Profile{.dataset = "mnist", .epoch_samples = 60000, .gradient_mb = 1.2, .points = pts},
+      TrainForm::kAuto, "test");
+  EXPECT_LT(r.fasdl.quality.median_abs_error, 0.03);
+  EXPECT_LT(r.fasdl.quality.loo_median_abs_error, 0.05);
+  EXPECT_GT(r.fasdl.quality.r2, 0.99);
+  EXPECT_FALSE(r.chose_constant);  // the data has no constant: FasDL's form is kept
+  EXPECT_EQ(r.fasdl.quality.points.size(), pts.size());
+  EXPECT_NEAR(r.model.transfer.k2, -0.9, 0.1);
+  EXPECT_EQ(r.model.epoch_samples, 60000u);
+}
+
+TEST(PlanFit, OffersTheConstantFormWhenItFitsClearlyBetter) {
+  // A large fixed cost per iteration: FasDL's form cannot bend to it.
+  const TrainTimeModel truth{.a = 10.0, .b = 2.0, .m = 0.0, .c = 0.05};
+  const FitResult r = fit_profile(
+      Profile{.dataset = "mnist", .epoch_samples = 1000, .points = grid(truth, 0.01, 4)},
+      TrainForm::kAuto, "test");
+  EXPECT_TRUE(r.chose_constant);
+  EXPECT_NE(r.choice.find("clearly better"), std::string::npos);
+  EXPECT_NEAR(r.model.train.c, 0.05, 0.005);
+  EXPECT_NE(render_fit_report(r).find("a(B+b)/(M+m) + c"), std::string::npos);
+}
+
+TEST(PlanFit, TimesThatDoNotFallWithMemoryDoNotConverge) {
+  std::vector<ProfilePoint> pts;
+  for (int memory : {256, 512, 1024}) {
+    for (int batch : {16, 64}) {
+      pts.push_back({.workers = 1,
+                     .memory_mb = memory,
+                     .batch = batch,
+                     .steps = 5,
+                     .iteration_s = 0.001 * batch});
+    }
+  }
+  try {
+    fit_train_time(pts, false);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("did not converge"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PlanFit, TooFewPointsAreAClearError) {
+  std::vector<ProfilePoint> pts{{.workers = 1, .memory_mb = 256, .batch = 16, .iteration_s = 0.1},
+                                {.workers = 1, .memory_mb = 512, .batch = 16, .iteration_s = 0.05}};
+  EXPECT_THROW(fit_train_time(pts, false), InputError);
+  EXPECT_THROW(fit_transfer_time({pts[0]}), InputError);
+  EXPECT_THROW(fit_profile(Profile{}, TrainForm::kAuto, "empty.toml"), InputError);
+}
+
+TEST(PlanFit, SyncTableAveragesBatchesPerWorkerCountAndMemory) {
+  auto pts = grid(TrainTimeModel{.a = 30.0, .b = 12.0, .m = 40.0}, 0, 5);
+  for (auto p : std::vector<ProfilePoint>(pts)) {
+    p.workers = 2;
+    p.sync_s = 0.001 * (p.batch == 16 ? 1 : 3);
+    pts.push_back(p);
+  }
+  const FitResult r = fit_profile(Profile{.dataset = "mnist", .epoch_samples = 10, .points = pts},
+                                  TrainForm::kFasdl, "test");
+  ASSERT_EQ(r.model.sync.rows.size(), 1u);
+  EXPECT_EQ(r.model.sync.rows[0].workers, 2);
+  EXPECT_EQ(r.model.sync.rows[0].memory_mb.size(), 4u);
+  EXPECT_NEAR(r.model.sync.rows[0].seconds[0], (0.001 + 0.003 + 0.003) / 3, 1e-12);
+}
+
+}  // namespace
+}  // namespace conflux::plan
