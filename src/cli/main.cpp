@@ -19,6 +19,7 @@
 #include "conflux/data/catalog.hpp"
 #include "conflux/data/hdf5_dataset.hpp"
 #include "conflux/train/train_job.hpp"
+#include "plan_commands.hpp"
 
 namespace po = boost::program_options;
 using namespace conflux;
@@ -36,6 +37,11 @@ Usage:
   conflux data info FILE.h5                                  describe a converted dataset
   conflux ckpt inspect FILE.h5                               show what a checkpoint holds
   conflux ckpt verify FILE.h5...                             check checkpoints are intact
+  mpirun -np N conflux profile --config FILE --workers 1,2 --memory 512,1024 --batch 32,64
+                               --output PROFILE.toml       measure under Lambda-like limits
+  conflux fit --profile PROFILE.toml... --output MODEL.toml  fit T_train, T_trans, sync
+  conflux predict --model MODEL.toml --config FILE           predicted epoch time of a config
+  conflux plan --model MODEL.toml --config FILE --deadline S cheapest config meeting S seconds
   conflux help | --help | version
 
 Ranks 0..trainers-1 train ([cluster] trainers in the config); the others are preprocessing
@@ -82,8 +88,10 @@ ConfigSources sources_for(const ConfigArgs& args, std::string launch_time) {
   return ConfigSources{args.overrides, env_or_empty("CONFLUX_DATA"), std::move(launch_time)};
 }
 
-int cmd_train(int argc, char** argv, const std::vector<std::string>& args) {
-  const ConfigArgs config_args = parse_config_args(args, "train");
+// Runs `body(config, world, log)` on every rank of an MPI job with the config loaded and
+// agreed, mapping failures to exit codes the same way on every rank.
+template <typename Body>
+int run_mpi_command(int argc, char** argv, const ConfigArgs& config_args, Body body) {
   comm::MpiEnvironment env(argc, argv);
   const Logger log(env.world_rank());
   try {
@@ -94,8 +102,7 @@ int cmd_train(int argc, char** argv, const std::vector<std::string>& args) {
     comm::run_agreed(world, [&] {
       config.emplace(load_config_file(config_args.path, sources_for(config_args, stamp)));
     });
-    const ckpt::StopSignals signals;
-    return static_cast<int>(train::run_train_job(*config, world, log, &signals));
+    return body(*config, world, log);
   } catch (const comm::AgreedFailure& e) {
     // Every rank knows: report and leave through MPI_Finalize with the agreed code.
     log.error("{}", e.describe());
@@ -107,6 +114,36 @@ int cmd_train(int argc, char** argv, const std::vector<std::string>& args) {
     log.error("rank {}: unexpected: {}", env.world_rank(), e.what());
     env.abort(static_cast<int>(ExitCode::kRuntime));
   }
+}
+
+int cmd_train(int argc, char** argv, const std::vector<std::string>& args) {
+  return run_mpi_command(
+      argc, argv, parse_config_args(args, "train"),
+      [](const Config& config, const comm::Communicator& world, const Logger& log) {
+        const ckpt::StopSignals signals;
+        return static_cast<int>(train::run_train_job(config, world, log, &signals));
+      });
+}
+
+int cmd_profile(int argc, char** argv, const std::vector<std::string>& args) {
+  const cli::ProfileArgs profile_args = cli::parse_profile_args(args);
+  // parse_config_args rejects the profile options: give it only --config/--set.
+  std::vector<std::string> config_only;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const bool takes_value = a == "--config" || a == "-c" || a == "--set" || a == "-s";
+    if (takes_value && i + 1 < args.size()) {
+      config_only.insert(config_only.end(), {a, args[i + 1]});
+      ++i;
+    } else if (a.rfind("--config=", 0) == 0 || a.rfind("--set=", 0) == 0) {
+      config_only.push_back(a);
+    }
+  }
+  return run_mpi_command(
+      argc, argv, parse_config_args(config_only, "profile"),
+      [&](const Config& config, const comm::Communicator& world, const Logger& log) {
+        return cli::run_profile(profile_args, config, world, log);
+      });
 }
 
 int cmd_config(const std::vector<std::string>& args) {
@@ -208,6 +245,11 @@ int dispatch(int argc, char** argv) {
   if (command == "config") return cmd_config(args);
   if (command == "data") return cmd_data(args);
   if (command == "ckpt") return cmd_ckpt(args);
+  if (command == "profile") return cmd_profile(argc, argv, args);
+  if (command == "fit") return cli::cmd_fit(args);
+  const ConfigSources sources{{}, env_or_empty("CONFLUX_DATA"), local_time("%Y%m%d-%H%M%S")};
+  if (command == "predict") return cli::cmd_predict(args, sources);
+  if (command == "plan") return cli::cmd_plan(args, sources);
   CONFLUX_INPUT_ERROR("unknown command '{}'; run 'conflux help'", command);
 }
 

@@ -39,7 +39,10 @@ TEST(PlanFiles, ProfileRoundTrips) {
 
 TEST(PlanFiles, EmptyOrBrokenProfilesAreClearErrors) {
   testing::TempDir dir;
-  write_profile(dir.path() / "empty.toml", Profile{.dataset = "mnist", .epoch_samples = 10});
+  Profile empty;
+  empty.dataset = "mnist";
+  empty.epoch_samples = 10;
+  write_profile(dir.path() / "empty.toml", empty);
   try {
     read_profile(dir.path() / "empty.toml");
     FAIL();
@@ -53,9 +56,9 @@ TEST(PlanFiles, EmptyOrBrokenProfilesAreClearErrors) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("bad.toml"), std::string::npos);
   }
-  EXPECT_THROW(merge_profiles({Profile{.dataset = "mnist"}, Profile{.dataset = "cifar10"}},
-                              {"a.toml", "b.toml"}),
-               InputError);
+  Profile cifar = empty;
+  cifar.dataset = "cifar10";
+  EXPECT_THROW(merge_profiles({empty, cifar}, {"a.toml", "b.toml"}), InputError);
 }
 
 TEST(PlanFiles, ModelRoundTrips) {

@@ -1,0 +1,106 @@
+#pragma once
+/// @file cost_model.hpp
+/// Predicted time and price of one training configuration from the fitted performance model:
+/// FasDL-style K-Reduce over an object store on Lambda-like functions, or MPI allreduce on
+/// SLURM. The equations are in docs/planning.md.
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "conflux/core/config.hpp"
+#include "conflux/plan/performance_model.hpp"
+#include "conflux/plan/s3_transfer.hpp"
+
+namespace conflux::plan {
+
+/// Where the job would run.
+enum class Target { kLambda, kSlurm };
+/// Lambda CPU architecture (selects the GB-second price).
+enum class LambdaArch { kX86, kArm };
+
+/// "lambda" or "slurm".
+std::string_view to_string(Target target) noexcept;
+/// "x86" or "arm".
+std::string_view to_string(LambdaArch arch) noexcept;
+
+/// One configuration. Batches are per worker and per iteration.
+struct Candidate {
+  int workers = 1;               ///< W
+  int memory_mb = 128;           ///< M, per worker
+  int aggregators = 1;           ///< K (K-Reduce aggregators; K = W on SLURM)
+  int aggregator_batch = 32;     ///< Ba
+  int nonaggregator_batch = 32;  ///< Bn (= Ba when K = W)
+  bool operator==(const Candidate&) const = default;
+};
+
+/// The model's prediction for one candidate.
+struct Prediction {
+  double iteration_s = 0;        ///< one iteration: the slower of the two roles
+  std::uint64_t iterations = 0;  ///< epochs x ceil(epoch samples / samples per iteration)
+  double total_s = 0;            ///< iterations x iteration_s
+  double cost_usd = 0;           ///< compute + request + storage
+  std::uint64_t samples_per_iteration = 0;  ///< K Ba + (W - K) Bn
+  double aggregator_s = 0;                  ///< per iteration, aggregator (every worker on SLURM)
+  double nonaggregator_s = 0;               ///< per iteration, non-aggregator (0 when K = W)
+  double train_s = 0;                       ///< T_train of the role that sets iteration_s
+  double transfer_s = 0;                    ///< T_trans(M)
+  double comm_s = 0;            ///< S3 transfers (Lambda) or measured sync (SLURM) of that role
+  double compute_cost_usd = 0;  ///< GB-seconds (Lambda) or core-hours (SLURM)
+  double request_cost_usd = 0;  ///< Lambda invocations (one per worker per max duration)
+  double storage_cost_usd = 0;  ///< object-store PUTs and GETs
+  bool operator==(const Prediction&) const = default;
+};
+
+/// The discrete search space of the planner; also the range a candidate must lie in.
+struct PlanSpace {
+  int min_workers = 1;        ///< smallest W
+  int max_workers = 64;       ///< largest W
+  int min_memory_mb = 128;    ///< smallest M (Lambda's smallest size)
+  int max_memory_mb = 10240;  ///< largest M (Lambda's largest size)
+  int memory_step_mb = 1;     ///< memory grid: min, min + step, ... <= max
+  std::vector<int> batch_sizes = {16, 32, 64, 128, 256, 512, 1024};  ///< per worker
+};
+
+/// What a CostModel evaluates, and with which prices.
+struct CostModelOptions {
+  const PerformanceModel* model = nullptr;  ///< required; must outlive the CostModel
+  PricesSection prices{};                   ///< [prices] of the config
+  Target target = Target::kLambda;          ///< where the job would run
+  LambdaArch arch = LambdaArch::kX86;       ///< Lambda only: which GB-second price
+  int epochs = 1;                           ///< epochs to train
+  const S3TransferTable* s3 = nullptr;      ///< required for kLambda; must outlive the CostModel
+};
+
+/// Predicts iteration time, total time and price of candidates. Pure and cheap: the planner
+/// calls predict() for every point it evaluates.
+class CostModel {
+ public:
+  /// InputError when the options are incomplete or out of range.
+  explicit CostModel(CostModelOptions options);
+  /// The prediction for `c`; InputError when `c` is not a configuration of the target
+  /// (see validate(); this checks everything but the space).
+  Prediction predict(const Candidate& c) const;
+  /// InputError naming the problem when `c` is impossible for the target or outside `space`.
+  void validate(const Candidate& c, const PlanSpace& space) const;
+  /// K Ba + (W - K) Bn.
+  static std::uint64_t samples_per_iteration(const Candidate& c) noexcept;
+  /// epochs x ceil(epoch samples / samples per iteration).
+  std::uint64_t iterations(const Candidate& c) const noexcept;
+  /// Object-store traffic price of one iteration (Lambda; 0 on SLURM).
+  double storage_cost_per_iteration(const Candidate& c) const noexcept;
+  /// The Lambda price of one GB-second for the chosen architecture.
+  double gb_second_price() const noexcept;
+  /// vCPUs (SLURM cores) that `memory_mb` buys: ceil(M / mb_per_vcpu).
+  int cores(int memory_mb) const noexcept;
+  /// The options it was built with.
+  const CostModelOptions& options() const noexcept { return options_; }
+  /// The performance model.
+  const PerformanceModel& model() const noexcept { return *options_.model; }
+
+ private:
+  void check_shape(const Candidate& c) const;
+  CostModelOptions options_;
+};
+
+}  // namespace conflux::plan

@@ -1,0 +1,42 @@
+#pragma once
+/// @file plan_output.hpp
+/// What `conflux plan` prints and writes: the report of a PlanResult, the one-line answer when
+/// no configuration meets the deadline, the chosen configuration as conflux TOML, and an
+/// #SBATCH header sized for it.
+
+#include <string>
+#include <string_view>
+
+#include "conflux/plan/cost_model.hpp"
+#include "conflux/plan/planner.hpp"
+
+namespace conflux::plan {
+
+/// The chosen configuration with its predicted time, cost and their breakdowns, a table of
+/// the alternatives, why it was chosen, and how much the search evaluated. Needs a feasible
+/// result (render_infeasible() otherwise).
+std::string render_plan_report(const PlanResult& result, const CostModel& model,
+                               const PlanRequest& request);
+
+/// "no configuration meets 60 s; the fastest is 1776 s with 64 workers x 10240 MB, ..." for
+/// an infeasible result.
+std::string render_infeasible(const PlanResult& result, const PlanRequest& request);
+
+/// The candidate as conflux config keys: [cluster] trainers, [train] batch_size (global:
+/// K Ba + (W - K) Bn), [comm] K-Reduce or allreduce settings, [limits] memory_mb. With an
+/// empty `base_toml` a snippet to merge; otherwise `base_toml` (e.g. a resolved config) with
+/// those keys replaced. InputError when `base_toml` is not valid TOML.
+std::string emit_toml(const Candidate& c, Target target, std::string_view base_toml = {});
+
+/// #SBATCH lines for the candidate: W tasks of ceil(M / mb_per_vcpu) CPUs sharing M MB, a
+/// time limit of the predicted time plus 20 % rounded up to minutes, SIGUSR1 120 s before it
+/// (conflux checkpoints) and requeueing.
+std::string emit_sbatch_header(const Candidate& c, double predicted_total_s,
+                               std::string_view job_name, double mb_per_vcpu);
+
+/// Seconds as "850 ms", "12.34 s", "1776 s" or "1776 s (0:29:36)" for reports.
+std::string format_seconds(double seconds);
+/// US dollars with four significant digits, e.g. "$0.01234", "$12.35".
+std::string format_usd(double usd);
+
+}  // namespace conflux::plan

@@ -1,0 +1,55 @@
+#pragma once
+/// @file planner.hpp
+/// The exact planner: the cheapest configurations (workers, memory, aggregators, batches) whose
+/// predicted training time meets a deadline, over the whole discrete space. plan() is a
+/// best-first branch-and-bound over memory intervals whose bounds follow from the model's
+/// structure (docs/planning.md proves it exact); exhaustive_plan() evaluates every point and
+/// serves as its reference.
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "conflux/plan/cost_model.hpp"
+
+namespace conflux::plan {
+
+/// A candidate with its prediction.
+using Scored = std::pair<Candidate, Prediction>;
+
+/// What to plan for.
+struct PlanRequest {
+  double deadline_s = 0;  ///< predicted total time must not exceed it
+  int alternatives = 5;   ///< runners-up reported besides the best
+  PlanSpace space{};      ///< the configurations searched
+};
+
+/// The planner's answer.
+struct PlanResult {
+  std::vector<Scored> ranked{};     ///< feasible, best first, at most 1 + alternatives
+  bool feasible = false;            ///< some configuration meets the deadline
+  std::optional<Scored> fastest{};  ///< when infeasible: the fastest configuration of the space
+  std::uint64_t evaluated = 0;      ///< predictions computed
+  std::uint64_t space_size = 0;     ///< configurations in the space
+  double elapsed_s = 0;             ///< wall time of the search
+};
+
+/// The ranking order: cost, then total time, W, M, K, Ba, Bn, all ascending.
+bool cheaper(const Scored& x, const Scored& y) noexcept;
+/// The order of the fastest configuration: total time, then cost, W, M, K, Ba, Bn.
+bool faster(const Scored& x, const Scored& y) noexcept;
+
+/// InputError naming the problem when `request` cannot be planned with `model` (deadline,
+/// ranges, batch list, a pole of T_train inside the memory range, unmeasured SLURM counts).
+void validate_request(const CostModel& model, const PlanRequest& request);
+
+/// The exact top 1 + alternatives of the space by cheaper() among the configurations meeting
+/// the deadline, and the exact fastest one when none does. On the SLURM target only worker
+/// counts with a measured sync time (and W = 1) are in the space.
+PlanResult plan(const CostModel& model, const PlanRequest& request);
+
+/// The same answer by evaluating every configuration (for tests; slow on large spaces).
+PlanResult exhaustive_plan(const CostModel& model, const PlanRequest& request);
+
+}  // namespace conflux::plan

@@ -1,0 +1,256 @@
+#include "plan_commands.hpp"
+
+#include <fmt/format.h>
+#include <boost/program_options.hpp>
+
+#include <cmath>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "conflux/core/atomic_file.hpp"
+#include "conflux/core/error.hpp"
+#include "conflux/plan/cost_model.hpp"
+#include "conflux/plan/fit.hpp"
+#include "conflux/plan/model_file.hpp"
+#include "conflux/plan/plan_output.hpp"
+#include "conflux/plan/planner.hpp"
+#include "conflux/plan/profile_sweep.hpp"
+#include "conflux/plan/s3_transfer.hpp"
+
+namespace po = boost::program_options;
+
+namespace conflux::cli {
+namespace {
+
+// "1,2,4" -> {1, 2, 4}; InputError naming the option otherwise.
+std::vector<int> int_list(const std::string& text, const char* option) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      std::size_t used = 0;
+      const int v = std::stoi(item, &used);
+      if (used != item.size()) throw std::invalid_argument(item);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      CONFLUX_INPUT_ERROR("--{}: '{}' is not an integer (expected a list such as 1,2,4)", option,
+                          item);
+    }
+  }
+  CONFLUX_REQUIRE(!out.empty(), "--{}: empty list", option);
+  return out;
+}
+
+// Parses `args` with `options`; prints help and returns false on --help.
+bool parse(const std::vector<std::string>& args, const po::options_description& options) {
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(options).run(), vm);
+  if (vm.count("help")) {
+    std::cout << options;
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
+
+// The config file and its --set overrides, shared by predict and plan.
+struct ConfigOption {
+  std::string path;
+  std::vector<std::string> overrides;
+  void add_to(po::options_description& options) {
+    options.add_options()("config,c", po::value(&path)->required(), "TOML experiment config")(
+        "set,s", po::value(&overrides)->composing(), "override a config key (repeatable)");
+  }
+  Config load(const ConfigSources& base) const {
+    ConfigSources sources = base;
+    sources.overrides = overrides;
+    return load_config_file(path, sources);
+  }
+};
+
+// The fitted model for `config`: same dataset; its epoch shortened by data.train_limit.
+plan::PerformanceModel model_for(const Config& config, const std::string& path) {
+  plan::PerformanceModel model = plan::read_performance_model(path);
+  CONFLUX_REQUIRE(model.dataset == config.data().dataset,
+                  "{} was fitted on {} but the config trains on {}", path, model.dataset,
+                  config.data().dataset);
+  const auto limit = static_cast<std::uint64_t>(config.data().train_limit);
+  if (limit > 0 && limit < model.epoch_samples) model.epoch_samples = limit;
+  return model;
+}
+
+}  // namespace
+
+ProfileArgs parse_profile_args(const std::vector<std::string>& args) {
+  ProfileArgs out;
+  std::string workers = "1", memory, batches;
+  po::options_description options("conflux profile options");
+  options.add_options()("help,h", "show this help")(
+      "workers", po::value(&workers), "trainer counts to measure, e.g. 1,2 (each ≤ ranks)")(
+      "memory", po::value(&memory)->required(), "function sizes in MB, e.g. 512,1024,1769")(
+      "batch", po::value(&batches)->required(), "per-worker batch sizes, e.g. 32,64,128")(
+      "steps", po::value(&out.steps), "measured steps per point (default 20)")(
+      "warmup", po::value(&out.warmup), "steps before measuring (default 5)")(
+      "seconds", po::value(&out.min_seconds), "measure each point at least this long (default 1)")(
+      "output,o", po::value(&out.output)->required(), "profile file to write (TOML)");
+  // The config options are the caller's; accept and ignore them here.
+  std::string ignored_config;
+  std::vector<std::string> ignored_sets;
+  options.add_options()("config,c", po::value(&ignored_config), "TOML experiment config")(
+      "set,s", po::value(&ignored_sets)->composing(), "override a config key (repeatable)");
+  if (!parse(args, options)) std::exit(0);
+  out.workers = int_list(workers, "workers");
+  out.memory_mb = int_list(memory, "memory");
+  out.batches = int_list(batches, "batch");
+  return out;
+}
+
+int run_profile(const ProfileArgs& args, const Config& config, const comm::Communicator& world,
+                const Logger& log) {
+  const plan::Profile profile = plan::run_profile_sweep(plan::SweepOptions{
+      .config = &config,
+      .world = &world,
+      .log = &log,
+      .worker_counts = args.workers,
+      .memory_mb = args.memory_mb,
+      .batch_sizes = args.batches,
+      .warmup_steps = args.warmup,
+      .steps = args.steps,
+      .min_seconds = args.min_seconds,
+  });
+  if (world.rank() == 0) {
+    plan::write_profile(args.output, profile);
+    log.info("profile of {} points written to {}", profile.points.size(), args.output);
+  }
+  return 0;
+}
+
+int cmd_fit(const std::vector<std::string>& args) {
+  std::vector<std::string> profiles;
+  std::string output, form = "auto";
+  po::options_description options("conflux fit options");
+  options.add_options()("help,h", "show this help")(
+      "profile,p", po::value(&profiles)->required()->composing(),
+      "profile file from `conflux profile` (repeatable: merged)")(
+      "output,o", po::value(&output)->required(), "model file to write (TOML)")(
+      "form", po::value(&form), "T_train form: auto (default), fasdl or constant");
+  if (!parse(args, options)) return 0;
+  CONFLUX_REQUIRE(form == "auto" || form == "fasdl" || form == "constant",
+                  "--form must be auto, fasdl or constant, not '{}'", form);
+  std::vector<plan::Profile> read;
+  for (const auto& p : profiles) read.push_back(plan::read_profile(p));
+  const plan::Profile merged = plan::merge_profiles(read, profiles);
+  const plan::TrainForm train_form = form == "fasdl"      ? plan::TrainForm::kFasdl
+                                     : form == "constant" ? plan::TrainForm::kConstant
+                                                          : plan::TrainForm::kAuto;
+  std::string source;
+  for (const auto& p : profiles) source += (source.empty() ? "" : ", ") + p;
+  const plan::FitResult fit = plan::fit_profile(merged, train_form, source);
+  std::cout << plan::render_fit_report(fit);
+  plan::write_performance_model(output, fit.model);
+  fmt::print("model written to {}\n", output);
+  return 0;
+}
+
+int cmd_predict(const std::vector<std::string>& args, const ConfigSources& base_sources) {
+  std::string model_path;
+  ConfigOption config_option;
+  po::options_description options("conflux predict options");
+  options.add_options()("help,h", "show this help")("model,m", po::value(&model_path)->required(),
+                                                    "model file from `conflux fit`");
+  config_option.add_to(options);
+  if (!parse(args, options)) return 0;
+  const Config config = config_option.load(base_sources);
+  const plan::PerformanceModel model = model_for(config, model_path);
+  const int workers = config.cluster().trainers;
+  const int batch = config.train().batch_size;
+  CONFLUX_REQUIRE(config.limits().memory_mb > 0,
+                  "{}: limits.memory_mb is 0; the model predicts for a function size (set "
+                  "limits.memory_mb)",
+                  config.where("limits.memory_mb"));
+  CONFLUX_REQUIRE(batch % workers == 0,
+                  "{}: train.batch_size = {} does not split evenly over {} trainers",
+                  config.where("train.batch_size"), batch, workers);
+  CONFLUX_REQUIRE(config.comm().strategy == "allreduce",
+                  "{}: the model's gradient sync was measured with MPI allreduce; predict "
+                  "K-Reduce with `conflux plan --target lambda`",
+                  config.where("comm.strategy"));
+  const plan::CostModel cost(plan::CostModelOptions{
+      .model = &model, .prices = config.prices(), .target = plan::Target::kSlurm, .epochs = 1});
+  const plan::Candidate c{workers, config.limits().memory_mb, workers, batch / workers,
+                          batch / workers};
+  const plan::Prediction p = cost.predict(c);
+  fmt::print(
+      "predicted epoch: {:.3f} s ({} iterations x {:.3f} ms: T_train {:.3f} ms + sync {:.3f} "
+      "ms) for W = {}, M = {} MB, B = {} per worker\n",
+      p.total_s, p.iterations, 1e3 * p.iteration_s, 1e3 * p.train_s, 1e3 * p.comm_s, workers,
+      c.memory_mb, c.aggregator_batch);
+  return 0;
+}
+
+int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sources) {
+  std::string model_path, target = "lambda", arch = "x86", batches,
+                          s3_dir = "../shared/data/lambda-s3-transfer";
+  std::string emit_config, emit_sbatch;
+  double deadline = 0;
+  int epochs = 0, alternatives = 5;
+  plan::PlanSpace space;
+  ConfigOption config_option;
+  po::options_description options("conflux plan options");
+  options.add_options()("help,h", "show this help")("model,m", po::value(&model_path)->required(),
+                                                    "model file from `conflux fit`")(
+      "deadline,d", po::value(&deadline)->required(), "seconds the whole training may take")(
+      "target", po::value(&target), "lambda (default: K-Reduce over S3) or slurm (MPI allreduce)")(
+      "arch", po::value(&arch), "Lambda architecture: x86 (default) or arm")(
+      "epochs", po::value(&epochs), "epochs to train (default: train.epochs of the config)")(
+      "max-workers", po::value(&space.max_workers), "largest W (default 64)")(
+      "min-memory", po::value(&space.min_memory_mb), "smallest M in MB (default 128)")(
+      "max-memory", po::value(&space.max_memory_mb), "largest M in MB (default 10240)")(
+      "memory-step", po::value(&space.memory_step_mb), "M grid step in MB (default 1)")(
+      "batches", po::value(&batches), "per-worker batch sizes (default 16,32,...,1024)")(
+      "alternatives", po::value(&alternatives), "runners-up to show (default 5)")(
+      "s3-table", po::value(&s3_dir), "folder of the measured Lambda-S3 transfer tables")(
+      "emit-config", po::value(&emit_config), "write the chosen configuration as TOML here")(
+      "emit-sbatch", po::value(&emit_sbatch), "write an #SBATCH header for it here");
+  config_option.add_to(options);
+  if (!parse(args, options)) return 0;
+  CONFLUX_REQUIRE(target == "lambda" || target == "slurm",
+                  "--target must be lambda or slurm, not '{}'", target);
+  CONFLUX_REQUIRE(arch == "x86" || arch == "arm", "--arch must be x86 or arm, not '{}'", arch);
+  if (!batches.empty()) space.batch_sizes = int_list(batches, "batches");
+  const Config config = config_option.load(base_sources);
+  const plan::PerformanceModel model = model_for(config, model_path);
+  std::optional<plan::S3TransferTable> s3;
+  if (target == "lambda") s3 = plan::S3TransferTable::load(s3_dir);
+  const plan::CostModel cost(plan::CostModelOptions{
+      .model = &model,
+      .prices = config.prices(),
+      .target = target == "lambda" ? plan::Target::kLambda : plan::Target::kSlurm,
+      .arch = arch == "arm" ? plan::LambdaArch::kArm : plan::LambdaArch::kX86,
+      .epochs = epochs > 0 ? epochs : config.train().epochs,
+      .s3 = s3 ? &*s3 : nullptr});
+  const plan::PlanRequest request{
+      .deadline_s = deadline, .alternatives = alternatives, .space = space};
+  const plan::PlanResult result = plan::plan(cost, request);
+  if (!result.feasible) {
+    std::cout << plan::render_infeasible(result, request) << "\n";
+    return static_cast<int>(ExitCode::kBadInput);
+  }
+  std::cout << plan::render_plan_report(result, cost, request);
+  const plan::Candidate& best = result.ranked.front().first;
+  if (!emit_config.empty()) {
+    publish_text_file(emit_config, plan::emit_toml(best, cost.options().target));
+    fmt::print("configuration written to {}\n", emit_config);
+  }
+  if (!emit_sbatch.empty()) {
+    publish_text_file(emit_sbatch,
+                      plan::emit_sbatch_header(best, result.ranked.front().second.total_s,
+                                               config.run().name, model.mb_per_vcpu));
+    fmt::print("#SBATCH header written to {}\n", emit_sbatch);
+  }
+  return 0;
+}
+
+}  // namespace conflux::cli

@@ -1,0 +1,172 @@
+#include "conflux/plan/cost_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "conflux/core/error.hpp"
+
+namespace conflux::plan {
+
+std::string_view to_string(Target target) noexcept {
+  return target == Target::kLambda ? "lambda" : "slurm";
+}
+
+std::string_view to_string(LambdaArch arch) noexcept {
+  return arch == LambdaArch::kX86 ? "x86" : "arm";
+}
+
+CostModel::CostModel(CostModelOptions options) : options_(options) {
+  CONFLUX_REQUIRE(options_.model != nullptr, "the cost model needs a performance model");
+  const PerformanceModel& m = *options_.model;
+  CONFLUX_REQUIRE(options_.epochs >= 1, "epochs must be at least 1, got {}", options_.epochs);
+  CONFLUX_REQUIRE(m.epoch_samples >= 1, "the performance model ({}) has no training samples",
+                  m.source);
+  CONFLUX_REQUIRE(std::isfinite(m.mb_per_vcpu) && m.mb_per_vcpu > 0,
+                  "mb_per_vcpu must be positive, got {}", m.mb_per_vcpu);
+  for (const double v :
+       {m.train.a, m.train.b, m.train.m, m.train.c, m.transfer.k1, m.transfer.k2}) {
+    CONFLUX_REQUIRE(std::isfinite(v),
+                    "the performance model ({}) has a non-finite coefficient: T_train = {} (B + "
+                    "{}) / (M + {}) + {}, T_trans = {} M^{}",
+                    m.source, m.train.a, m.train.b, m.train.m, m.train.c, m.transfer.k1,
+                    m.transfer.k2);
+  }
+  const PricesSection& p = options_.prices;
+  for (const double v : {p.lambda_x86_gb_s, p.lambda_arm_gb_s, p.lambda_request, p.object_put,
+                         p.object_get, p.slurm_core_hour, p.slurm_gpu_hour}) {
+    CONFLUX_REQUIRE(std::isfinite(v) && v >= 0, "prices must be finite and >= 0, got {}", v);
+  }
+  CONFLUX_REQUIRE(std::isfinite(p.lambda_max_seconds) && p.lambda_max_seconds > 0,
+                  "prices.lambda_max_seconds must be positive, got {}", p.lambda_max_seconds);
+  if (options_.target == Target::kLambda) {
+    CONFLUX_REQUIRE(options_.s3 != nullptr,
+                    "the Lambda target needs the S3 transfer table (lambda-s3-transfer)");
+    CONFLUX_REQUIRE(std::isfinite(m.gradient_mb) && m.gradient_mb > 0,
+                    "the performance model ({}) has gradient size {} MB; K-Reduce needs a "
+                    "positive size",
+                    m.source, m.gradient_mb);
+  }
+}
+
+void CostModel::check_shape(const Candidate& c) const {
+  CONFLUX_REQUIRE(c.workers >= 1, "workers must be at least 1, got {}", c.workers);
+  CONFLUX_REQUIRE(c.aggregators >= 1 && c.aggregators <= c.workers,
+                  "aggregators K = {} must lie in 1..W = {}", c.aggregators, c.workers);
+  CONFLUX_REQUIRE(c.aggregator_batch >= 1 && c.nonaggregator_batch >= 1,
+                  "batch sizes must be at least 1, got Ba = {}, Bn = {}", c.aggregator_batch,
+                  c.nonaggregator_batch);
+  CONFLUX_REQUIRE(c.memory_mb >= 1, "memory must be at least 1 MB, got {}", c.memory_mb);
+  // With K = W there are no non-aggregators; one batch keeps a candidate's spelling unique.
+  CONFLUX_REQUIRE(c.aggregators < c.workers || c.nonaggregator_batch == c.aggregator_batch,
+                  "with K = W = {} every worker aggregates: the non-aggregator batch {} must "
+                  "equal the aggregator batch {}",
+                  c.workers, c.nonaggregator_batch, c.aggregator_batch);
+  CONFLUX_REQUIRE(options_.target != Target::kSlurm || c.aggregators == c.workers,
+                  "the SLURM target synchronises with MPI allreduce: K must equal W = {}, got "
+                  "K = {}",
+                  c.workers, c.aggregators);
+}
+
+void CostModel::validate(const Candidate& c, const PlanSpace& space) const {
+  check_shape(c);
+  CONFLUX_REQUIRE(c.workers >= space.min_workers && c.workers <= space.max_workers,
+                  "W = {} workers lies outside {}..{}", c.workers, space.min_workers,
+                  space.max_workers);
+  CONFLUX_REQUIRE(c.memory_mb >= space.min_memory_mb && c.memory_mb <= space.max_memory_mb,
+                  "memory {} MB lies outside {}..{} MB", c.memory_mb, space.min_memory_mb,
+                  space.max_memory_mb);
+  // FasDL gives non-aggregators the larger batch: they skip the aggregation work.
+  CONFLUX_REQUIRE(c.aggregators == c.workers || c.nonaggregator_batch >= c.aggregator_batch,
+                  "the non-aggregator batch Bn = {} is smaller than the aggregator batch Ba = {}",
+                  c.nonaggregator_batch, c.aggregator_batch);
+}
+
+std::uint64_t CostModel::samples_per_iteration(const Candidate& c) noexcept {
+  const auto k = static_cast<std::uint64_t>(c.aggregators);
+  const auto rest = static_cast<std::uint64_t>(c.workers - c.aggregators);
+  return k * static_cast<std::uint64_t>(c.aggregator_batch) +
+         rest * static_cast<std::uint64_t>(c.nonaggregator_batch);
+}
+
+std::uint64_t CostModel::iterations(const Candidate& c) const noexcept {
+  const std::uint64_t s = samples_per_iteration(c);
+  const std::uint64_t n = options_.model->epoch_samples;
+  return static_cast<std::uint64_t>(options_.epochs) * ((n + s - 1) / s);
+}
+
+double CostModel::storage_cost_per_iteration(const Candidate& c) const noexcept {
+  if (options_.target != Target::kLambda) return 0;
+  const double w = c.workers;
+  const double k = c.aggregators;
+  // PUTs: every worker its K chunks, every aggregator its merged chunk. GETs: every aggregator
+  // the other W - 1 copies of its chunk, every worker the K merged chunks.
+  return (w * k + k) * options_.prices.object_put +
+         (k * (w - 1) + w * k) * options_.prices.object_get;
+}
+
+double CostModel::gb_second_price() const noexcept {
+  return options_.arch == LambdaArch::kX86 ? options_.prices.lambda_x86_gb_s
+                                           : options_.prices.lambda_arm_gb_s;
+}
+
+int CostModel::cores(int memory_mb) const noexcept {
+  return static_cast<int>(std::ceil(memory_mb / options_.model->mb_per_vcpu));
+}
+
+Prediction CostModel::predict(const Candidate& c) const {
+  check_shape(c);
+  const PerformanceModel& m = *options_.model;
+  const PricesSection& p = options_.prices;
+  const double w = c.workers;
+  const double k = c.aggregators;
+  const double mem = c.memory_mb;
+  Prediction r;
+  r.samples_per_iteration = samples_per_iteration(c);
+  r.iterations = iterations(c);
+  // MPI reduces the gradient in place: only a transfer through an object store serialises.
+  r.transfer_s = options_.target == Target::kLambda ? m.transfer.seconds(mem) : 0.0;
+  const double train_a = m.train.seconds(c.aggregator_batch, mem);
+  double comm_a = 0;
+  double comm_n = 0;
+  if (options_.target == Target::kLambda) {
+    // K-Reduce: the gradient travels in K chunks of gradient_mb / K through the object store.
+    const double chunk = m.gradient_mb / k;
+    const double up = options_.s3->upload_seconds(mem, chunk);
+    const double down = options_.s3->download_seconds(mem, chunk);
+    // Aggregator: K chunk uploads + its merged chunk; the other W - 1 copies of its chunk + the
+    // K merged chunks. A non-aggregator uses the previous iteration's merged model, so it
+    // never waits for aggregation: K uploads and K downloads.
+    comm_a = (k + 1) * up + (w - 1 + k) * down;
+    comm_n = k * up + k * down;
+  } else {
+    comm_a = m.sync.seconds(c.workers, mem);
+  }
+  r.aggregator_s = train_a + r.transfer_s + comm_a;
+  r.train_s = train_a;
+  r.comm_s = comm_a;
+  r.iteration_s = r.aggregator_s;
+  if (c.aggregators < c.workers) {
+    const double train_n = m.train.seconds(c.nonaggregator_batch, mem);
+    r.nonaggregator_s = train_n + r.transfer_s + comm_n;
+    if (r.nonaggregator_s > r.aggregator_s) {
+      r.iteration_s = r.nonaggregator_s;
+      r.train_s = train_n;
+      r.comm_s = comm_n;
+    }
+  }
+  r.total_s = static_cast<double>(r.iterations) * r.iteration_s;
+  if (options_.target == Target::kLambda) {
+    r.compute_cost_usd = w * (mem / 1024) * r.total_s * gb_second_price();
+    // A function runs at most lambda_max_seconds, so every worker is re-invoked that often.
+    r.request_cost_usd = w * std::ceil(r.total_s / p.lambda_max_seconds) * p.lambda_request;
+    r.storage_cost_usd = static_cast<double>(r.iterations) * storage_cost_per_iteration(c);
+  } else {
+    r.compute_cost_usd = w * cores(c.memory_mb) * (r.total_s / 3600) * p.slurm_core_hour;
+  }
+  r.cost_usd = r.compute_cost_usd + r.request_cost_usd + r.storage_cost_usd;
+  return r;
+}
+
+}  // namespace conflux::plan

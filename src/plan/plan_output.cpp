@@ -1,0 +1,228 @@
+#include "conflux/plan/plan_output.hpp"
+
+#include <fmt/format.h>
+
+#include <toml++/toml.h>
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+#include <string>
+
+#include "conflux/core/error.hpp"
+
+namespace conflux::plan {
+
+namespace {
+
+// "1234567" -> "1,234,567" (counts of configurations are large).
+std::string grouped(std::uint64_t n) {
+  const std::string digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+std::int64_t global_batch(const Candidate& c) {
+  return static_cast<std::int64_t>(c.aggregators) * c.aggregator_batch +
+         static_cast<std::int64_t>(c.workers - c.aggregators) * c.nonaggregator_batch;
+}
+
+std::string describe(const Candidate& c) {
+  return fmt::format("{} worker{} x {} MB, K = {}, batches Ba = {}, Bn = {}", c.workers,
+                     c.workers == 1 ? "" : "s", c.memory_mb, c.aggregators, c.aggregator_batch,
+                     c.nonaggregator_batch);
+}
+
+// The change from `base` to `value` in per cent of `base`.
+std::string percent(double value, double base, bool sign = true) {
+  if (base == 0) return "-";
+  const double change = 100 * (value - base) / std::abs(base);
+  return sign ? fmt::format("{:+.2f} %", change) : fmt::format("{:.2f} %", change);
+}
+
+}  // namespace
+
+std::string format_seconds(double seconds) {
+  if (!std::isfinite(seconds)) return fmt::format("{} s", seconds);
+  if (std::abs(seconds) < 1) return fmt::format("{:.1f} ms", 1e3 * seconds);
+  if (std::abs(seconds) < 100) {
+    // "60 s", "1.5 s", "12.35 s": two decimals without trailing zeros.
+    std::string text = fmt::format("{:.2f}", seconds);
+    text.erase(text.find_last_not_of('0') + 1);
+    if (text.back() == '.') text.pop_back();
+    return text + " s";
+  }
+  std::string text = fmt::format("{:.0f} s", seconds);
+  if (seconds >= 3600) {
+    const auto s = static_cast<std::int64_t>(std::llround(seconds));
+    text += fmt::format(" ({}:{:02d}:{:02d})", s / 3600, s / 60 % 60, s % 60);
+  }
+  return text;
+}
+
+std::string format_usd(double usd) {
+  if (usd == 0 || !std::isfinite(usd)) return fmt::format("${}", usd);
+  const double size = std::abs(usd);
+  if (size < 1e-6) return fmt::format("${:.3e}", usd);
+  if (size >= 1000) return fmt::format("${:.2f}", usd);
+  const int decimals = std::max(0, 3 - static_cast<int>(std::floor(std::log10(size))));
+  return fmt::format("${:.{}f}", usd, decimals);
+}
+
+std::string render_plan_report(const PlanResult& result, const CostModel& model,
+                               const PlanRequest& request) {
+  CONFLUX_REQUIRE(result.feasible && !result.ranked.empty(), "{}",
+                  render_infeasible(result, request));
+  const CostModelOptions& o = model.options();
+  const PerformanceModel& m = model.model();
+  const auto& [best, p] = result.ranked.front();
+  const bool lambda = o.target == Target::kLambda;
+  std::string out;
+  out += fmt::format(
+      "conflux plan: {}{}, {} epoch{} of {} samples, deadline {}\n", to_string(o.target),
+      lambda ? fmt::format(" ({}, K-Reduce over S3)", to_string(o.arch))
+             : std::string(" (MPI allreduce)"),
+      o.epochs, o.epochs == 1 ? "" : "s", m.epoch_samples, format_seconds(request.deadline_s));
+  if (!m.source.empty()) out += fmt::format("model: {}\n", m.source);
+  out += fmt::format("\nchosen: {}\n", describe(best));
+  out += fmt::format("  global batch {} samples per iteration", p.samples_per_iteration);
+  if (!lambda) {
+    out += fmt::format(", {} core{} per worker", model.cores(best.memory_mb),
+                       model.cores(best.memory_mb) == 1 ? "" : "s");
+  }
+  out += "\n";
+  out +=
+      fmt::format("  time: {} iterations x {} = {} ({:.1f} % of the deadline to spare)\n",
+                  grouped(p.iterations), format_seconds(p.iteration_s), format_seconds(p.total_s),
+                  100 * (request.deadline_s - p.total_s) / request.deadline_s);
+  const char* comm = lambda ? "S3 transfers" : "gradient sync";
+  out += fmt::format("  per iteration: T_train {} + T_trans {} + {} {}", format_seconds(p.train_s),
+                     format_seconds(p.transfer_s), comm, format_seconds(p.comm_s));
+  if (best.aggregators < best.workers) {
+    out += fmt::format(" (aggregator {}, non-aggregator {})", format_seconds(p.aggregator_s),
+                       format_seconds(p.nonaggregator_s));
+  }
+  out += "\n";
+  if (lambda) {
+    out += fmt::format("  cost: {} = GB-seconds {} + requests {} + S3 requests {}\n",
+                       format_usd(p.cost_usd), format_usd(p.compute_cost_usd),
+                       format_usd(p.request_cost_usd), format_usd(p.storage_cost_usd));
+  } else {
+    out += fmt::format("  cost: {} in core-hours\n", format_usd(p.cost_usd));
+  }
+
+  out += fmt::format("\n{:>4} {:>4} {:>6} {:>4} {:>5} {:>5} {:>12} {:>12} {:>10}\n", "rank", "W",
+                     "M MB", "K", "Ba", "Bn", "time", "cost", "vs best");
+  for (std::size_t i = 0; i < result.ranked.size(); ++i) {
+    const auto& [c, q] = result.ranked[i];
+    out += fmt::format("{:>4} {:>4} {:>6} {:>4} {:>5} {:>5} {:>12} {:>12} {:>10}\n", i + 1,
+                       c.workers, c.memory_mb, c.aggregators, c.aggregator_batch,
+                       c.nonaggregator_batch, format_seconds(q.total_s), format_usd(q.cost_usd),
+                       i == 0 ? "best" : percent(q.cost_usd, p.cost_usd));
+  }
+
+  out += fmt::format(
+      "\nwhy: the cheapest of the {} configurations in the space that meet {} "
+      "(exact search)",
+      grouped(result.space_size), format_seconds(request.deadline_s));
+  if (result.ranked.size() > 1) {
+    out += fmt::format("; the next is {} dearer",
+                       percent(result.ranked[1].second.cost_usd, p.cost_usd, /*sign=*/false));
+  } else {
+    out += "; no other configuration meets the deadline";
+  }
+  out += fmt::format("\nsearch: {} predictions evaluated in {:.3f} s\n", grouped(result.evaluated),
+                     result.elapsed_s);
+  return out;
+}
+
+std::string render_infeasible(const PlanResult& result, const PlanRequest& request) {
+  std::string out = fmt::format("no configuration meets {}", format_seconds(request.deadline_s));
+  if (result.fastest) {
+    const auto& [c, p] = *result.fastest;
+    out += fmt::format("; the fastest is {} with {}, costing {}", format_seconds(p.total_s),
+                       describe(c), format_usd(p.cost_usd));
+  }
+  return out;
+}
+
+std::string emit_toml(const Candidate& c, Target target, std::string_view base_toml) {
+  // K = W is plain allreduce (also on Lambda: every worker aggregates its own chunk). The
+  // allreduce keys are written explicitly so that merging clears earlier K-Reduce settings.
+  const bool kreduce = target == Target::kLambda && c.aggregators < c.workers;
+  const std::int64_t batch = global_batch(c);
+  if (base_toml.empty()) {
+    std::string out = fmt::format("# conflux plan ({}): {}\n", to_string(target), describe(c));
+    out += fmt::format("[cluster]\ntrainers = {}\n\n", c.workers);
+    out += fmt::format("[train]\nbatch_size = {}  # global: K Ba + (W - K) Bn\n\n", batch);
+    out += fmt::format(
+        "[comm]\nstrategy = \"{}\"\naggregators = {}\nnonaggregator_batch_size = {}\n"
+        "stale_nonaggregators = {}\n\n",
+        kreduce ? "kreduce" : "allreduce", kreduce ? c.aggregators : 0,
+        kreduce ? c.nonaggregator_batch : 0, kreduce ? "true" : "false");
+    out += fmt::format("[limits]\nmemory_mb = {}\n", c.memory_mb);
+    return out;
+  }
+  toml::table root;
+  try {
+    root = toml::parse(base_toml);
+  } catch (const toml::parse_error& e) {
+    CONFLUX_INPUT_ERROR("the base config is not valid TOML: {} (line {})", e.description(),
+                        e.source().begin.line);
+  }
+  const auto section = [&root](const char* name) -> toml::table& {
+    if (!root[name].is_table()) root.insert_or_assign(name, toml::table{});
+    return *root[name].as_table();
+  };
+  section("cluster").insert_or_assign("trainers", c.workers);
+  section("train").insert_or_assign("batch_size", batch);
+  toml::table& comm = section("comm");
+  comm.insert_or_assign("strategy", kreduce ? "kreduce" : "allreduce");
+  comm.insert_or_assign("aggregators", kreduce ? c.aggregators : 0);
+  comm.insert_or_assign("nonaggregator_batch_size", kreduce ? c.nonaggregator_batch : 0);
+  comm.insert_or_assign("stale_nonaggregators", kreduce);
+  section("limits").insert_or_assign("memory_mb", c.memory_mb);
+  std::ostringstream out;
+  out << root << "\n";
+  return out.str();
+}
+
+std::string emit_sbatch_header(const Candidate& c, double predicted_total_s,
+                               std::string_view job_name, double mb_per_vcpu) {
+  CONFLUX_REQUIRE(mb_per_vcpu > 0 && std::isfinite(predicted_total_s) && predicted_total_s >= 0,
+                  "an #SBATCH header needs mb_per_vcpu > 0 and a predicted time >= 0, got {} "
+                  "and {} s",
+                  mb_per_vcpu, predicted_total_s);
+  const int cpus = std::max(1, static_cast<int>(std::ceil(c.memory_mb / mb_per_vcpu)));
+  const auto mem_per_cpu =
+      static_cast<std::int64_t>(std::ceil(static_cast<double>(c.memory_mb) / cpus));
+  // 20 % margin for the model's error and start-up, in whole minutes; conflux checkpoints on
+  // SIGUSR1 120 s before the limit, so an underestimate costs a requeue, not the run. The limit
+  // also leaves the 120 s of that warning beyond the prediction, or a short job would be told
+  // to stop as soon as it starts.
+  const double limit_s = std::max(predicted_total_s * 1.2, predicted_total_s + 180.0);
+  const auto minutes = static_cast<std::int64_t>(std::ceil(limit_s / 60 - 1e-9));
+  const std::int64_t days = minutes / (24 * 60);
+  const std::string time =
+      days > 0 ? fmt::format("{}-{:02d}:{:02d}:00", days, minutes / 60 % 24, minutes % 60)
+               : fmt::format("{:02d}:{:02d}:00", minutes / 60, minutes % 60);
+  std::string name(job_name.empty() ? std::string_view("conflux-plan") : job_name);
+  for (char& ch : name) {
+    if (ch == ' ' || ch == '\t' || ch == '\n') ch = '-';
+  }
+  std::string out = fmt::format("# conflux plan: {}; predicted {}, --time with 20 % margin\n",
+                                describe(c), format_seconds(predicted_total_s));
+  out += fmt::format("#SBATCH --job-name={}\n", name);
+  out += fmt::format("#SBATCH --ntasks={}\n", c.workers);
+  out += fmt::format("#SBATCH --cpus-per-task={}\n", cpus);
+  out += fmt::format("#SBATCH --mem-per-cpu={}M\n", mem_per_cpu);
+  out += fmt::format("#SBATCH --time={}\n", time);
+  out += "#SBATCH --signal=B:USR1@120\n";
+  out += "#SBATCH --requeue\n";
+  return out;
+}
+
+}  // namespace conflux::plan

@@ -1,0 +1,188 @@
+#include "conflux/plan/plan_output.hpp"
+
+#include <gtest/gtest.h>
+
+#include <toml++/toml.h>
+#include <string>
+
+#include "../support/data_dir.hpp"
+#include "../support/temp_dir.hpp"
+#include "conflux/core/config.hpp"
+
+namespace conflux::plan {
+namespace {
+
+using testing::expect_input_error;
+
+bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+const S3TransferTable& s3() {
+  static const S3TransferTable table =
+      S3TransferTable::load(testing::data_dir() / "lambda-s3-transfer");
+  return table;
+}
+
+PerformanceModel model() {
+  PerformanceModel m;
+  m.train = {.a = 1.9, .b = 4, .m = 60, .c = 0.004};
+  m.transfer = {.k1 = 3.0, .k2 = -0.8};
+  m.gradient_mb = 4.5;
+  m.epoch_samples = 50000;
+  m.source = "profiles/cifar.toml";
+  return m;
+}
+
+TEST(PlanOutput, ReportShowsTheChoiceItsBreakdownAndTheAlternatives) {
+  const PerformanceModel m = model();
+  const CostModel cost(CostModelOptions{.model = &m, .epochs = 5, .s3 = &s3()});
+  PlanRequest req{.deadline_s = 120, .alternatives = 3};
+  req.space.max_workers = 8;
+  req.space.memory_step_mb = 64;
+  const PlanResult r = plan(cost, req);
+  ASSERT_TRUE(r.feasible);
+  const std::string text = render_plan_report(r, cost, req);
+  const auto& [best, p] = r.ranked.front();
+  EXPECT_TRUE(contains(text, "lambda (x86, K-Reduce over S3)")) << text;
+  EXPECT_TRUE(contains(text, fmt::format("chosen: {} workers x {} MB, K = {}", best.workers,
+                                         best.memory_mb, best.aggregators)))
+      << text;
+  EXPECT_TRUE(contains(text, "T_train")) << text;
+  EXPECT_TRUE(contains(text, "S3 transfers")) << text;
+  EXPECT_TRUE(contains(text, "GB-seconds")) << text;
+  EXPECT_TRUE(contains(text, format_usd(p.cost_usd))) << text;
+  EXPECT_TRUE(contains(text, "rank")) << text;
+  EXPECT_TRUE(contains(text, "dearer")) << text;
+  EXPECT_TRUE(contains(text, "exact search")) << text;
+  EXPECT_TRUE(contains(text, "predictions evaluated")) << text;
+  // One table line per ranked configuration.
+  for (std::size_t i = 1; i <= r.ranked.size(); ++i) {
+    EXPECT_TRUE(contains(text, fmt::format("\n{:>4} ", i))) << text;
+  }
+  // An infeasible result is not a report.
+  PlanResult none = r;
+  none.feasible = false;
+  none.ranked.clear();
+  expect_input_error([&] { render_plan_report(none, cost, req); }, {"no configuration meets"});
+}
+
+TEST(PlanOutput, InfeasibleNamesTheFastestConfiguration) {
+  PlanResult r;
+  r.fastest = Scored{Candidate{64, 10240, 16, 64, 128}, Prediction{}};
+  r.fastest->second.total_s = 1776;
+  r.fastest->second.cost_usd = 1.2345;
+  EXPECT_EQ(render_infeasible(r, PlanRequest{.deadline_s = 60}),
+            "no configuration meets 60 s; the fastest is 1776 s with 64 workers x 10240 MB, "
+            "K = 16, batches Ba = 64, Bn = 128, costing $1.234");
+}
+
+TEST(PlanOutput, FormatsSecondsAndDollars) {
+  EXPECT_EQ(format_seconds(0.0123), "12.3 ms");
+  EXPECT_EQ(format_seconds(12.345), "12.35 s");
+  EXPECT_EQ(format_seconds(60), "60 s");
+  EXPECT_EQ(format_seconds(1.5), "1.5 s");
+  EXPECT_EQ(format_seconds(7322), "7322 s (2:02:02)");
+  EXPECT_EQ(format_usd(0.012345), "$0.01235");
+  EXPECT_EQ(format_usd(12.345), "$12.35");
+  EXPECT_EQ(format_usd(0), "$0");
+}
+
+TEST(PlanOutput, TomlSnippetSetsKReduceKeys) {
+  const std::string text = emit_toml({6, 1536, 2, 32, 128}, Target::kLambda);
+  const toml::table t = toml::parse(text);
+  EXPECT_EQ(t["cluster"]["trainers"].value<int>(), 6);
+  EXPECT_EQ(t["train"]["batch_size"].value<int>(), 2 * 32 + 4 * 128);
+  EXPECT_EQ(t["comm"]["strategy"].value<std::string>(), "kreduce");
+  EXPECT_EQ(t["comm"]["aggregators"].value<int>(), 2);
+  EXPECT_EQ(t["comm"]["nonaggregator_batch_size"].value<int>(), 128);
+  EXPECT_EQ(t["comm"]["stale_nonaggregators"].value<bool>(), true);
+  EXPECT_EQ(t["limits"]["memory_mb"].value<int>(), 1536);
+}
+
+TEST(PlanOutput, TomlSnippetUsesAllreduceWhenEveryWorkerAggregates) {
+  for (const Target target : {Target::kLambda, Target::kSlurm}) {
+    const toml::table t = toml::parse(emit_toml({4, 2048, 4, 64, 64}, target));
+    EXPECT_EQ(t["comm"]["strategy"].value<std::string>(), "allreduce");
+    EXPECT_EQ(t["comm"]["aggregators"].value<int>(), 0);
+    EXPECT_EQ(t["comm"]["stale_nonaggregators"].value<bool>(), false);
+    EXPECT_EQ(t["train"]["batch_size"].value<int>(), 256);
+  }
+}
+
+constexpr const char* kBase = R"(
+[run]
+name = "cifar"
+dir = "runs/{name}-{time}"
+[cluster]
+trainers = 2
+[data]
+dataset = "mnist"
+dir = "/data"
+[[model.layers]]
+type = "flatten"
+[[model.layers]]
+type = "linear"
+out = 10
+[train]
+batch_size = 128
+epochs = 3
+[comm]
+strategy = "kreduce"
+aggregators = 1
+nonaggregator_batch_size = 96
+stale_nonaggregators = true
+)";
+
+TEST(PlanOutput, MergedTomlIsAValidConfigWithThePlannedKeys) {
+  const ConfigSources sources{{}, "", "20260101-000000"};
+  const std::string merged = emit_toml({6, 1536, 2, 32, 128}, Target::kLambda, kBase);
+  const Config c = load_config_string(merged, "merged.toml", sources);
+  EXPECT_EQ(c.cluster().trainers, 6);
+  EXPECT_EQ(c.train().batch_size, 576);
+  EXPECT_EQ(c.train().epochs, 3);  // untouched keys stay
+  EXPECT_EQ(c.comm().strategy, "kreduce");
+  EXPECT_EQ(c.comm().aggregators, 2);
+  EXPECT_EQ(c.comm().nonaggregator_batch_size, 128);
+  EXPECT_TRUE(c.comm().stale_nonaggregators);
+  EXPECT_EQ(c.limits().memory_mb, 1536);
+  // Allreduce clears the base's K-Reduce settings (the loader rejects them otherwise).
+  const Config a = load_config_string(emit_toml({4, 2048, 4, 64, 64}, Target::kSlurm, kBase),
+                                      "merged.toml", sources);
+  EXPECT_EQ(a.comm().strategy, "allreduce");
+  EXPECT_EQ(a.comm().aggregators, 0);
+  EXPECT_EQ(a.train().batch_size, 256);
+  expect_input_error(
+      [] {
+        emit_toml({1, 128, 1, 1, 1}, Target::kSlurm, "[cluster\n");
+      },
+      {"not valid TOML"});
+}
+
+TEST(PlanOutput, SbatchHeaderSizesTheJob) {
+  const std::string h = emit_sbatch_header({8, 3000, 8, 64, 64}, 1000, "cifar plan", 1769);
+  EXPECT_TRUE(contains(h, "#SBATCH --ntasks=8\n")) << h;
+  EXPECT_TRUE(contains(h, "#SBATCH --cpus-per-task=2\n")) << h;
+  EXPECT_TRUE(contains(h, "#SBATCH --mem-per-cpu=1500M\n")) << h;
+  EXPECT_TRUE(contains(h, "#SBATCH --time=00:20:00\n")) << h;  // 1200 s
+  EXPECT_TRUE(contains(h, "#SBATCH --signal=B:USR1@120\n")) << h;
+  EXPECT_TRUE(contains(h, "#SBATCH --requeue\n")) << h;
+  EXPECT_TRUE(contains(h, "#SBATCH --job-name=cifar-plan\n")) << h;
+  const auto time_of = [](double total_s) {
+    const std::string s = emit_sbatch_header({1, 128, 1, 1, 1}, total_s, "x", 1769);
+    const auto at = s.find("--time=") + 7;
+    return s.substr(at, s.find('\n', at) - at);
+  };
+  // Short jobs: the prediction plus 180 s, so USR1 (120 s before the limit) comes after it.
+  EXPECT_EQ(time_of(0), "00:03:00");
+  EXPECT_EQ(time_of(50), "00:04:00");   // 230 s, rounded up
+  EXPECT_EQ(time_of(900), "00:18:00");  // 20 % margin from 900 s on
+  EXPECT_EQ(time_of(901), "00:19:00");  // rounded up
+  EXPECT_EQ(time_of(3000), "01:00:00");
+  EXPECT_EQ(time_of(200000), "2-18:40:00");  // 4000 minutes
+  EXPECT_TRUE(contains(emit_sbatch_header({3, 100, 3, 8, 8}, 10, "", 1769),
+                       "--cpus-per-task=1\n#SBATCH --mem-per-cpu=100M"));
+}
+
+}  // namespace
+}  // namespace conflux::plan

@@ -1,0 +1,339 @@
+#include "conflux/plan/planner.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+#include <random>
+
+#include "../support/data_dir.hpp"
+#include "../support/temp_dir.hpp"
+#include "conflux/plan/s3_transfer.hpp"
+
+namespace conflux::plan {
+namespace {
+
+using testing::expect_input_error;
+
+const S3TransferTable& real_table() {
+  static const S3TransferTable table =
+      S3TransferTable::load(testing::data_dir() / "lambda-s3-transfer");
+  return table;
+}
+
+// A small random S3 table: 2..5 object sizes, each over its own random memory knots.
+S3TransferTable random_table(std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<S3TransferTable::Row> rows;
+  double size = 0.5 + 2 * u(rng);
+  const int count = 2 + static_cast<int>(rng() % 4);
+  for (int r = 0; r < count; ++r) {
+    S3TransferTable::Row row;
+    row.object_mb = size;
+    size += 1 + 30 * u(rng);
+    double m = 100 + 100 * u(rng);
+    const int knots = 1 + static_cast<int>(rng() % 6);
+    for (int k = 0; k < knots; ++k) {
+      row.memory_mb.push_back(std::round(m));
+      m += 10 + 120 * u(rng);
+      row.upload_s.push_back(0.01 + 2 * u(rng));
+      row.download_s.push_back(0.01 + 2 * u(rng));
+    }
+    rows.push_back(std::move(row));
+  }
+  return S3TransferTable::from_rows(std::move(rows));
+}
+
+SyncTimeTable random_sync(std::mt19937_64& rng, int max_workers) {
+  std::uniform_real_distribution<double> u(0, 1);
+  SyncTimeTable sync;
+  for (int w = 2; w <= max_workers; ++w) {
+    if (u(rng) < 0.3) continue;  // unmeasured counts are skipped by the planner
+    SyncTimeTable::Row row;
+    row.workers = w;
+    double m = 100 + 150 * u(rng);
+    const int points = 1 + static_cast<int>(rng() % 5);
+    for (int p = 0; p < points; ++p) {
+      row.memory_mb.push_back(m);
+      m += 5 + 100 * u(rng);
+      row.seconds.push_back(0.001 + 0.5 * u(rng));
+    }
+    sync.rows.push_back(std::move(row));
+  }
+  return sync;
+}
+
+// One random planning problem with everything it points to.
+struct Instance {
+  PerformanceModel model;
+  std::optional<S3TransferTable> s3;
+  std::optional<CostModel> cost;
+  PlanRequest request;
+  std::string description;
+};
+
+void make_random(std::mt19937_64& rng, Instance& in) {
+  std::uniform_real_distribution<double> u(0, 1);
+  const auto pick = [&](double lo, double hi) { return lo + (hi - lo) * u(rng); };
+  const bool lambda = u(rng) < 0.6;
+  PerformanceModel& m = in.model;
+  m.train.a = u(rng) < 0.1 ? -pick(0.1, 5) : pick(0.1, 50);
+  m.train.b = pick(-5, 50);
+  m.train.m = u(rng) < 0.7 ? pick(-120, 500) : 0;
+  m.train.c = u(rng) < 0.1 ? -pick(0, 0.05) : (u(rng) < 0.3 ? 0 : pick(0, 0.5));
+  m.transfer.k1 = u(rng) < 0.2 ? 0 : pick(0, 5);
+  m.transfer.k2 = pick(-1.5, 1.0);
+  m.gradient_mb = u(rng) < 0.3 ? pick(50, 400) : pick(0.05, 40);
+  m.epoch_samples = 50 + rng() % 100000;
+  m.mb_per_vcpu = pick(40, 400);
+  PlanSpace& s = in.request.space;
+  s.min_workers = 1 + static_cast<int>(rng() % 2);
+  s.max_workers = s.min_workers + static_cast<int>(rng() % 5);
+  s.min_memory_mb = 128 + static_cast<int>(rng() % 80);
+  s.max_memory_mb = s.min_memory_mb + static_cast<int>(rng() % 320);
+  s.memory_step_mb = 1 + static_cast<int>(rng() % 7);
+  s.batch_sizes.clear();
+  const int batches = 2 + static_cast<int>(rng() % 3);
+  for (int b = 0; b < batches; ++b) s.batch_sizes.push_back(1 + static_cast<int>(rng() % 64));
+  m.sync = random_sync(rng, s.max_workers);
+  const bool measured = std::any_of(m.sync.rows.begin(), m.sync.rows.end(),
+                                    [&](const auto& r) { return r.workers >= s.min_workers; });
+  if (!lambda && !measured) s.min_workers = 1;  // SLURM plans over measured counts only
+  if (lambda) {
+    if (u(rng) < 0.5) {
+      in.s3 = random_table(rng);
+    } else {
+      in.s3 = real_table();
+    }
+  }
+  PricesSection prices;
+  prices.lambda_x86_gb_s *= pick(0.2, 5);
+  prices.lambda_arm_gb_s *= pick(0.2, 5);
+  prices.lambda_request *= pick(0.2, 5000);
+  prices.lambda_max_seconds = pick(1, 900);
+  prices.object_put *= pick(0.2, 5);
+  prices.object_get *= pick(0.2, 5);
+  prices.slurm_core_hour *= pick(0.2, 5);
+  in.cost.emplace(CostModelOptions{.model = &in.model,
+                                   .prices = prices,
+                                   .target = lambda ? Target::kLambda : Target::kSlurm,
+                                   .arch = u(rng) < 0.5 ? LambdaArch::kX86 : LambdaArch::kArm,
+                                   .epochs = 1 + static_cast<int>(rng() % 5),
+                                   .s3 = in.s3 ? &*in.s3 : nullptr});
+  in.request.alternatives = static_cast<int>(rng() % 9);
+  in.description =
+      fmt::format("{} a={} b={} m={} c={} k1={} k2={} grad={} W {}..{} M {}..{} step {}",
+                  lambda ? "lambda" : "slurm", m.train.a, m.train.b, m.train.m, m.train.c,
+                  m.transfer.k1, m.transfer.k2, m.gradient_mb, s.min_workers, s.max_workers,
+                  s.min_memory_mb, s.max_memory_mb, s.memory_step_mb);
+}
+
+void expect_same(const PlanResult& got, const PlanResult& want, const std::string& what) {
+  ASSERT_EQ(got.feasible, want.feasible) << what;
+  ASSERT_EQ(got.ranked.size(), want.ranked.size()) << what;
+  for (std::size_t i = 0; i < want.ranked.size(); ++i) {
+    EXPECT_EQ(got.ranked[i].first, want.ranked[i].first) << what << " rank " << i;
+    EXPECT_EQ(got.ranked[i].second, want.ranked[i].second) << what << " rank " << i;
+  }
+  ASSERT_EQ(got.fastest.has_value(), want.fastest.has_value()) << what;
+  if (want.fastest) {
+    EXPECT_EQ(got.fastest->first, want.fastest->first) << what;
+    EXPECT_EQ(got.fastest->second, want.fastest->second) << what;
+  }
+  EXPECT_EQ(got.space_size, want.space_size) << what;
+  EXPECT_LE(got.evaluated, want.evaluated) << what;
+}
+
+TEST(Planner, MatchesExhaustiveSearchOnRandomInstances) {
+  std::mt19937_64 rng(20261121);
+  int feasible = 0, infeasible = 0, lambda = 0, slurm = 0, exact_deadline = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    Instance in;
+    make_random(rng, in);
+    const CostModel& cost = *in.cost;
+    // A deadline around the predicted time of a random configuration of the space: sometimes
+    // exactly it (the boundary case), sometimes far below everything.
+    const PlanSpace& s = in.request.space;
+    PlanRequest probe = in.request;
+    probe.deadline_s = 1e300;
+    const PlanResult all = exhaustive_plan(cost, probe);
+    if (all.ranked.empty()) continue;  // nothing finite (never happens with these ranges)
+    std::uniform_real_distribution<double> u(0, 1);
+    const double pivot = all.ranked[rng() % all.ranked.size()].second.total_s;
+    const double r = u(rng);
+    in.request.deadline_s = r < 0.2    ? pivot
+                            : r < 0.35 ? pivot * 1e-3
+                                       : pivot * (0.3 + 1.5 * u(rng));
+    if (!(in.request.deadline_s > 0)) in.request.deadline_s = 1;
+    exact_deadline += r < 0.2;
+    (void)s;
+    const PlanResult want = exhaustive_plan(cost, in.request);
+    const PlanResult got = plan(cost, in.request);
+    expect_same(
+        got, want,
+        fmt::format("trial {}: {} deadline {}", trial, in.description, in.request.deadline_s));
+    if (::testing::Test::HasFailure()) return;
+    (want.feasible ? feasible : infeasible)++;
+    (cost.options().target == Target::kLambda ? lambda : slurm)++;
+  }
+  fmt::print(
+      "random instances: {} feasible, {} infeasible, {} lambda, {} slurm, {} deadlines "
+      "at a predicted time\n",
+      feasible, infeasible, lambda, slurm, exact_deadline);
+  EXPECT_GE(feasible + infeasible, 100);
+  EXPECT_GE(infeasible, 20);
+  EXPECT_GE(feasible, 50);
+  EXPECT_GE(slurm, 20);
+}
+
+TEST(Planner, RanksTiesByTheTotalOrder) {
+  // T_train = c, no transfer term, one sync time: every memory size of a core count costs
+  // the same and takes the same time, so only the tie order separates them.
+  PerformanceModel m;
+  m.train = {.a = 0, .b = 0, .m = 0, .c = 0.1};
+  m.epoch_samples = 1000;
+  m.mb_per_vcpu = 1e6;
+  m.sync.rows.push_back({.workers = 2, .memory_mb = {128}, .seconds = {0.1}});
+  const CostModel cost(CostModelOptions{.model = &m, .target = Target::kSlurm});
+  PlanRequest req{.deadline_s = 1e9, .alternatives = 9};
+  req.space = {.min_workers = 1,
+               .max_workers = 3,
+               .min_memory_mb = 128,
+               .max_memory_mb = 140,
+               .memory_step_mb = 1,
+               .batch_sizes = {10, 20}};
+  const PlanResult got = plan(cost, req);
+  expect_same(got, exhaustive_plan(cost, req), "ties");
+  ASSERT_EQ(got.ranked.size(), 10u);
+  // W = 3 is unmeasured on SLURM and skipped; W = 1 with B = 20 is cheapest (no sync).
+  EXPECT_EQ(got.ranked[0].first, (Candidate{1, 128, 1, 20, 20}));
+  EXPECT_EQ(got.ranked[1].first, (Candidate{1, 129, 1, 20, 20}));
+  for (const auto& [c, p] : got.ranked) EXPECT_NE(c.workers, 3);
+}
+
+PerformanceModel realistic_model() {
+  // A CIFAR-10-sized CNN: ~1 ms per sample on one vCPU, 4.5 MB of gradients.
+  PerformanceModel m;
+  m.train = {.a = 1.9, .b = 4, .m = 60, .c = 0.004};
+  m.transfer = {.k1 = 3.0, .k2 = -0.8};
+  m.gradient_mb = 4.5;
+  m.epoch_samples = 50000;
+  m.dataset = "cifar-10";
+  m.source = "test";
+  return m;
+}
+
+TEST(Planner, AnswersTheFullDefaultSpace) {
+  const PerformanceModel m = realistic_model();
+  for (const double deadline : {30.0, 120.0, 600.0, 3600.0, 1.0}) {
+    const CostModel cost(
+        CostModelOptions{.model = &m, .target = Target::kLambda, .epochs = 5, .s3 = &real_table()});
+    const PlanRequest req{.deadline_s = deadline};
+    const PlanResult r = plan(cost, req);
+    fmt::print(
+        "full default space, deadline {} s: {} configurations, {} evaluated, {:.3f} s, "
+        "{}\n",
+        deadline, r.space_size, r.evaluated, r.elapsed_s,
+        r.feasible ? fmt::format("best {} MB x {} workers, ${:.5f}, {:.1f} s",
+                                 r.ranked[0].first.memory_mb, r.ranked[0].first.workers,
+                                 r.ranked[0].second.cost_usd, r.ranked[0].second.total_s)
+                   : fmt::format("infeasible, fastest {:.1f} s", r.fastest->second.total_s));
+    EXPECT_GT(r.space_size, 500'000'000u);
+    if (!r.feasible) {
+      ASSERT_TRUE(r.fastest.has_value());
+      EXPECT_GT(r.fastest->second.total_s, deadline);
+      continue;
+    }
+    ASSERT_EQ(r.ranked.size(), 6u);
+    EXPECT_LE(r.ranked[0].second.total_s, deadline);
+    EXPECT_TRUE(std::is_sorted(r.ranked.begin(), r.ranked.end(), cheaper));
+    // Spot check: no sampled feasible point is cheaper than the sixth.
+    std::mt19937_64 rng(7);
+    const PlanSpace& s = req.space;
+    for (int i = 0; i < 20000; ++i) {
+      Candidate c;
+      c.workers = 1 + static_cast<int>(rng() % 64);
+      c.memory_mb = 128 + static_cast<int>(rng() % (10240 - 128 + 1));
+      c.aggregators = 1 + static_cast<int>(rng() % static_cast<unsigned>(c.workers));
+      c.aggregator_batch = s.batch_sizes[rng() % s.batch_sizes.size()];
+      c.nonaggregator_batch =
+          c.aggregators == c.workers
+              ? c.aggregator_batch
+              : std::max(c.aggregator_batch, s.batch_sizes[rng() % s.batch_sizes.size()]);
+      const Scored x{c, cost.predict(c)};
+      if (x.second.total_s <= deadline) {
+        EXPECT_FALSE(cheaper(x, r.ranked.back())) << c.workers << " " << c.memory_mb;
+      }
+    }
+  }
+}
+
+TEST(Planner, MatchesExhaustiveSearchOnAFullMemoryRange) {
+  const PerformanceModel m = realistic_model();
+  const CostModel cost(
+      CostModelOptions{.model = &m, .target = Target::kLambda, .epochs = 5, .s3 = &real_table()});
+  for (const double deadline : {200.0, 2000.0}) {
+    PlanRequest req{.deadline_s = deadline, .alternatives = 5};
+    req.space.max_workers = 3;
+    req.space.batch_sizes = {16, 64, 256};
+    expect_same(plan(cost, req), exhaustive_plan(cost, req), fmt::format("{} s", deadline));
+  }
+}
+
+TEST(Planner, RejectsBadRequests) {
+  const PerformanceModel m = realistic_model();
+  const CostModel cost(CostModelOptions{.model = &m, .s3 = &real_table()});
+  const auto with = [](auto change) {
+    PlanRequest r{.deadline_s = 60};
+    change(r);
+    return r;
+  };
+  const auto fails = [&](const PlanRequest& r, std::initializer_list<std::string> needles) {
+    expect_input_error([&] { plan(cost, r); }, needles);
+    expect_input_error([&] { exhaustive_plan(cost, r); }, needles);
+  };
+  fails(with([](PlanRequest& r) { r.deadline_s = -5; }), {"deadline must be positive, got -5 s"});
+  fails(with([](PlanRequest& r) { r.deadline_s = 0; }), {"deadline must be positive"});
+  fails(with([](PlanRequest& r) { r.deadline_s = std::nan(""); }), {"deadline must be positive"});
+  fails(with([](PlanRequest& r) { r.space.batch_sizes.clear(); }), {"batch sizes is empty"});
+  fails(with([](PlanRequest& r) { r.space.batch_sizes = {32, 0}; }), {"at least 1, got 0"});
+  fails(with([](PlanRequest& r) { r.space.min_workers = 8, r.space.max_workers = 4; }),
+        {"workers 8..4"});
+  fails(with([](PlanRequest& r) { r.space.min_memory_mb = 2048, r.space.max_memory_mb = 1024; }),
+        {"memory 2048..1024 MB"});
+  fails(with([](PlanRequest& r) { r.space.memory_step_mb = 0; }), {"memory step", "got 0"});
+  fails(with([](PlanRequest& r) { r.alternatives = -1; }), {"alternatives", "-1"});
+  fails(with([](PlanRequest& r) { r.space.max_workers = 10000; }), {"combinations", "at most"});
+
+  PerformanceModel pole = realistic_model();
+  pole.train.m = -500;
+  const CostModel bad(CostModelOptions{.model = &pole, .s3 = &real_table()});
+  expect_input_error([&] { plan(bad, PlanRequest{.deadline_s = 60}); },
+                     {"pole at M = 500 MB", "128..10240"});
+
+  PerformanceModel slurm_model = realistic_model();
+  slurm_model.sync.rows.push_back({.workers = 8, .memory_mb = {1024}, .seconds = {0.1}});
+  const CostModel slurm(CostModelOptions{.model = &slurm_model, .target = Target::kSlurm});
+  PlanRequest only_unmeasured{.deadline_s = 60};
+  only_unmeasured.space.min_workers = 2;
+  only_unmeasured.space.max_workers = 4;
+  expect_input_error([&] { plan(slurm, only_unmeasured); }, {"measured: 8", "2..4"});
+}
+
+TEST(Planner, ReportsTheFastestWhenNothingMeetsTheDeadline) {
+  const PerformanceModel m = realistic_model();
+  const CostModel cost(
+      CostModelOptions{.model = &m, .target = Target::kLambda, .epochs = 5, .s3 = &real_table()});
+  PlanRequest req{.deadline_s = 0.5};
+  req.space.max_workers = 4;
+  req.space.memory_step_mb = 64;
+  const PlanResult r = plan(cost, req);
+  EXPECT_FALSE(r.feasible);
+  EXPECT_TRUE(r.ranked.empty());
+  ASSERT_TRUE(r.fastest.has_value());
+  expect_same(r, exhaustive_plan(cost, req), "infeasible");
+}
+
+}  // namespace
+}  // namespace conflux::plan
