@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Command-line tests of the cost model: `conflux profile` under Lambda-like limits writes a
+# profile whose times fall with memory and grow with the batch; `conflux fit` fits it and
+# writes a model; `conflux predict` and `conflux plan` use it (plan emits a config the loader
+# accepts and an #SBATCH header); bad input gets clear errors with exit 2: negative and
+# infeasible deadlines, an empty profile, a fit that cannot converge, out-of-range limits.
+set -uo pipefail
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+if [ ! -d "$DATA/mnist" ]; then
+  echo "skip - plan CLI tests: MNIST not found under $DATA"
+  cli_summary
+  exit
+fi
+CONFIG=configs/mnist_mlp.toml
+
+# A small sweep: 2 trainer counts x 3 sizes x 2 batches, a fraction of a second per point.
+out=$("${MPIRUN[@]}" -np 2 "$CONFLUX" profile --config "$CONFIG" --set run.dir=\""$TMP/p"\" \
+  --workers 1,2 --memory 384,768,1536 --batch 16,128 --steps 10 --seconds 0.3 \
+  --output "$TMP/profile.toml" 2>&1)
+points=$(grep -c '^\[\[point\]\]' "$TMP/profile.toml" 2>/dev/null)
+if [ "${points:-0}" -eq 12 ]; then ok "profile: 12 grid points measured"; else
+  not_ok "profile: $points points (want 12)" "$out"; fi
+# Throttled to a quarter of the CPU, a batch takes several times longer than at 0.87 vCPU.
+slow=$(grep -F 'W=1 M=384 MB (0.22 vCPU) B=128' <<<"$out" | sed -n 's/.*iteration \([0-9.]*\) ms.*/\1/p')
+fast=$(grep -F 'W=1 M=1536 MB (0.87 vCPU) B=128' <<<"$out" | sed -n 's/.*iteration \([0-9.]*\) ms.*/\1/p')
+if awk -v s="${slow:-0}" -v f="${fast:-1}" 'BEGIN { exit !(s > 2.5 * f) }'; then
+  ok "profile: the CPU share throttles ($slow ms at 384 MB vs $fast ms at 1536 MB)"
+else
+  not_ok "profile: 384 MB took $slow ms, 1536 MB $fast ms (want > 2.5x)" "$out"
+fi
+
+if out=$("$CONFLUX" fit --profile "$TMP/profile.toml" --output "$TMP/model.toml" 2>&1) &&
+  grep -q 'R^2' <<<"$out" && grep -q '^\[train\]' "$TMP/model.toml"; then
+  ok "fit: model written with goodness of fit"
+else
+  not_ok "fit" "$out"
+fi
+
+out=$("$CONFLUX" predict --model "$TMP/model.toml" --config "$CONFIG" --set cluster.trainers=2 \
+  --set limits.memory_mb=900 --set train.batch_size=96 2>&1)
+if grep -q 'predicted epoch: [0-9.]* s (625 iterations' <<<"$out"; then
+  ok "predict: epoch of 625 iterations (60000 / 96)"
+else
+  not_ok "predict" "$out"
+fi
+
+if out=$("$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 \
+  --emit-config "$TMP/plan.toml" --emit-sbatch "$TMP/plan.sbatch" 2>&1) &&
+  grep -q '^chosen:' <<<"$out" && grep -q 'exact search' <<<"$out" &&
+  grep -q '^#SBATCH --ntasks=' "$TMP/plan.sbatch"; then
+  ok "plan: a choice, alternatives and an #SBATCH header"
+else
+  not_ok "plan" "$out"
+fi
+# The emitted snippet is a valid config once merged with the base.
+cat "$CONFIG" >"$TMP/merged.toml"
+sets=()
+section=""
+while IFS= read -r line; do
+  case $line in
+  \#* | "") ;;
+  \[*) section=${line//[\[\]]/} ;;
+  *) sets+=(--set "$section.${line%% *}=${line#*= }") ;;
+  esac
+done < <(sed 's/  *#.*//' "$TMP/plan.toml")
+if out=$("$CONFLUX" config check --config "$CONFIG" "${sets[@]}" 2>&1); then ok "plan: the emitted keys pass config check"; else
+  not_ok "plan: emitted keys rejected" "$out"; fi
+
+expect_fail "plan: negative deadline" 2 "deadline must be positive" -- \
+  "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline -5
+expect_fail "plan: infeasible deadline names the fastest" 2 "no configuration meets" -- \
+  "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 0.001
+expect_fail "plan: slurm target beyond the measured trainers" 2 "the fastest is" -- \
+  "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 0.001 --target slurm
+printf 'config_name = "x"\ndataset = "mnist"\nepoch_samples = 100\ngradient_mb = 1.0\nmb_per_vcpu = 1769.0\n' \
+  >"$TMP/empty.toml"
+expect_fail "fit: empty profile" 2 "holds no measured point" -- \
+  "$CONFLUX" fit --profile "$TMP/empty.toml" --output "$TMP/x.toml"
+# Times that do not fall with memory: the sweep was not throttled.
+{
+  printf 'config_name = "x"\ndataset = "mnist"\nepoch_samples = 100\ngradient_mb = 1.0\nmb_per_vcpu = 1769.0\n'
+  for m in 256 512 1024; do
+    for b in 16 64; do
+      printf '[[point]]\nworkers = 1\nmemory_mb = %d\nbatch = %d\nsteps = 5\niteration_s = %s\ncompute_s = 0.0\nsync_s = 0.0\ntransfer_s = 0.001\n' \
+        "$m" "$b" "$(awk -v b="$b" 'BEGIN { print 0.0001 * b }')"
+    done
+  done
+} >"$TMP/flat.toml"
+expect_fail "fit: non-converging fit says why" 2 "did not converge" -- \
+  "$CONFLUX" fit --profile "$TMP/flat.toml" --output "$TMP/x.toml"
+expect_fail "predict: needs a function size" 2 "limits.memory_mb is 0" -- \
+  "$CONFLUX" predict --model "$TMP/model.toml" --config "$CONFIG"
+expect_fail "config: memory below Lambda's smallest size" 2 "limits.memory_mb = 64" -- \
+  "$CONFLUX" config check --config "$CONFIG" --set limits.memory_mb=64
+expect_fail "profile: trainer count above the ranks" 2 "--workers 3 is outside 1..1" -- \
+  "${MPIRUN[@]}" -np 1 "$CONFLUX" profile --config "$CONFIG" --workers 3 --memory 512 --batch 16 \
+  --output "$TMP/x.toml"
+
+cli_summary
