@@ -1,7 +1,9 @@
-// conflux-bench grad-sync: what the gradient allreduce of data-parallel training costs per
+// conflux-bench grad-sync: what the gradient sum of data-parallel training costs per
 // iteration. Times conflux's comm::MpiAllreduceSync (the trainers' gradient sum) on every rank
 // for the parameter counts of the configured models and a sweep of message sizes, and reports
-// the median time with nccl-tests' algorithm and bus bandwidth.
+// the median time with nccl-tests' algorithm and bus bandwidth. Then times comm::KReduceSync
+// for the models' parameter counts for every aggregator count K = 1..N, synchronous and with
+// stale non-aggregators, against the allreduce.
 
 #include <fmt/format.h>
 #include <boost/program_options.hpp>
@@ -13,6 +15,7 @@
 
 #include "conflux/comm/agreement.hpp"
 #include "conflux/comm/gradient_sync.hpp"
+#include "conflux/comm/kreduce_sync.hpp"
 #include "conflux/core/config.hpp"
 #include "conflux/model/model.hpp"
 #include "conflux/train/training_data.hpp"
@@ -36,6 +39,7 @@ struct Options {
   int iters = 20;
   int warmup = 3;
   double timeout_s = 60;
+  bool kreduce = true;
 };
 
 // One buffer to time: a model's gradient or a size of the sweep.
@@ -66,10 +70,15 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-// Seconds of each timed iteration, the slowest rank's: an allreduce is done only when it is
-// done everywhere.
-std::vector<double> time_allreduce(const comm::Communicator& ranks, comm::GradientSync& sync,
-                                   std::size_t floats, const Options& opt) {
+// Seconds of each timed iteration: the slowest rank's (a sum is done only when it is done
+// everywhere), and the slowest of the ranks in `group` and of those not in it (K-Reduce's
+// aggregators and non-aggregators; 0 when a side has no rank).
+struct SyncTimes {
+  std::vector<double> slowest, group, others;
+};
+
+SyncTimes time_exchange(const comm::Communicator& ranks, comm::GradientSync& sync,
+                        std::size_t floats, const Options& opt, bool in_group = true) {
   std::vector<float> gradients(floats);
   std::vector<double> seconds;
   for (int k = 0; k < opt.warmup + opt.iters; ++k) {
@@ -77,15 +86,78 @@ std::vector<double> time_allreduce(const comm::Communicator& ranks, comm::Gradie
     std::fill(gradients.begin(), gradients.end(), 1.0f);
     ranks.barrier();
     const auto start = std::chrono::steady_clock::now();
-    sync.sum(gradients);
+    const comm::Merged merged = sync.exchange(gradients);
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     if (k >= opt.warmup) seconds.push_back(elapsed.count());
+    // A stale non-aggregator's sum (kPrevious) is of the same values.
+    CONFLUX_CHECK(
+        merged == comm::Merged::kNone || gradients.front() == static_cast<float>(ranks.size()),
+        "grad-sync: {} summed to {}, not {}", sync.name(), gradients.front(), ranks.size());
   }
-  CONFLUX_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()),
+  sync.drain(gradients);  // what a stale non-aggregator still owes: outside the timing
+  const std::size_t n = seconds.size();
+  std::vector<double> all(3 * n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    all[i] = seconds[i];
+    all[(in_group ? n : 2 * n) + i] = seconds[i];
+  }
+  CONFLUX_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, all.data(), static_cast<int>(all.size()),
                                   MPI_DOUBLE, MPI_MAX, ranks.get()));
-  CONFLUX_CHECK(gradients.front() == static_cast<float>(ranks.size()),
-                "grad-sync: the allreduce summed to {}, not {}", gradients.front(), ranks.size());
-  return seconds;
+  return {{all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n)},
+          {all.begin() + static_cast<std::ptrdiff_t>(n),
+           all.begin() + static_cast<std::ptrdiff_t>(2 * n)},
+          {all.begin() + static_cast<std::ptrdiff_t>(2 * n), all.end()}};
+}
+
+// K-Reduce against MPI allreduce for the models' gradients: every K = 1..N, synchronous and
+// (K < N) with stale non-aggregators, which wait only for the previous step's sum. Each row
+// gives the slowest rank's time and the slowest aggregator's and non-aggregator's.
+Table& time_kreduce(const comm::Communicator& ranks, const std::vector<Buffer>& buffers,
+                    const Options& opt, Report& report) {
+  const int n = ranks.size();
+  Table& table = report.add_table(
+      Table("kreduce", fmt::format("K-Reduce vs MPI allreduce per iteration, {} ranks", n),
+            {"buffer",
+             "floats",
+             "strategy",
+             {"median us", 1},
+             {"min us", 1},
+             {"aggregators us", 1},
+             {"non-aggregators us", 1},
+             {"speedup", 2}}));
+  const auto timeout = std::chrono::duration<double>(opt.timeout_s);
+  const auto us = [](const std::vector<double>& s) { return 1e6 * median(s); };
+  for (const Buffer& b : buffers) {
+    if (b.what == "sweep") continue;
+    const std::string model = b.what.substr(6);  // "model mnist_mlp" -> "mnist_mlp"
+    comm::MpiAllreduceSync allreduce(ranks, timeout);
+    const SyncTimes base = time_exchange(ranks, allreduce, b.floats, opt);
+    const double base_us = us(base.slowest);
+    table.add_row({b.what, b.floats, allreduce.name(), base_us,
+                   1e6 * *std::min_element(base.slowest.begin(), base.slowest.end()), "-", "-",
+                   1.0});
+    report.set_summary(model + "_allreduce_us", base_us);
+    double best_us = 0;
+    std::string best;
+    for (int k = 1; k <= n; ++k) {
+      for (const bool stale : {false, true}) {
+        if (stale && k == n) continue;  // no non-aggregators: nothing is stale
+        comm::KReduceSync sync(ranks, b.floats, comm::KReduceOptions{k, stale, timeout});
+        const SyncTimes t = time_exchange(ranks, sync, b.floats, opt, sync.is_aggregator());
+        const double t_us = us(t.slowest);
+        table.add_row({b.what, b.floats, sync.name(), t_us,
+                       1e6 * *std::min_element(t.slowest.begin(), t.slowest.end()), us(t.group),
+                       k < n ? Cell(us(t.others)) : Cell("-"), base_us / t_us});
+        if (best.empty() || t_us < best_us) {
+          best_us = t_us;
+          best = sync.name();
+        }
+      }
+    }
+    report.set_summary(model + "_kreduce_best_us", best_us);
+    report.set_summary(model + "_kreduce_best", best);
+  }
+  return table;
 }
 
 // "4 KiB", "16 MiB": the sweep's sizes are powers of two.
@@ -119,7 +191,10 @@ int run_grad_sync(const std::vector<std::string>& args, const comm::Communicator
       "timed allreduces per size; the median is reported")(
       "warmup", po::value(&opt.warmup)->default_value(opt.warmup), "untimed first allreduces")(
       "timeout-s", po::value(&opt.timeout_s)->default_value(opt.timeout_s),
-      "longest wait for one allreduce (as cluster.peer_timeout_s)");
+      "longest wait for one allreduce (as cluster.peer_timeout_s)")(
+      "kreduce", po::value(&opt.kreduce)->default_value(opt.kreduce),
+      "also time K-Reduce for the models' parameter counts, K = 1..N, synchronous and with "
+      "stale non-aggregators");
   const auto vm = parse_scenario_options("grad-sync", args, desc, common, world);
   if (!vm) return 0;
   CONFLUX_REQUIRE(world.size() >= 2,
@@ -181,7 +256,7 @@ int run_grad_sync(const std::vector<std::string>& args, const comm::Communicator
   Series sweep_alg{.title = "algbw, message-size sweep", .style = "linespoints dashtype 2"};
   Series models{.title = "busbw, model gradients", .style = "points pointsize 2"};
   for (const Buffer& b : buffers) {
-    const std::vector<double> seconds = time_allreduce(ranks, sync, b.floats, opt);
+    const std::vector<double> seconds = time_exchange(ranks, sync, b.floats, opt).slowest;
     if (!root) continue;
     const double bytes = static_cast<double>(b.floats * sizeof(float));
     const double t = median(seconds);
@@ -197,9 +272,16 @@ int run_grad_sync(const std::vector<std::string>& args, const comm::Communicator
       sweep_alg.y.push_back(algbw);
     }
   }
+  Table* kreduce = opt.kreduce ? &time_kreduce(ranks, buffers, opt, report) : nullptr;
   if (!root) return 0;
   table.print();
   fmt::print("\n");
+  if (kreduce != nullptr) {
+    kreduce->print();
+    fmt::print(
+        "speedup = allreduce time / this time; stale non-aggregators wait only for the "
+        "previous step's sum\n\n");
+  }
   for (const Buffer& b : buffers) {
     if (b.what != "sweep") {
       report.set_summary(b.what.substr(6) + "_parameters", b.floats);

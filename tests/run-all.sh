@@ -57,6 +57,8 @@ run cli-launch tests/cli/launch-tests.sh
 run cli-checkpoint tests/cli/checkpoint-tests.sh
 run cli-profile tests/cli/profile-tests.sh
 run cli-restart tests/cli/restart-tests.sh
+run cli-kreduce tests/cli/kreduce-tests.sh
+run cli-plan tests/cli/plan-tests.sh
 run cli-slurm tests/cli/slurm-tests.sh
 
 echo

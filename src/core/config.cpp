@@ -468,6 +468,23 @@ class ConfigLoader {
                     "{}: comm.aggregators, comm.nonaggregator_batch_size and "
                     "comm.stale_nonaggregators need comm.strategy = \"kreduce\"",
                     locations_["comm.strategy"]);
+    // K-Reduce's unequal batches: the step stays train.batch_size samples; the W-K
+    // non-aggregators take Bn each and the K aggregators share the rest (data::BatchSplit).
+    const std::int64_t w = c.cluster_.trainers;
+    const std::int64_t k = c.comm_.aggregators == 0 ? w : c.comm_.aggregators;
+    const std::int64_t bn = c.comm_.nonaggregator_batch_size;
+    CONFLUX_REQUIRE(bn == 0 || k < w,
+                    "{}: comm.nonaggregator_batch_size = {} but every trainer is an aggregator "
+                    "(comm.aggregators = {}, cluster.trainers = {}); set comm.aggregators below "
+                    "cluster.trainers or leave comm.nonaggregator_batch_size at 0",
+                    locations_["comm.nonaggregator_batch_size"], bn, c.comm_.aggregators, w);
+    CONFLUX_REQUIRE(bn == 0 || c.train_.batch_size - (w - k) * bn >= k,
+                    "{}: comm.nonaggregator_batch_size = {} for {} non-aggregator(s) leaves {} of "
+                    "train.batch_size = {} for comm.aggregators = {}; every aggregator needs at "
+                    "least one sample per step: at most {} per non-aggregator",
+                    locations_["comm.nonaggregator_batch_size"], bn, w - k,
+                    c.train_.batch_size - (w - k) * bn, c.train_.batch_size, k,
+                    (c.train_.batch_size - k) / std::max<std::int64_t>(1, w - k));
   }
 
   std::string resolved_toml(const Config& c) {

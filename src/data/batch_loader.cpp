@@ -13,12 +13,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Largest per-trainer batch: the plan splits a step over trainers as evenly as possible.
-std::size_t max_trainer_batch(std::size_t global_batch, int trainers) {
-  const auto t = static_cast<std::size_t>(trainers);
-  return (global_batch + t - 1) / t;
-}
-
 WorkerClientOptions client_options(const BatchLoaderOptions& o, std::size_t max_samples) {
   WorkerClientOptions c = o.client;
   const ImageShape shape = o.transform->output_shape();
@@ -44,9 +38,11 @@ const char* origin_name(BatchOrigin origin) noexcept {
 
 BatchLoader::BatchLoader(BatchLoaderOptions options)
     : options_(std::move(options)),
+      split_(options_.global_batch, options_.trainers, options_.aggregators,
+             options_.nonaggregator_batch),
       steps_per_epoch_((options_.dataset->size() + options_.global_batch - 1) /
                        options_.global_batch),
-      max_samples_(max_trainer_batch(options_.global_batch, options_.trainers)),
+      max_samples_(split_.max_batch(options_.trainer)),
       batch_bytes_(max_samples_ * (options_.transform->output_shape().size() * sizeof(float) + 1 +
                                    sizeof(std::uint32_t))),
       schedule_(options_.offload_ratio),
@@ -70,9 +66,7 @@ BatchLoader::~BatchLoader() = default;
 const EpochPlan& BatchLoader::plan(std::uint32_t epoch) {
   auto it = plans_.find(epoch);
   if (it != plans_.end()) return it->second;
-  return plans_
-      .try_emplace(epoch, options_.seed, epoch, options_.dataset->size(), options_.global_batch,
-                   options_.trainers)
+  return plans_.try_emplace(epoch, options_.seed, epoch, options_.dataset->size(), split_)
       .first->second;
 }
 
@@ -116,9 +110,8 @@ void BatchLoader::assign_unassigned() {
   // Strictly in window order, so the credits are always held by batches needed sooner.
   for (auto& slot : window_) {
     if (slot->source != Source::kUnassigned) continue;
-    const std::size_t samples =
-        plan(slot->batch.epoch).samples(slot->batch.step, options_.trainer).size();
-    if (!client_.request(slot->batch, samples)) return;
+    const BatchRange range = plan(slot->batch.epoch).range(slot->batch.step, options_.trainer);
+    if (!client_.request(slot->batch, range)) return;
     slot->source = Source::kRemote;
   }
 }

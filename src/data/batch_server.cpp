@@ -79,6 +79,13 @@ void BatchServer::handle(const Request& request, int source) {
   CONFLUX_CHECK(request.kind == RequestKind::kBatch,
                 "data service: unknown request kind {} from rank {}",
                 static_cast<unsigned>(request.kind), source);
+  // The trainer's plan divides the step (data::BatchSplit); the batch must lie within it.
+  const BatchRange step = plan(request.epoch).step_range(request.step);
+  CONFLUX_CHECK(request.begin >= step.begin && request.begin + request.samples <= step.end,
+                "data service: trainer {} asked for plan positions [{}, {}) outside epoch {} "
+                "step {} ([{}, {}))",
+                t, request.begin, request.begin + request.samples, request.epoch, request.step,
+                step.begin, step.end);
   queues_[ti].push_back(request);
 }
 
@@ -91,8 +98,7 @@ void BatchServer::cancel_queued(int trainer) {
     ReplyHeader h{r.sequence, r.step, r.epoch, r.trainer, 0, ReplyStatus::kCancelled, 0};
     encode_meta(h, {}, {}, send.meta);
     // The trainer posted one receive per image chunk of the planned batch: answer each, empty.
-    const std::size_t chunks =
-        chunk_count(plan(r.epoch).samples(r.step, trainer).size(), builder_.floats_per_sample());
+    const std::size_t chunks = chunk_count(r.samples, builder_.floats_per_sample());
     send.requests.assign(chunks + 1, MPI_REQUEST_NULL);
     for (std::size_t c = 0; c < chunks; ++c) {
       CONFLUX_MPI_CHECK(
@@ -187,7 +193,9 @@ bool BatchServer::build_next() {
 
     const auto start = Clock::now();
     const bool delayed = options_.fault.mode == WorkerFault::Mode::kDelay && faulty_now();
-    const auto samples = plan(slot.request.epoch).samples(slot.request.step, slot.trainer);
+    const auto samples =
+        plan(slot.request.epoch)
+            .samples(BatchRange{slot.request.begin, slot.request.begin + slot.request.samples});
     const std::size_t fps = builder_.floats_per_sample();
     const std::size_t per_chunk = chunk_samples(fps);
     slot.images.resize(samples.size() * fps);

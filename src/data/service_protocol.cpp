@@ -7,7 +7,7 @@
 
 namespace conflux::data {
 
-static_assert(std::is_trivially_copyable_v<Request> && sizeof(Request) == 32);
+static_assert(std::is_trivially_copyable_v<Request> && sizeof(Request) == 40);
 static_assert(std::is_trivially_copyable_v<ReplyHeader> && sizeof(ReplyHeader) == 56);
 
 std::size_t meta_bytes(std::size_t samples) noexcept {

@@ -50,7 +50,11 @@ void WorkerClient::send(int worker, const Request& message) {
                               kRequestTag, options_.comm->get(), &out.request));
 }
 
-bool WorkerClient::request(Batch& batch, std::size_t samples) {
+bool WorkerClient::request(Batch& batch, BatchRange range) {
+  const std::size_t samples = range.size();
+  CONFLUX_CHECK(samples <= options_.max_samples,
+                "data service: trainer {} asked for a batch of {} samples, its largest is {}",
+                options_.trainer, samples, options_.max_samples);
   CONFLUX_CHECK(!finished_, "data service: request after finish()");
   const auto now = Clock::now();
   const std::size_t n = workers_.size();
@@ -94,8 +98,10 @@ bool WorkerClient::request(Batch& batch, std::size_t samples) {
                                 MPI_FLOAT, worker.rank, image_tag(p.sequence), comm,
                                 &p.requests[c + 1]));
   }
-  send(best,
-       Request{RequestKind::kBatch, options_.trainer, batch.epoch, 0, batch.step, p.sequence});
+  // The request names the batch's plan positions: the worker needs no knowledge of how steps
+  // are divided among the trainers (data::BatchSplit stays the one place that decides it).
+  send(best, Request{RequestKind::kBatch, options_.trainer, batch.epoch,
+                     static_cast<std::uint32_t>(samples), batch.step, p.sequence, range.begin});
   ++worker.in_flight;
   ++stats_.requests;
   pending_.emplace(&batch, std::move(p));

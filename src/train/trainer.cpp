@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 
+#include "conflux/comm/kreduce_sync.hpp"
 #include "conflux/data/batch_builder.hpp"
 #include "conflux/model/loss.hpp"
 #include "conflux/model/lr_schedule.hpp"
@@ -27,6 +28,19 @@ model::Model make_model(const Config& config, const data::SampleTransform& trans
   }
 }
 
+// The gradient synchronisation comm.strategy names (MPI allreduce unless "kreduce").
+std::unique_ptr<comm::GradientSync> make_sync(const Config& config,
+                                              const comm::Communicator& trainers,
+                                              std::size_t parameters,
+                                              std::chrono::duration<double> timeout) {
+  const CommSection& c = config.comm();
+  if (c.strategy == "kreduce") {
+    return std::make_unique<comm::KReduceSync>(
+        trainers, parameters, comm::KReduceOptions{c.aggregators, c.stale_nonaggregators, timeout});
+  }
+  return std::make_unique<comm::MpiAllreduceSync>(trainers, timeout);
+}
+
 }  // namespace
 
 Trainer::Trainer(const TrainerSetup& setup)
@@ -43,10 +57,29 @@ Trainer::Trainer(const TrainerSetup& setup)
                              static_cast<float>(config_.train().momentum),
                              static_cast<float>(config_.train().weight_decay)},
            model_.params().size()),
-      sync_(std::make_unique<comm::MpiAllreduceSync>(trainers_, timeout_)),
+      sync_(make_sync(config_, trainers_, model_.params().size(), timeout_)),
       offload_ratio_(config_.data().offload_ratio_for(trainers_.rank())) {}
 
 Trainer::~Trainer() = default;
+
+data::BatchSplit Trainer::batch_split() const {
+  // comm.* other than the strategy are zero unless it is K-Reduce (checked with the config).
+  return data::BatchSplit(static_cast<std::size_t>(config_.train().batch_size), trainers_.size(),
+                          config_.comm().aggregators,
+                          static_cast<std::size_t>(config_.comm().nonaggregator_batch_size));
+}
+
+void Trainer::apply_merged(std::size_t global_step) {
+  // The rate of the step the merged gradient belongs to: a stale replica applies the same
+  // updates as the others, one step later.
+  sgd_.set_lr(static_cast<float>(schedule_->at(global_step)));
+  sgd_.step(model_.params(), model_.grads());
+}
+
+void Trainer::drain_sync() {
+  // A sync point: afterwards every replica has applied every merged update so far.
+  if (sync_->drain(model_.grads())) apply_merged(position_.global_step - 1);
+}
 
 std::unique_ptr<data::BatchLoader> Trainer::make_loader() const {
   const auto& d = config_.data();
@@ -58,6 +91,8 @@ std::unique_ptr<data::BatchLoader> Trainer::make_loader() const {
   o.global_batch = static_cast<std::size_t>(config_.train().batch_size);
   o.trainers = trainers_.size();
   o.trainer = trainers_.rank();
+  o.aggregators = config_.comm().aggregators;
+  o.nonaggregator_batch = static_cast<std::size_t>(config_.comm().nonaggregator_batch_size);
   o.threads = config_.cluster().preprocess_threads;
   o.prefetch = d.prefetch_batches;
   o.offload_ratio = offload_ratio_;
@@ -175,6 +210,7 @@ void Trainer::fold_window() {
 }
 
 void Trainer::capture(ckpt::TrainingState& s) {
+  drain_sync();  // with stale non-aggregators a checkpoint is a sync point
   fold_window();
   const int n_trainers = trainers_.size();
   const auto t = static_cast<std::size_t>(trainers_.rank());
@@ -234,9 +270,20 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
   model::Tensor grad_logits;
   const std::size_t steps_per_epoch = loader_->steps_per_epoch();
   const std::size_t total_steps = steps_per_epoch * static_cast<std::size_t>(cfg.epochs);
-  const model::LrSchedule schedule(model::LrSchedule::parse_kind(cfg.lr_schedule), cfg.lr,
-                                   total_steps, static_cast<std::size_t>(cfg.warmup_steps));
+  schedule_.emplace(model::LrSchedule::parse_kind(cfg.lr_schedule), cfg.lr, total_steps,
+                    static_cast<std::size_t>(cfg.warmup_steps));
   Context context(*this, total_steps);
+  if (log_ != nullptr && trainer == 0) {
+    const data::BatchSplit split = batch_split();
+    const int n = trainers_.size();
+    const std::string batches =
+        split.equal() ? fmt::format("{} samples per step in equal batches", cfg.batch_size)
+                      : fmt::format(
+                            "{} samples per step: {} per aggregator, {} per "
+                            "non-aggregator",
+                            cfg.batch_size, split.full_batch(0), split.full_batch(n - 1));
+    log_->info("gradient sync: {} over {} trainer(s); {}", sync_->name(), n, batches);
+  }
 
   if (resumed_) {
     ckpt::TrainingState view;  // what callbacks need to know of the restored run
@@ -264,17 +311,19 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
                     "trainer {} got batch {}/{} for step {}/{}", trainer, batch.epoch, batch.step,
                     epoch, step);
       if (audit_) audit_->record(batch);
+      sync_->progress();
       const auto& labels = batch.labels;
       const model::Tensor& logits = model_.forward(batch.images);
+      sync_->progress();
       // Scale by the global step size so that the sum over trainers is the global mean.
       const float grad_scale = 1.0f / static_cast<float>(batch.step_samples);
       const auto result = model::softmax_cross_entropy(logits, labels, grad_scale, &grad_logits);
       model_.backward(grad_logits);
       const auto t_backward = Clock::now();
-      sync_->sum(model_.grads());
+      const comm::Merged merged = sync_->exchange(model_.grads());
       const auto t_sync = Clock::now();
-      sgd_.set_lr(static_cast<float>(schedule.at(position_.global_step)));
-      sgd_.step(model_.params(), model_.grads());
+      if (merged == comm::Merged::kCurrent) apply_merged(position_.global_step);
+      if (merged == comm::Merged::kPrevious) apply_merged(position_.global_step - 1);
       const auto t_end = Clock::now();
       record_step_phases(t_start, t_data, t_backward, t_sync, t_end);
       window_.loss += result.loss_sum;
@@ -307,6 +356,7 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
     metrics_.push_back(metrics_json_line(report));
     for (auto* cb : callbacks) cb->on_epoch_end(report);
   }
+  drain_sync();  // a stopped run's last steps (a finished run drained after its last epoch)
   summary.stopped = context.stop_requested();
   summary.global_step = position_.global_step;
   summary.total_seconds = restored_elapsed_seconds_ + seconds_since(train_start_);
@@ -321,6 +371,7 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
 }
 
 EpochReport Trainer::finish_epoch(const data::LoaderStats& stats_before) {
+  drain_sync();  // the epoch ends, and evaluation needs the replicas' common weights
   const auto& cfg = config_.train();
   EpochReport report;
   report.epoch = static_cast<int>(position_.epoch);

@@ -30,14 +30,16 @@ struct BatchLoaderOptions {
   int epochs = 1;
   std::size_t global_batch = 0;  ///< train.batch_size
   int trainers = 1;
-  int trainer = 0;                ///< this trainer's index
-  int threads = 1;                ///< local preprocessing threads
-  int prefetch = 4;               ///< batches in preparation at once
-  double offload_ratio = 0;       ///< initial share of batches from workers
-  double offload_credit = 0;      ///< initial error-diffusion credit (from a checkpoint)
-  std::uint32_t start_epoch = 0;  ///< first batch delivered: (start_epoch, start_step);
-  std::size_t start_step = 0;     ///< start_step == steps per epoch means the next epoch
-  WorkerClientOptions client;     ///< workers, credits, deadlines (shape fields are filled in)
+  int trainer = 0;                      ///< this trainer's index
+  int aggregators = 0;                  ///< comm.aggregators (0: every trainer)
+  std::size_t nonaggregator_batch = 0;  ///< comm.nonaggregator_batch_size (0: equal batches)
+  int threads = 1;                      ///< local preprocessing threads
+  int prefetch = 4;                     ///< batches in preparation at once
+  double offload_ratio = 0;             ///< initial share of batches from workers
+  double offload_credit = 0;            ///< initial error-diffusion credit (from a checkpoint)
+  std::uint32_t start_epoch = 0;        ///< first batch delivered: (start_epoch, start_step);
+  std::size_t start_step = 0;           ///< start_step == steps per epoch means the next epoch
+  WorkerClientOptions client;  ///< workers, credits, deadlines (shape fields are filled in)
   profile::Timeline* timeline = nullptr;  ///< records local builds; null: none
 };
 
@@ -88,6 +90,7 @@ class BatchLoader : public OffloadControl {
   void note_in_flight();
 
   BatchLoaderOptions options_;
+  BatchSplit split_;
   std::size_t steps_per_epoch_ = 0;
   std::size_t max_samples_ = 0;  // largest batch of this trainer
   std::size_t batch_bytes_ = 0;  // images, labels and indices of such a batch

@@ -1,7 +1,9 @@
 #pragma once
 /// @file batch_server.hpp
 /// A worker rank of the data service: receives batch requests from trainers, builds each batch
-/// from the epoch plan and the transforms (bit-identical to the trainer's own build), and
+/// from the epoch plan's order at the plan positions the request names (so it needs no
+/// knowledge of how a step is divided among the trainers) and the transforms (bit-identical to
+/// the trainer's own build), and
 /// sends it back without blocking. Queued requests are served round-robin over trainers; the
 /// number of batches held while sending is bounded. Idle, it sleeps between polls instead of
 /// spinning. It returns once every trainer has said goodbye and every answer is delivered.

@@ -8,7 +8,8 @@
 /// pair every answer with its request. The image payload travels as consecutive chunks of about
 /// kChunkBytes on the image tag: the trainer copies each chunk while the worker builds the next,
 /// and while the chunk is still in the cache the two cores share, which saves one trip through
-/// memory per byte. Both sides know the batch size from the epoch plan, hence the chunk count.
+/// memory per byte. The request carries the batch's plan positions and size, hence both sides know
+/// the chunk count.
 
 #include <cstddef>
 #include <cstdint>
@@ -58,9 +59,10 @@ struct Request {
   RequestKind kind = RequestKind::kBatch;
   std::int32_t trainer = 0;    ///< trainer index (0..T-1)
   std::uint32_t epoch = 0;     ///< epoch of the batch
-  std::uint32_t reserved = 0;  ///< keeps the layout free of padding
+  std::uint32_t samples = 0;   ///< samples in the batch (kBatch)
   std::uint64_t step = 0;      ///< step of the batch within the epoch
   std::uint64_t sequence = 0;  ///< request number of this trainer at this worker
+  std::uint64_t begin = 0;     ///< plan position of the batch's first sample (kBatch)
 };
 
 /// How a worker answered.

@@ -19,6 +19,7 @@
 #include "conflux/comm/communicator.hpp"
 #include "conflux/core/log.hpp"
 #include "conflux/data/batch.hpp"
+#include "conflux/data/epoch_plan.hpp"
 #include "conflux/data/offload_control.hpp"
 #include "conflux/data/service_protocol.hpp"
 
@@ -65,10 +66,10 @@ class WorkerClient {
   int workers() const noexcept { return static_cast<int>(workers_.size()); }
   /// Whether some worker is not in its back-off period.
   bool any_live_worker() const;
-  /// Requests batch (batch.epoch, batch.step), which the plan says holds `samples` samples,
-  /// from the live worker with the fewest requests in flight; false when every live worker is
-  /// at its credit limit (or none is live).
-  bool request(Batch& batch, std::size_t samples);
+  /// Requests batch (batch.epoch, batch.step), which the plan says covers plan positions
+  /// `range`, from the live worker with the fewest requests in flight; false when every live
+  /// worker is at its credit limit (or none is live).
+  bool request(Batch& batch, BatchRange range);
   /// Completes the request of `batch` if its answer arrived (filling images, labels, samples,
   /// origin); on a passed deadline gives it up (the batch gets fresh buffers) and logs a
   /// warning naming the worker.

@@ -1,7 +1,8 @@
 #pragma once
 /// @file trainer.hpp
 /// Data-parallel training on the trainer ranks: deterministic epoch plan, local
-/// preprocessing, forward/backward, gradient sum over trainers, SGD, evaluation.
+/// preprocessing, forward/backward, gradient sum over trainers (comm.strategy: MPI allreduce
+/// or K-Reduce), SGD, evaluation.
 
 #include <memory>
 #include <span>
@@ -19,6 +20,7 @@
 #include "conflux/data/batch_loader.hpp"
 #include "conflux/data/dataset.hpp"
 #include "conflux/data/transforms.hpp"
+#include "conflux/model/lr_schedule.hpp"
 #include "conflux/model/model.hpp"
 #include "conflux/model/sgd.hpp"
 #include "conflux/profile/step_profiler.hpp"
@@ -79,6 +81,9 @@ class Trainer {
   EvalResult evaluate();
   void check_replicas_agree(const std::string& digest) const;
   std::unique_ptr<data::BatchLoader> make_loader() const;
+  data::BatchSplit batch_split() const;
+  void apply_merged(std::size_t global_step);
+  void drain_sync();
   void report_data_service(const data::LoaderStats& stats) const;
   void fold_window();
   void record_step_phases(Clock::time_point start, Clock::time_point data,
@@ -98,6 +103,7 @@ class Trainer {
   model::Model model_;
   model::Sgd sgd_;
   std::unique_ptr<comm::GradientSync> sync_;
+  std::optional<model::LrSchedule> schedule_;  // set by run()
 
   // Training progress; restore() sets it from a checkpoint.
   Position position_;
