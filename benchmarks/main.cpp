@@ -40,6 +40,8 @@ const bench::Scenario kScenarios[] = {
      "data-service samples/s against 0..N worker ranks, SIMULATED GPU step, best offload "
      "ratio per count (mpirun -np N+1)",
      bench::run_scaling},
+    {"planner", "exact planner: full-space query time, against exhaustive search",
+     bench::run_planner},
     {"grad-sync",
      "gradient allreduce time, algbw and busbw for the MNIST/CIFAR-10 models and a message-size "
      "sweep (mpirun -np N, all ranks)",

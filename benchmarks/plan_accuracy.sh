@@ -24,7 +24,7 @@ common=(--set train.eval=false --set checkpoint.final=false --set profile.timeli
 
 echo "== profile $CONFIG: W 1,2 x M 384,768,1152,1536 MB x B 16,64,256" | tee -a "$REPORT"
 "${MPIRUN[@]}" -np 2 "$BIN/conflux" profile --config "$CONFIG" --set run.dir=\""$WORK/profile"\" \
-  --workers 1,2 --memory 384,768,1152,1536 --batch 16,64,256 \
+  --workers 1,2 --memory 384,768,1152,1536 --batch 16,64,256 --seconds 2 \
   --output "$OUT/plan-profile-$name.toml" 2>&1 | grep -v 'gradient sync:' | tee -a "$REPORT"
 "$BIN/conflux" fit --profile "$OUT/plan-profile-$name.toml" --output "$OUT/plan-model-$name.toml" |
   tee -a "$REPORT"

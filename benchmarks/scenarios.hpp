@@ -44,4 +44,7 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
 /// Cost of the always-on step profiler and timeline against a run without them.
 int run_profiler_overhead(const std::vector<std::string>& args, const comm::Communicator& world);
 
+/// Speed of the exact planner on the full default space, and against exhaustive search.
+int run_planner(const std::vector<std::string>& args, const comm::Communicator& world);
+
 }  // namespace conflux::bench
