@@ -142,6 +142,7 @@ bench: deps bench-deps
 	@benchmarks/mnist_epoch_vs_pytorch.sh
 	@benchmarks/data_service.sh
 	@benchmarks/checkpoint.sh
+	@benchmarks/plan_accuracy.sh
 	@benchmarks/scenarios.sh
 
 # docs/config.md = its hand-written head + the schema table printed by the binary.

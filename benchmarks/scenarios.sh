@@ -8,9 +8,11 @@
 #               augmentation, half of the batches from the workers), samples/s per epoch;
 #  - offload:   data.offload_ratio = "auto" against fixed ratios (input-bound, compute-bound,
 #               drift), SIMULATED GPU step; about 6 minutes;
-#  - profiler:  the profiler's and timeline's cost (2 trainer ranks, MNIST MLP).
+#  - profiler:  the profiler's and timeline's cost (2 trainer ranks, MNIST MLP);
+#  - planner:   the exact planner's full-space query time (1 rank; the model that
+#               benchmarks/plan_accuracy.sh fitted when it has run, else a built-in one).
 # BENCH_RANKS (default 3) ranks each. Results:
-# bench-results/{scaling,grad_sync,train,offload,profiler}.{txt,json,png}
+# bench-results/{scaling,grad_sync,train,offload,profiler,planner}.{txt,json,png}
 # (the plots need gnuplot; `make bench-deps` installs gnuplot-nox).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,3 +39,6 @@ run train train --config configs/cifar10_heavy_service.toml --set "data.dir=$DAT
   --dir "$OUT/train-run"
 run offload offload --data-dir "$DATA"
 RANKS=2 run profiler profiler --set "data.dir=$DATA" --set train.epochs=2
+model=()
+[ -f "$OUT/plan-model-mnist_mlp.toml" ] && model=(--model "$OUT/plan-model-mnist_mlp.toml")
+RANKS=1 run planner planner "${model[@]}"

@@ -196,6 +196,7 @@ int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sou
   std::string emit_config, emit_sbatch;
   double deadline = 0;
   int epochs = 0, alternatives = 5;
+  bool all_points = false;
   plan::PlanSpace space;
   ConfigOption config_option;
   po::options_description options("conflux plan options");
@@ -211,6 +212,7 @@ int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sou
       "memory-step", po::value(&space.memory_step_mb), "M grid step in MB (default 1)")(
       "batches", po::value(&batches), "per-worker batch sizes (default 16,32,...,1024)")(
       "alternatives", po::value(&alternatives), "runners-up to show (default 5)")(
+      "all-points", po::bool_switch(&all_points), "rank all points, not distinct (W, K, Ba, Bn)")(
       "s3-table", po::value(&s3_dir), "folder of the measured Lambda-S3 transfer tables")(
       "emit-config", po::value(&emit_config), "write the chosen configuration as TOML here")(
       "emit-sbatch", po::value(&emit_sbatch), "write an #SBATCH header for it here");
@@ -231,8 +233,10 @@ int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sou
       .arch = arch == "arm" ? plan::LambdaArch::kArm : plan::LambdaArch::kX86,
       .epochs = epochs > 0 ? epochs : config.train().epochs,
       .s3 = s3 ? &*s3 : nullptr});
-  const plan::PlanRequest request{
-      .deadline_s = deadline, .alternatives = alternatives, .space = space};
+  const plan::PlanRequest request{.deadline_s = deadline,
+                                  .alternatives = alternatives,
+                                  .space = space,
+                                  .distinct = !all_points};
   const plan::PlanResult result = plan::plan(cost, request);
   if (!result.feasible) {
     std::cout << plan::render_infeasible(result, request) << "\n";

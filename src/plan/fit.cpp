@@ -45,27 +45,46 @@ bool solve(std::array<std::array<double, K>, K> a, std::array<double, K> y,
 
 // For a fixed m the model is linear in (a, a*b, c): T = a B/(M+m) + (a b)/(M+m) + c. Weighted
 // least squares with weights 1/T minimises relative errors (times span orders of magnitude).
-// Returns the weighted residual sum of squares and the model.
-template <std::size_t K>
-double linear_fit(const std::vector<ProfilePoint>& pts, double m, TrainTimeModel& out) {
-  std::array<std::array<double, K>, K> ata{};
-  std::array<double, K> aty{};
+// `free_b` / `free_c` say which of a*b and c are fitted (the others are 0). Returns the
+// weighted residual sum of squares, or infinity when the system is singular.
+double linear_fit(const std::vector<ProfilePoint>& pts, double m, bool free_b, bool free_c,
+                  TrainTimeModel& out) {
+  std::array<std::size_t, 3> cols{0, 0, 0};
+  std::size_t k = 0;
+  cols[k++] = 0;
+  if (free_b) cols[k++] = 1;
+  if (free_c) cols[k++] = 2;
+  std::array<std::array<double, 3>, 3> ata{};
+  std::array<double, 3> aty{};
   for (const auto& p : pts) {
     const double inv = 1.0 / (p.memory_mb + m);
     const std::array<double, 3> x{p.batch * inv, inv, 1.0};
     const double w = 1.0 / p.iteration_s;
-    for (std::size_t i = 0; i < K; ++i) {
-      for (std::size_t j = 0; j < K; ++j) ata[i][j] += w * w * x[i] * x[j];
-      aty[i] += w * w * x[i] * p.iteration_s;
+    for (std::size_t i = 0; i < k; ++i) {
+      for (std::size_t j = 0; j < k; ++j) ata[i][j] += w * w * x[cols[i]] * x[cols[j]];
+      aty[i] += w * w * x[cols[i]] * p.iteration_s;
     }
   }
-  std::array<double, K> theta{};
-  if (!solve<K>(ata, aty, theta)) return kInf;
+  std::array<double, 3> theta{};
+  bool ok = false;
+  if (k == 1) {
+    ok = ata[0][0] > 0;
+    if (ok) theta[0] = aty[0] / ata[0][0];
+  } else if (k == 2) {
+    std::array<double, 2> t{};
+    ok = solve<2>({{{ata[0][0], ata[0][1]}, {ata[1][0], ata[1][1]}}}, {aty[0], aty[1]}, t);
+    theta = {t[0], t[1], 0};
+  } else {
+    ok = solve<3>(ata, aty, theta);
+  }
+  if (!ok) return kInf;
+  std::array<double, 3> full{};
+  for (std::size_t i = 0; i < k; ++i) full[cols[i]] = theta[i];
   out = TrainTimeModel{};
-  out.a = theta[0];
-  out.b = theta[0] != 0 ? theta[1] / theta[0] : 0;
+  out.a = full[0];
+  out.b = full[0] != 0 ? full[1] / full[0] : 0;
   out.m = m;
-  if constexpr (K == 3) out.c = theta[2];
+  out.c = full[2];
   double rss = 0;
   for (const auto& p : pts) {
     const double r = (out.seconds(p.batch, p.memory_mb) - p.iteration_s) / p.iteration_s;
@@ -74,9 +93,23 @@ double linear_fit(const std::vector<ProfilePoint>& pts, double m, TrainTimeModel
   return rss;
 }
 
+// The least-squares fit for a fixed m with b ≥ 0 and c ≥ 0 (the form with a constant), by
+// active sets: a negative fixed work or a negative constant would predict negative times for
+// small batches or large functions, where the planner extrapolates.
 double fit_for_m(const std::vector<ProfilePoint>& pts, double m, bool with_constant,
                  TrainTimeModel& out) {
-  return with_constant ? linear_fit<3>(pts, m, out) : linear_fit<2>(pts, m, out);
+  double best = kInf;
+  for (const bool free_b : {true, false}) {
+    for (const bool free_c : {true, false}) {
+      if (free_c && !with_constant) continue;
+      TrainTimeModel candidate;
+      const double rss = linear_fit(pts, m, free_b, free_c, candidate);
+      if (candidate.b < 0 || candidate.c < 0 || !(rss < best)) continue;
+      best = rss;
+      out = candidate;
+    }
+  }
+  return best;
 }
 
 std::vector<ProfilePoint> usable(const std::vector<ProfilePoint>& points) {
@@ -163,8 +196,9 @@ TrainTimeModel fit_train_time(const std::vector<ProfilePoint>& points, bool with
                   "points",
                   pts.size(), memories.size(), batches.size(), need);
   // Variable projection: the model is linear once m is fixed, so search m alone (a 1-D,
-  // bracketed search) and solve the rest exactly. m ranges over (-min M, 100 max M].
-  const double lo = 1.0 - *memories.begin();
+  // bracketed search) and solve the rest exactly. m ranges over (-128, 100 max M]: M + m stays
+  // positive down to Lambda's smallest function (128 MB), where the planner may extrapolate.
+  const double lo = 1.0 - std::min(128, *memories.begin());
   const double span = 100.0 * *memories.rbegin();
   auto objective = [&](double m, TrainTimeModel& model) {
     return fit_for_m(pts, m, with_constant, model);

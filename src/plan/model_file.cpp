@@ -6,18 +6,10 @@
 
 #include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
+#include "conflux/core/toml_file.hpp"
 
 namespace conflux::plan {
 namespace {
-
-double number(const toml::table& table, std::string_view key, const std::string& where) {
-  const toml::node* node = table.get(key);
-  if (node == nullptr || !(node->is_floating_point() || node->is_integer())) {
-    CONFLUX_INPUT_ERROR("{}:{}:{}: '{}' is missing or not a number", where,
-                        table.source().begin.line, table.source().begin.column, key);
-  }
-  return *node->value<double>();
-}
 
 const toml::table& table_at(const toml::table& root, std::string_view key,
                             const std::string& where) {
@@ -59,30 +51,24 @@ void write_performance_model(const std::filesystem::path& path, const Performanc
 
 PerformanceModel read_performance_model(const std::filesystem::path& path) {
   const std::string name = path.string();
-  toml::table root;
-  try {
-    root = toml::parse_file(name);
-  } catch (const toml::parse_error& e) {
-    CONFLUX_INPUT_ERROR("{}:{}:{}: {}", name, e.source().begin.line, e.source().begin.column,
-                        e.description());
-  }
+  const toml::table root = parse_toml_file(path);
   PerformanceModel m;
   m.dataset = root["dataset"].value_or(std::string{});
   m.source = root["source"].value_or(std::string{});
-  m.epoch_samples = static_cast<std::uint64_t>(number(root, "epoch_samples", name));
-  m.gradient_mb = number(root, "gradient_mb", name);
-  m.mb_per_vcpu = number(root, "mb_per_vcpu", name);
+  m.epoch_samples = static_cast<std::uint64_t>(toml_number(root, "epoch_samples", name));
+  m.gradient_mb = toml_number(root, "gradient_mb", name);
+  m.mb_per_vcpu = toml_number(root, "mb_per_vcpu", name);
   const toml::table& train = table_at(root, "train", name);
-  m.train = {number(train, "a", name), number(train, "b", name), number(train, "m", name),
-             number(train, "c", name)};
+  m.train = {toml_number(train, "a", name), toml_number(train, "b", name),
+             toml_number(train, "m", name), toml_number(train, "c", name)};
   const toml::table& transfer = table_at(root, "transfer", name);
-  m.transfer = {number(transfer, "k1", name), number(transfer, "k2", name)};
+  m.transfer = {toml_number(transfer, "k1", name), toml_number(transfer, "k2", name)};
   if (const toml::array* rows = root["sync"].as_array()) {
     for (const toml::node& node : *rows) {
       const toml::table* t = node.as_table();
       CONFLUX_REQUIRE(t != nullptr, "{}: 'sync' must be a list of [[sync]] tables", name);
       SyncTimeTable::Row row;
-      row.workers = static_cast<int>(number(*t, "workers", name));
+      row.workers = static_cast<int>(toml_number(*t, "workers", name));
       for (const char* key : {"memory_mb", "seconds"}) {
         const toml::array* values = (*t)[key].as_array();
         CONFLUX_REQUIRE(values != nullptr, "{}:{}: [[sync]] needs a list '{}'", name,

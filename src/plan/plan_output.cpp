@@ -114,7 +114,9 @@ std::string render_plan_report(const PlanResult& result, const CostModel& model,
     out += fmt::format("  cost: {} in core-hours\n", format_usd(p.cost_usd));
   }
 
-  out += fmt::format("\n{:>4} {:>4} {:>6} {:>4} {:>5} {:>5} {:>12} {:>12} {:>10}\n", "rank", "W",
+  out += request.distinct ? "\nranked: distinct (W, K, Ba, Bn), each at its cheapest memory size\n"
+                          : "\nranked: all points of the space\n";
+  out += fmt::format("{:>4} {:>4} {:>6} {:>4} {:>5} {:>5} {:>12} {:>12} {:>10}\n", "rank", "W",
                      "M MB", "K", "Ba", "Bn", "time", "cost", "vs best");
   for (std::size_t i = 0; i < result.ranked.size(); ++i) {
     const auto& [c, q] = result.ranked[i];
@@ -128,11 +130,15 @@ std::string render_plan_report(const PlanResult& result, const CostModel& model,
       "\nwhy: the cheapest of the {} configurations in the space that meet {} "
       "(exact search)",
       grouped(result.space_size), format_seconds(request.deadline_s));
+  // Distinct: the runners-up differ in (W, K, Ba, Bn), each at its own cheapest memory size.
+  const char* next = request.distinct ? "the next different configuration (W, K, batches)"
+                                      : "the next configuration";
   if (result.ranked.size() > 1) {
-    out += fmt::format("; the next is {} dearer",
+    out += fmt::format("; {} is {} dearer", next,
                        percent(result.ranked[1].second.cost_usd, p.cost_usd, /*sign=*/false));
   } else {
-    out += "; no other configuration meets the deadline";
+    out += request.distinct ? "; no other (W, K, batches) meets the deadline"
+                            : "; no other configuration meets the deadline";
   }
   out += fmt::format("\nsearch: {} predictions evaluated in {:.3f} s\n", grouped(result.evaluated),
                      result.elapsed_s);

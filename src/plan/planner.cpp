@@ -98,6 +98,10 @@ void for_each_combo(Target target, const Grid& g, F&& f) {
   }
 }
 
+// The sinks the search offers evaluated points to. Each names the least key (cost or time)
+// that can no longer enter its answer, overall (threshold()) and for the points of one
+// combination (threshold(combo)); the search discards nodes whose bound exceeds it.
+
 // The best `capacity` feasible configurations by cheaper(), kept sorted.
 class TopN {
  public:
@@ -106,6 +110,8 @@ class TopN {
   double threshold() const {
     return kept_.size() < capacity_ ? kInf : kept_.back().second.cost_usd;
   }
+  double threshold(std::uint32_t /*combo*/) const { return threshold(); }
+  void offer(std::uint32_t /*combo*/, const Scored& s) { offer(s); }
   void offer(const Scored& s) {
     if (kept_.size() == capacity_ && !cheaper(s, kept_.back())) return;
     kept_.insert(std::upper_bound(kept_.begin(), kept_.end(), s, cheaper), s);
@@ -118,10 +124,59 @@ class TopN {
   std::vector<Scored> kept_;
 };
 
+// The best `capacity` combinations, each by its cheapest feasible point offered, ordered by
+// cheaper(): the top `capacity` of {cheapest offered point of each combination}.
+class DistinctTopN {
+ public:
+  DistinctTopN(std::size_t capacity, std::size_t combos)
+      : capacity_(capacity), least_cost_(combos, kInf) {}
+  double threshold() const {
+    return kept_.size() < capacity_ ? kInf : kept_.back().point.second.cost_usd;
+  }
+  // A point of `combo` costlier than the cheapest one offered is not its combination's
+  // cheapest point, so it cannot enter either.
+  double threshold(std::uint32_t combo) const { return std::min(threshold(), least_cost_[combo]); }
+  void offer(std::uint32_t combo, const Scored& s) {
+    least_cost_[combo] = std::min(least_cost_[combo], s.second.cost_usd);
+    const auto same =
+        std::find_if(kept_.begin(), kept_.end(), [&](const Entry& e) { return e.combo == combo; });
+    if (same != kept_.end()) {
+      // Listed: s replaces the entry when it is the combination's cheaper point.
+      if (!cheaper(s, same->point)) return;
+      kept_.erase(same);
+    } else if (kept_.size() == capacity_ && !cheaper(s, kept_.back().point)) {
+      // Not listed: its earlier points (if any) were beaten by the last entry, and so is s.
+      return;
+    }
+    const auto at =
+        std::upper_bound(kept_.begin(), kept_.end(), s,
+                         [](const Scored& x, const Entry& e) { return cheaper(x, e.point); });
+    kept_.insert(at, Entry{combo, s});
+    if (kept_.size() > capacity_) kept_.pop_back();
+  }
+  std::vector<Scored> take() {
+    std::vector<Scored> out;
+    out.reserve(kept_.size());
+    for (const Entry& e : kept_) out.push_back(e.point);
+    return out;
+  }
+
+ private:
+  struct Entry {
+    std::uint32_t combo;
+    Scored point;
+  };
+  std::size_t capacity_;
+  std::vector<double> least_cost_;  // per combination: the least cost offered (+inf: none)
+  std::vector<Entry> kept_;         // sorted by cheaper(), distinct combinations
+};
+
 // The fastest configuration by faster().
 class Fastest {
  public:
   double threshold() const { return best_ ? best_->second.total_s : kInf; }
+  double threshold(std::uint32_t /*combo*/) const { return threshold(); }
+  void offer(std::uint32_t /*combo*/, const Scored& s) { offer(s); }
   void offer(const Scored& s) {
     if (!best_ || faster(s, *best_)) best_ = s;
   }
@@ -184,8 +239,14 @@ class Search {
 
   std::uint64_t evaluated() const { return evaluated_; }
 
-  // The cheapest feasible configurations.
-  void cheapest(TopN& sink) { run(sink, /*by_cost=*/true); }
+  std::size_t combos() const { return combos_.size(); }
+
+  // The cheapest feasible configurations (TopN: over all points; DistinctTopN: one per
+  // combination).
+  template <class Sink>
+  void cheapest(Sink& sink) {
+    run(sink, /*by_cost=*/true);
+  }
   // The fastest configuration, feasible or not.
   void fastest(Fastest& sink) { run(sink, /*by_cost=*/false); }
 
@@ -424,7 +485,7 @@ class Search {
       const Bound b = bound(combos_[combo], lo, hi);
       if (by_cost && b.time > deadline_) return false;  // nothing in it meets the deadline
       const double key = by_cost ? b.cost : b.time;
-      if (key > sink.threshold()) return false;
+      if (key > sink.threshold(combo)) return false;
       heap.push_back({key, combo, lo, hi});
       return true;
     };
@@ -437,6 +498,9 @@ class Search {
       heap.pop_back();
       // The least bound left cannot enter: neither can anything else.
       if (node.key > sink.threshold()) break;
+      // Nothing in this node can enter, though others may (a distinct sink's combination has
+      // a cheaper point already).
+      if (node.key > sink.threshold(node.combo)) continue;
       const ComboData& d = combos_[node.combo];
       if (node.hi - node.lo + 1 <= kLeafPoints) {
         for (std::int32_t i = node.lo; i <= node.hi; ++i) {
@@ -444,7 +508,7 @@ class Search {
           c.memory_mb = grid_.memory[static_cast<std::size_t>(i)];
           const Scored s = evaluate(model_, c);
           ++evaluated_;
-          if (!by_cost || s.second.total_s <= deadline_) sink.offer(s);
+          if (!by_cost || s.second.total_s <= deadline_) sink.offer(node.combo, s);
         }
         continue;
       }
@@ -524,6 +588,21 @@ void validate_request(const CostModel& model, const PlanRequest& request) {
                   "the train-time model T_train = {} (B + {}) / (M + {}) + {} has a pole at M = "
                   "{} MB, inside the memory range {}..{} MB; refit the model or narrow the range",
                   t.a, t.b, t.m, t.c, -t.m, s.min_memory_mb, s.max_memory_mb);
+  // A model that predicts a non-positive compute time somewhere in the space (a hand-written
+  // or foreign model file; `conflux fit` keeps b and c non-negative) would make the cheapest
+  // plan an artefact. Without a pole in the range T_train is monotone in B and in M, so its
+  // minimum over the space is at a corner.
+  const auto [smallest, largest] = std::minmax_element(s.batch_sizes.begin(), s.batch_sizes.end());
+  for (const int batch : {*smallest, *largest}) {
+    for (const int memory : {s.min_memory_mb, s.max_memory_mb}) {
+      const double at = t.seconds(batch, memory);
+      CONFLUX_REQUIRE(at > 0,
+                      "the train-time model predicts {:.3g} s per iteration at B = {}, M = {} MB "
+                      "(T_train = {} (B + {}) / (M + {}) + {}); refit the model or narrow the "
+                      "space",
+                      at, batch, memory, t.a, t.b, t.m, t.c);
+    }
+  }
   std::uint64_t batches = s.batch_sizes.size();
   std::uint64_t combos = 0;
   bool any = false;
@@ -558,9 +637,17 @@ PlanResult plan(const CostModel& model, const PlanRequest& request) {
   validate_request(model, request);
   const Grid grid = make_grid(model, request);
   Search search(model, request, grid);
-  TopN top(static_cast<std::size_t>(request.alternatives) + 1);
-  search.cheapest(top);
-  std::vector<Scored> ranked = top.take();
+  const auto capacity = static_cast<std::size_t>(request.alternatives) + 1;
+  std::vector<Scored> ranked;
+  if (request.distinct) {
+    DistinctTopN top(capacity, search.combos());
+    search.cheapest(top);
+    ranked = top.take();
+  } else {
+    TopN top(capacity);
+    search.cheapest(top);
+    ranked = top.take();
+  }
   Fastest fastest;
   // The fastest configuration is only reported when nothing meets the deadline.
   if (ranked.empty()) search.fastest(fastest);
@@ -579,14 +666,22 @@ PlanResult exhaustive_plan(const CostModel& model, const PlanRequest& request) {
   Fastest fastest;
   std::uint64_t evaluated = 0;
   for_each_combo(model.options().target, grid, [&](const Combo& combo) {
+    // Distinct: only the combination's cheapest feasible point competes.
+    std::optional<Scored> cheapest;
     for (const int m : grid.memory) {
       Candidate c = combo;
       c.memory_mb = m;
       const Scored s = evaluate(model, c);
       ++evaluated;
-      if (s.second.total_s <= request.deadline_s) top.offer(s);
       fastest.offer(s);
+      if (s.second.total_s > request.deadline_s) continue;
+      if (!request.distinct) {
+        top.offer(s);
+      } else if (!cheapest || cheaper(s, *cheapest)) {
+        cheapest = s;
+      }
     }
+    if (cheapest) top.offer(*cheapest);
   });
   PlanResult r = finish(top.take(), fastest.best());
   r.evaluated = evaluated;

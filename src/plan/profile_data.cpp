@@ -7,21 +7,9 @@
 
 #include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
+#include "conflux/core/toml_file.hpp"
 
 namespace conflux::plan {
-namespace {
-
-// Reads a required number from `table`, naming file, line and key when it is missing.
-double number(const toml::table& table, std::string_view key, const std::string& where) {
-  const toml::node* node = table.get(key);
-  if (node == nullptr || !(node->is_floating_point() || node->is_integer())) {
-    CONFLUX_INPUT_ERROR("{}:{}:{}: '{}' is missing or not a number", where,
-                        table.source().begin.line, table.source().begin.column, key);
-  }
-  return *node->value<double>();
-}
-
-}  // namespace
 
 void write_profile(const std::filesystem::path& path, const Profile& profile) {
   toml::table root{{"config_name", profile.config_name},
@@ -51,33 +39,27 @@ void write_profile(const std::filesystem::path& path, const Profile& profile) {
 
 Profile read_profile(const std::filesystem::path& path) {
   const std::string name = path.string();
-  toml::table root;
-  try {
-    root = toml::parse_file(name);
-  } catch (const toml::parse_error& e) {
-    CONFLUX_INPUT_ERROR("{}:{}:{}: {}", name, e.source().begin.line, e.source().begin.column,
-                        e.description());
-  }
+  const toml::table root = parse_toml_file(path);
   Profile profile;
   profile.config_name = root["config_name"].value_or(std::string{});
   profile.dataset = root["dataset"].value_or(std::string{});
-  profile.epoch_samples = static_cast<std::uint64_t>(number(root, "epoch_samples", name));
-  profile.gradient_mb = number(root, "gradient_mb", name);
-  profile.mb_per_vcpu = number(root, "mb_per_vcpu", name);
+  profile.epoch_samples = static_cast<std::uint64_t>(toml_number(root, "epoch_samples", name));
+  profile.gradient_mb = toml_number(root, "gradient_mb", name);
+  profile.mb_per_vcpu = toml_number(root, "mb_per_vcpu", name);
   const toml::array* points = root["point"].as_array();
   if (points != nullptr) {
     for (const toml::node& node : *points) {
       const toml::table* t = node.as_table();
       CONFLUX_REQUIRE(t != nullptr, "{}: 'point' must be a list of [[point]] tables", name);
       ProfilePoint p;
-      p.workers = static_cast<int>(number(*t, "workers", name));
-      p.memory_mb = static_cast<int>(number(*t, "memory_mb", name));
-      p.batch = static_cast<int>(number(*t, "batch", name));
-      p.steps = static_cast<int>(number(*t, "steps", name));
-      p.iteration_s = number(*t, "iteration_s", name);
-      p.compute_s = number(*t, "compute_s", name);
-      p.sync_s = number(*t, "sync_s", name);
-      p.transfer_s = number(*t, "transfer_s", name);
+      p.workers = static_cast<int>(toml_number(*t, "workers", name));
+      p.memory_mb = static_cast<int>(toml_number(*t, "memory_mb", name));
+      p.batch = static_cast<int>(toml_number(*t, "batch", name));
+      p.steps = static_cast<int>(toml_number(*t, "steps", name));
+      p.iteration_s = toml_number(*t, "iteration_s", name);
+      p.compute_s = toml_number(*t, "compute_s", name);
+      p.sync_s = toml_number(*t, "sync_s", name);
+      p.transfer_s = toml_number(*t, "transfer_s", name);
       p.cpu_share_used = (*t)["cpu_share_used"].value_or(0.0);
       p.out_of_memory = (*t)["out_of_memory"].value_or(false);
       CONFLUX_REQUIRE(p.workers >= 1 && p.memory_mb > 0 && p.batch > 0 &&

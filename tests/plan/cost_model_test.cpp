@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "../support/data_dir.hpp"
+#include "../support/s3_table.hpp"
 #include "../support/temp_dir.hpp"
 
 namespace conflux::plan {
@@ -13,9 +13,7 @@ namespace {
 using testing::expect_input_error;
 
 const S3TransferTable& s3() {
-  static const S3TransferTable table =
-      S3TransferTable::load(testing::data_dir() / "lambda-s3-transfer");
-  return table;
+  return testing::s3_table();
 }
 
 PerformanceModel model() {

@@ -73,6 +73,17 @@ TEST(PlanFit, OffersTheConstantFormWhenItFitsClearlyBetter) {
   EXPECT_NE(render_fit_report(r).find("a(B+b)/(M+m) + c"), std::string::npos);
 }
 
+TEST(PlanFit, KeepsFixedWorkAndTheConstantNonNegative) {
+  // Times with a negative constant: unconstrained, the constant form would predict negative
+  // times for large functions, where the planner extrapolates.
+  const TrainTimeModel truth{.a = 30.0, .b = 0.0, .m = 0.0, .c = -0.0005};
+  const TrainTimeModel fit = fit_train_time(grid(truth, 0, 6), true);
+  EXPECT_GE(fit.b, 0);
+  EXPECT_GE(fit.c, 0);
+  EXPECT_GT(fit.seconds(1, 10240), 0);
+  EXPECT_GT(fit.m, -128);  // M + m > 0 down to Lambda's smallest size
+}
+
 TEST(PlanFit, TimesThatDoNotFallWithMemoryDoNotConverge) {
   std::vector<ProfilePoint> pts;
   for (int memory : {256, 512, 1024}) {

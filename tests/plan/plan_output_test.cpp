@@ -5,7 +5,7 @@
 #include <toml++/toml.h>
 #include <string>
 
-#include "../support/data_dir.hpp"
+#include "../support/s3_table.hpp"
 #include "../support/temp_dir.hpp"
 #include "conflux/core/config.hpp"
 
@@ -19,9 +19,7 @@ bool contains(const std::string& text, const std::string& needle) {
 }
 
 const S3TransferTable& s3() {
-  static const S3TransferTable table =
-      S3TransferTable::load(testing::data_dir() / "lambda-s3-transfer");
-  return table;
+  return testing::s3_table();
 }
 
 PerformanceModel model() {
@@ -53,13 +51,29 @@ TEST(PlanOutput, ReportShowsTheChoiceItsBreakdownAndTheAlternatives) {
   EXPECT_TRUE(contains(text, "GB-seconds")) << text;
   EXPECT_TRUE(contains(text, format_usd(p.cost_usd))) << text;
   EXPECT_TRUE(contains(text, "rank")) << text;
-  EXPECT_TRUE(contains(text, "dearer")) << text;
+  EXPECT_TRUE(contains(text, "the next different configuration (W, K, batches) is")) << text;
+  EXPECT_TRUE(contains(text, "ranked: distinct (W, K, Ba, Bn)")) << text;
   EXPECT_TRUE(contains(text, "exact search")) << text;
   EXPECT_TRUE(contains(text, "predictions evaluated")) << text;
   // One table line per ranked configuration.
   for (std::size_t i = 1; i <= r.ranked.size(); ++i) {
     EXPECT_TRUE(contains(text, fmt::format("\n{:>4} ", i))) << text;
   }
+  // Distinct: no two table lines share (W, K, Ba, Bn).
+  for (std::size_t i = 1; i < r.ranked.size(); ++i) {
+    const Candidate& a = r.ranked[i].first;
+    const Candidate& b = r.ranked[i - 1].first;
+    EXPECT_FALSE(a.workers == b.workers && a.aggregators == b.aggregators &&
+                 a.aggregator_batch == b.aggregator_batch &&
+                 a.nonaggregator_batch == b.nonaggregator_batch)
+        << text;
+  }
+  // All points: the plain "next" line.
+  PlanRequest points = req;
+  points.distinct = false;
+  const std::string all = render_plan_report(plan(cost, points), cost, points);
+  EXPECT_TRUE(contains(all, "ranked: all points of the space")) << all;
+  EXPECT_TRUE(contains(all, "; the next configuration is")) << all;
   // An infeasible result is not a report.
   PlanResult none = r;
   none.feasible = false;

@@ -96,6 +96,16 @@ void make_random(std::mt19937_64& rng, Instance& in) {
   s.batch_sizes.clear();
   const int batches = 2 + static_cast<int>(rng() % 3);
   for (int b = 0; b < batches; ++b) s.batch_sizes.push_back(1 + static_cast<int>(rng() % 64));
+  // The planner refuses models that predict a non-positive compute time in the space; keep
+  // the odd shapes (negative a, b or c) but lift them above zero at every corner.
+  const auto [bmin, bmax] = std::minmax_element(s.batch_sizes.begin(), s.batch_sizes.end());
+  double lowest = 1e300;
+  for (const int b : {*bmin, *bmax}) {
+    for (const int mem : {s.min_memory_mb, s.max_memory_mb}) {
+      lowest = std::min(lowest, m.train.seconds(b, mem));
+    }
+  }
+  if (lowest <= 0) m.train.c += -lowest + pick(1e-4, 0.05);
   m.sync = random_sync(rng, s.max_workers);
   const bool measured = std::any_of(m.sync.rows.begin(), m.sync.rows.end(),
                                     [&](const auto& r) { return r.workers >= s.min_workers; });
@@ -147,16 +157,16 @@ void expect_same(const PlanResult& got, const PlanResult& want, const std::strin
 
 TEST(Planner, MatchesExhaustiveSearchOnRandomInstances) {
   std::mt19937_64 rng(20261121);
-  int feasible = 0, infeasible = 0, lambda = 0, slurm = 0, exact_deadline = 0;
+  int feasible = 0, infeasible = 0, lambda = 0, slurm = 0, exact_deadline = 0, fewer = 0;
   for (int trial = 0; trial < 400; ++trial) {
     Instance in;
     make_random(rng, in);
     const CostModel& cost = *in.cost;
     // A deadline around the predicted time of a random configuration of the space: sometimes
     // exactly it (the boundary case), sometimes far below everything.
-    const PlanSpace& s = in.request.space;
     PlanRequest probe = in.request;
     probe.deadline_s = 1e300;
+    probe.distinct = false;
     const PlanResult all = exhaustive_plan(cost, probe);
     if (all.ranked.empty()) continue;  // nothing finite (never happens with these ranges)
     std::uniform_real_distribution<double> u(0, 1);
@@ -167,24 +177,83 @@ TEST(Planner, MatchesExhaustiveSearchOnRandomInstances) {
                                        : pivot * (0.3 + 1.5 * u(rng));
     if (!(in.request.deadline_s > 0)) in.request.deadline_s = 1;
     exact_deadline += r < 0.2;
-    (void)s;
-    const PlanResult want = exhaustive_plan(cost, in.request);
-    const PlanResult got = plan(cost, in.request);
-    expect_same(
-        got, want,
-        fmt::format("trial {}: {} deadline {}", trial, in.description, in.request.deadline_s));
-    if (::testing::Test::HasFailure()) return;
-    (want.feasible ? feasible : infeasible)++;
-    (cost.options().target == Target::kLambda ? lambda : slurm)++;
+    // Both modes on the same instance: distinct combinations and all points.
+    std::size_t sizes[2] = {0, 0};
+    for (const bool distinct : {true, false}) {
+      in.request.distinct = distinct;
+      const PlanResult want = exhaustive_plan(cost, in.request);
+      const PlanResult got = plan(cost, in.request);
+      expect_same(
+          got, want,
+          fmt::format("trial {} ({}): {} deadline {}", trial, distinct ? "distinct" : "all points",
+                      in.description, in.request.deadline_s));
+      if (::testing::Test::HasFailure()) return;
+      sizes[distinct ? 0 : 1] = want.ranked.size();
+      if (distinct) {
+        (want.feasible ? feasible : infeasible)++;
+        (cost.options().target == Target::kLambda ? lambda : slurm)++;
+      }
+    }
+    fewer += sizes[0] < sizes[1];  // fewer combinations than points meet the deadline
   }
   fmt::print(
-      "random instances: {} feasible, {} infeasible, {} lambda, {} slurm, {} deadlines "
-      "at a predicted time\n",
-      feasible, infeasible, lambda, slurm, exact_deadline);
+      "random instances (each in both modes): {} feasible, {} infeasible, {} lambda, {} slurm, "
+      "{} deadlines at a predicted time, {} with fewer distinct answers\n",
+      feasible, infeasible, lambda, slurm, exact_deadline, fewer);
   EXPECT_GE(feasible + infeasible, 100);
   EXPECT_GE(infeasible, 20);
   EXPECT_GE(feasible, 50);
   EXPECT_GE(slurm, 20);
+}
+
+// The distinct answer by its definition: walk every feasible point in the total order and keep
+// the first point of each (W, K, Ba, Bn), up to 1 + alternatives of them.
+TEST(Planner, DistinctModeListsEachCombinationAtItsCheapestPoint) {
+  std::mt19937_64 rng(5);
+  int compared = 0;
+  for (int trial = 0; trial < 300 && compared < 100; ++trial) {
+    Instance in;
+    make_random(rng, in);
+    PlanSpace& s = in.request.space;
+    s.min_workers = 1;  // W = 1 needs no measured sync time on SLURM
+    s.max_workers = std::min(s.max_workers, 3);
+    s.max_memory_mb = s.min_memory_mb + s.memory_step_mb * static_cast<int>(rng() % 40);
+    const CostModel& cost = *in.cost;
+    PlanRequest every = in.request;
+    every.deadline_s = 1e300;
+    every.distinct = false;
+    every.alternatives = 1000;
+    const PlanResult probe = exhaustive_plan(cost, every);
+    if (probe.ranked.empty() || probe.space_size > 1001) continue;
+    // A deadline that some points meet and others do not.
+    every.deadline_s = probe.ranked[rng() % probe.ranked.size()].second.total_s;
+    if (!(every.deadline_s > 0)) continue;  // negative times of odd random models
+    const PlanResult points = exhaustive_plan(cost, every);
+    std::vector<Scored> want;
+    for (const Scored& x : points.ranked) {
+      const auto same = [&](const Scored& y) {
+        return y.first.workers == x.first.workers && y.first.aggregators == x.first.aggregators &&
+               y.first.aggregator_batch == x.first.aggregator_batch &&
+               y.first.nonaggregator_batch == x.first.nonaggregator_batch;
+      };
+      if (std::none_of(want.begin(), want.end(), same)) want.push_back(x);
+    }
+    if (want.size() > static_cast<std::size_t>(in.request.alternatives) + 1) {
+      want.resize(static_cast<std::size_t>(in.request.alternatives) + 1);
+    }
+    PlanRequest distinct = in.request;
+    distinct.deadline_s = every.deadline_s;
+    distinct.distinct = true;
+    const PlanResult got = plan(cost, distinct);
+    ASSERT_EQ(got.ranked.size(), want.size()) << in.description;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got.ranked[i].first, want[i].first) << in.description << " rank " << i;
+      EXPECT_EQ(got.ranked[i].second, want[i].second) << in.description << " rank " << i;
+    }
+    if (::testing::Test::HasFailure()) return;
+    ++compared;
+  }
+  EXPECT_GE(compared, 100);
 }
 
 TEST(Planner, RanksTiesByTheTotalOrder) {
@@ -203,6 +272,7 @@ TEST(Planner, RanksTiesByTheTotalOrder) {
                .max_memory_mb = 140,
                .memory_step_mb = 1,
                .batch_sizes = {10, 20}};
+  req.distinct = false;
   const PlanResult got = plan(cost, req);
   expect_same(got, exhaustive_plan(cost, req), "ties");
   ASSERT_EQ(got.ranked.size(), 10u);
@@ -210,6 +280,22 @@ TEST(Planner, RanksTiesByTheTotalOrder) {
   EXPECT_EQ(got.ranked[0].first, (Candidate{1, 128, 1, 20, 20}));
   EXPECT_EQ(got.ranked[1].first, (Candidate{1, 129, 1, 20, 20}));
   for (const auto& [c, p] : got.ranked) EXPECT_NE(c.workers, 3);
+
+  // Distinct: each of the 2 + 2 = 4 (W, B) combinations (SLURM: K = W) once, at its least
+  // memory size (all sizes tie), in the order of cost.
+  req.distinct = true;
+  const PlanResult distinct = plan(cost, req);
+  expect_same(distinct, exhaustive_plan(cost, req), "distinct ties");
+  ASSERT_EQ(distinct.ranked.size(), 4u);
+  EXPECT_EQ(distinct.ranked[0].first, (Candidate{1, 128, 1, 20, 20}));
+  for (std::size_t i = 0; i < distinct.ranked.size(); ++i) {
+    EXPECT_EQ(distinct.ranked[i].first.memory_mb, 128);
+    for (std::size_t j = 0; j < i; ++j) {
+      const Candidate& a = distinct.ranked[i].first;
+      const Candidate& b = distinct.ranked[j].first;
+      EXPECT_FALSE(a.workers == b.workers && a.aggregator_batch == b.aggregator_batch);
+    }
+  }
 }
 
 PerformanceModel realistic_model() {
@@ -224,49 +310,72 @@ PerformanceModel realistic_model() {
   return m;
 }
 
+bool same_combination(const Candidate& a, const Candidate& b) {
+  return a.workers == b.workers && a.aggregators == b.aggregators &&
+         a.aggregator_batch == b.aggregator_batch && a.nonaggregator_batch == b.nonaggregator_batch;
+}
+
 TEST(Planner, AnswersTheFullDefaultSpace) {
   const PerformanceModel m = realistic_model();
-  for (const double deadline : {30.0, 120.0, 600.0, 3600.0, 1.0}) {
-    const CostModel cost(
-        CostModelOptions{.model = &m, .target = Target::kLambda, .epochs = 5, .s3 = &real_table()});
-    const PlanRequest req{.deadline_s = deadline};
-    const PlanResult r = plan(cost, req);
-    fmt::print(
-        "full default space, deadline {} s: {} configurations, {} evaluated, {:.3f} s, "
-        "{}\n",
-        deadline, r.space_size, r.evaluated, r.elapsed_s,
-        r.feasible ? fmt::format("best {} MB x {} workers, ${:.5f}, {:.1f} s",
-                                 r.ranked[0].first.memory_mb, r.ranked[0].first.workers,
-                                 r.ranked[0].second.cost_usd, r.ranked[0].second.total_s)
-                   : fmt::format("infeasible, fastest {:.1f} s", r.fastest->second.total_s));
-    EXPECT_GT(r.space_size, 500'000'000u);
-    if (!r.feasible) {
-      ASSERT_TRUE(r.fastest.has_value());
-      EXPECT_GT(r.fastest->second.total_s, deadline);
-      continue;
-    }
-    ASSERT_EQ(r.ranked.size(), 6u);
-    EXPECT_LE(r.ranked[0].second.total_s, deadline);
-    EXPECT_TRUE(std::is_sorted(r.ranked.begin(), r.ranked.end(), cheaper));
-    // Spot check: no sampled feasible point is cheaper than the sixth.
-    std::mt19937_64 rng(7);
-    const PlanSpace& s = req.space;
-    for (int i = 0; i < 20000; ++i) {
-      Candidate c;
-      c.workers = 1 + static_cast<int>(rng() % 64);
-      c.memory_mb = 128 + static_cast<int>(rng() % (10240 - 128 + 1));
-      c.aggregators = 1 + static_cast<int>(rng() % static_cast<unsigned>(c.workers));
-      c.aggregator_batch = s.batch_sizes[rng() % s.batch_sizes.size()];
-      c.nonaggregator_batch =
-          c.aggregators == c.workers
-              ? c.aggregator_batch
-              : std::max(c.aggregator_batch, s.batch_sizes[rng() % s.batch_sizes.size()]);
-      const Scored x{c, cost.predict(c)};
-      if (x.second.total_s <= deadline) {
-        EXPECT_FALSE(cheaper(x, r.ranked.back())) << c.workers << " " << c.memory_mb;
+  double slowest = 0;
+  for (const bool distinct : {true, false}) {
+    for (const double deadline : {30.0, 120.0, 600.0, 3600.0, 1.0}) {
+      const CostModel cost(CostModelOptions{
+          .model = &m, .target = Target::kLambda, .epochs = 5, .s3 = &real_table()});
+      PlanRequest req{.deadline_s = deadline};
+      req.distinct = distinct;
+      const PlanResult r = plan(cost, req);
+      slowest = std::max(slowest, r.elapsed_s);
+      fmt::print(
+          "full default space ({}), deadline {} s: {} configurations, {} evaluated, {:.3f} s, "
+          "{}\n",
+          distinct ? "distinct" : "all points", deadline, r.space_size, r.evaluated, r.elapsed_s,
+          r.feasible ? fmt::format("best {} MB x {} workers, ${:.5f}, {:.1f} s",
+                                   r.ranked[0].first.memory_mb, r.ranked[0].first.workers,
+                                   r.ranked[0].second.cost_usd, r.ranked[0].second.total_s)
+                     : fmt::format("infeasible, fastest {:.1f} s", r.fastest->second.total_s));
+      EXPECT_GT(r.space_size, 500'000'000u);
+      if (!r.feasible) {
+        ASSERT_TRUE(r.fastest.has_value());
+        EXPECT_GT(r.fastest->second.total_s, deadline);
+        continue;
+      }
+      ASSERT_EQ(r.ranked.size(), 6u);
+      EXPECT_LE(r.ranked[0].second.total_s, deadline);
+      EXPECT_TRUE(std::is_sorted(r.ranked.begin(), r.ranked.end(), cheaper));
+      for (std::size_t i = 0; distinct && i < r.ranked.size(); ++i) {
+        for (std::size_t j = 0; j < i; ++j) {
+          EXPECT_FALSE(same_combination(r.ranked[i].first, r.ranked[j].first)) << i << " " << j;
+        }
+      }
+      // Spot check: no sampled feasible point is cheaper than the sixth (distinct: unless it
+      // belongs to a listed combination, whose listed point is then at least as cheap).
+      std::mt19937_64 rng(7);
+      const PlanSpace& s = req.space;
+      for (int i = 0; i < 20000; ++i) {
+        Candidate c;
+        c.workers = 1 + static_cast<int>(rng() % 64);
+        c.memory_mb = 128 + static_cast<int>(rng() % (10240 - 128 + 1));
+        c.aggregators = 1 + static_cast<int>(rng() % static_cast<unsigned>(c.workers));
+        c.aggregator_batch = s.batch_sizes[rng() % s.batch_sizes.size()];
+        c.nonaggregator_batch =
+            c.aggregators == c.workers
+                ? c.aggregator_batch
+                : std::max(c.aggregator_batch, s.batch_sizes[rng() % s.batch_sizes.size()]);
+        const Scored x{c, cost.predict(c)};
+        if (x.second.total_s > deadline) continue;
+        const auto listed = std::find_if(r.ranked.begin(), r.ranked.end(), [&](const Scored& y) {
+          return same_combination(y.first, c);
+        });
+        if (distinct && listed != r.ranked.end()) {
+          EXPECT_FALSE(cheaper(x, *listed)) << c.workers << " " << c.memory_mb;
+        } else {
+          EXPECT_FALSE(cheaper(x, r.ranked.back())) << c.workers << " " << c.memory_mb;
+        }
       }
     }
   }
+  fmt::print("full default space: slowest query {:.3f} s\n", slowest);
 }
 
 TEST(Planner, MatchesExhaustiveSearchOnAFullMemoryRange) {
@@ -274,10 +383,14 @@ TEST(Planner, MatchesExhaustiveSearchOnAFullMemoryRange) {
   const CostModel cost(
       CostModelOptions{.model = &m, .target = Target::kLambda, .epochs = 5, .s3 = &real_table()});
   for (const double deadline : {200.0, 2000.0}) {
-    PlanRequest req{.deadline_s = deadline, .alternatives = 5};
-    req.space.max_workers = 3;
-    req.space.batch_sizes = {16, 64, 256};
-    expect_same(plan(cost, req), exhaustive_plan(cost, req), fmt::format("{} s", deadline));
+    for (const bool distinct : {true, false}) {
+      PlanRequest req{.deadline_s = deadline, .alternatives = 5};
+      req.space.max_workers = 3;
+      req.space.batch_sizes = {16, 64, 256};
+      req.distinct = distinct;
+      expect_same(plan(cost, req), exhaustive_plan(cost, req),
+                  fmt::format("{} s, distinct {}", deadline, distinct));
+    }
   }
 }
 
@@ -311,6 +424,12 @@ TEST(Planner, RejectsBadRequests) {
   const CostModel bad(CostModelOptions{.model = &pole, .s3 = &real_table()});
   expect_input_error([&] { plan(bad, PlanRequest{.deadline_s = 60}); },
                      {"pole at M = 500 MB", "128..10240"});
+
+  PerformanceModel negative = realistic_model();
+  negative.train.c = -10;  // below zero everywhere
+  const CostModel odd(CostModelOptions{.model = &negative, .s3 = &real_table()});
+  expect_input_error([&] { plan(odd, PlanRequest{.deadline_s = 60}); },
+                     {"predicts -9.8 s per iteration", "refit"});
 
   PerformanceModel slurm_model = realistic_model();
   slurm_model.sync.rows.push_back({.workers = 8, .memory_mb = {1024}, .seconds = {0.1}});

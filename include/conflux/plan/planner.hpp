@@ -1,7 +1,8 @@
 #pragma once
 /// @file planner.hpp
 /// The exact planner: the cheapest configurations (workers, memory, aggregators, batches) whose
-/// predicted training time meets a deadline, over the whole discrete space. plan() is a
+/// predicted training time meets a deadline, over the whole discrete space, either as distinct
+/// (W, K, Ba, Bn) alternatives or as the top points of the space. plan() is a
 /// best-first branch-and-bound over memory intervals whose bounds follow from the model's
 /// structure (docs/planning.md proves it exact); exhaustive_plan() evaluates every point and
 /// serves as its reference.
@@ -23,6 +24,11 @@ struct PlanRequest {
   double deadline_s = 0;  ///< predicted total time must not exceed it
   int alternatives = 5;   ///< runners-up reported besides the best
   PlanSpace space{};      ///< the configurations searched
+  /// true: the best and then the next cheapest configurations whose (W, K, Ba, Bn) differ from
+  /// every one listed before, each at the cheapest feasible memory size of its (W, K, Ba, Bn);
+  /// false: the exact top 1 + alternatives over all points (often the best's memory
+  /// neighbours).
+  bool distinct = true;
 };
 
 /// The planner's answer.
@@ -44,8 +50,9 @@ bool faster(const Scored& x, const Scored& y) noexcept;
 /// ranges, batch list, a pole of T_train inside the memory range, unmeasured SLURM counts).
 void validate_request(const CostModel& model, const PlanRequest& request);
 
-/// The exact top 1 + alternatives of the space by cheaper() among the configurations meeting
-/// the deadline, and the exact fastest one when none does. On the SLURM target only worker
+/// The exact top 1 + alternatives by cheaper() among the configurations meeting the deadline
+/// (with request.distinct: among the cheapest feasible point of each (W, K, Ba, Bn)), and the
+/// exact fastest one when none does. On the SLURM target only worker
 /// counts with a measured sync time (and W = 1) are in the space.
 PlanResult plan(const CostModel& model, const PlanRequest& request);
 

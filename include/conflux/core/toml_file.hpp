@@ -1,0 +1,21 @@
+#pragma once
+/// @file toml_file.hpp
+/// Reading the project's own TOML data files (profiles, fitted models): parse errors and
+/// missing numbers become InputErrors naming file, line and column.
+
+#include <toml++/toml.h>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace conflux {
+
+/// Parses `path`; InputError "file:line:column: what" on a syntax error or unreadable file.
+toml::table parse_toml_file(const std::filesystem::path& path);
+
+/// The number at `key` of `table` (integers accepted); InputError naming `file`, the table's
+/// line and column and the key when it is missing or not a number.
+double toml_number(const toml::table& table, std::string_view key, const std::string& file);
+
+}  // namespace conflux
