@@ -14,14 +14,31 @@ DEB_PACKAGES ?= g++ make pkg-config openmpi-bin libopenmpi-dev libhdf5-openmpi-d
 PKGS := ompi-c hdf5-openmpi fmt tomlplusplus openblas zlib
 # Lazily expanded so that `make deps` can install them first within one invocation.
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lboost_program_options -lpthread -ldl
+PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lboost_program_options -lpthread -ldl \
+  $(CUDA_LIBS)
 
+# GPU support (docs/gpu.md). CUDA=1 compiles src/**/*.cu with nvcc and links the CUDA runtime,
+# cuBLAS and NCCL; CUDA=0 is the CPU-only build. Default: 1 when nvcc is installed.
+CUDA_HOME ?= /usr/local/cuda
+CUDA      ?= $(if $(wildcard $(CUDA_HOME)/bin/nvcc),1,0)
+ifeq ($(filter 0 1,$(CUDA)),)
+  $(error CUDA must be 0 or 1, not '$(CUDA)')
+endif
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+# A100 (sm_80) and H100/H200 (sm_90) machine code, plus compute_90 PTX for newer GPUs.
+CUDA_ARCH_FLAGS ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]
+
+# NVCC_OPTFLAGS: the same for nvcc (host code through -Xcompiler). The asan build does not
+# instrument .cu objects: the sanitizers cannot see device memory anyway.
 ifeq ($(BUILD),release)
   OPTFLAGS ?= -O3 -march=x86-64-v2 -DNDEBUG
+  NVCC_OPTFLAGS ?= -O3 -DNDEBUG -Xcompiler -march=x86-64-v2
 else ifeq ($(BUILD),debug)
   OPTFLAGS ?= -O0 -g3 -D_GLIBCXX_ASSERTIONS
+  NVCC_OPTFLAGS ?= -O0 -g -lineinfo -D_GLIBCXX_ASSERTIONS
 else ifeq ($(BUILD),asan)
   OPTFLAGS ?= -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
+  NVCC_OPTFLAGS ?= -O1 -g -lineinfo
   LDFLAGS  += -fsanitize=address,undefined
 else
   $(error BUILD must be release, debug or asan, not '$(BUILD)')
@@ -29,21 +46,41 @@ endif
 
 CXXFLAGS ?= -std=c++20 -Wall -Wextra -Wpedantic
 CPPFLAGS += -Iinclude -MMD -MP -DOMPI_SKIP_MPICXX
-OUT      := $(BUILDDIR)/$(BUILD)
+# nvcc: C++20, host warnings as for g++ (-Wpedantic would only flag nvcc's generated code).
+# FMT_USE_CONSTEXPR: fmt 9 turns constexpr off when it sees nvcc but keeps consteval format
+# strings, which then fail to compile; with it on, .cu files use fmt (and error.hpp) normally.
+NVCCFLAGS ?= -std=c++20 $(CUDA_ARCH_FLAGS) -Xcompiler -Wall,-Wextra -DFMT_USE_CONSTEXPR=1
+ifeq ($(CUDA),1)
+  # Every object of a CUDA build sees CONFLUX_HAVE_CUDA=1 and the CUDA headers (as system
+  # headers: they are not -Wpedantic clean).
+  CPPFLAGS += -DCONFLUX_HAVE_CUDA=1 -isystem $(CUDA_HOME)/include
+  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lnccl
+  # foo_nocuda.cpp: the CPU build's stand-in for foo.cu.
+  SRC_FILTER := -not -name '*_nocuda.cpp'
+  OUT      := $(BUILDDIR)/$(BUILD)
+else
+  SRC_FILTER :=
+  # Separate objects, so that switching CUDA never mixes the two builds.
+  OUT      := $(BUILDDIR)/$(BUILD)-cpu
+endif
 OBJDIR   := $(OUT)/obj
 # Release binaries go to build/bin (what users run); debug/asan ones beside their objects.
 BINDIR   := $(if $(filter release,$(BUILD)),$(BUILDDIR)/bin,$(OUT)/bin)
+# Which build the binaries in BINDIR come from: rewritten only when CUDA changes, so that
+# switching relinks them from the right objects.
+FLAVOR   := $(BINDIR)/.flavor
 
-LIB_SRCS   := $(shell find src -name '*.cpp' -not -path 'src/cli/*' | sort)
+LIB_SRCS   := $(shell find src -name '*.cpp' -not -path 'src/cli/*' $(SRC_FILTER) | sort) \
+  $(if $(filter 1,$(CUDA)),$(shell find src -name '*.cu' -not -path 'src/cli/*' | sort))
 CLI_SRCS   := $(shell find src/cli -name '*.cpp' | sort)
-UNIT_SRCS  := $(shell find tests -name '*.cpp' -not -path 'tests/mpi/*' | sort)
+UNIT_SRCS  := $(shell find tests -name '*.cpp' -not -path 'tests/mpi/*' $(SRC_FILTER) | sort)
 MPI_SRCS   := $(shell find tests/mpi -name '*.cpp' 2>/dev/null | sort)
 BENCH_SRCS := $(shell find benchmarks -name '*.cpp' 2>/dev/null | sort)
 PLUGIN_SRCS := $(shell find examples/plugins -maxdepth 1 \( -name '*.c' -o -name '*.cpp' \) \
   2>/dev/null | sort)
 
 LIB := $(OUT)/libconflux.a
-obj = $(patsubst %.cpp,$(OBJDIR)/%.o,$(1))
+obj = $(patsubst %.cu,$(OBJDIR)/%.cu.o,$(patsubst %.cpp,$(OBJDIR)/%.o,$(1)))
 
 CONFLUX     := $(BINDIR)/conflux
 UNIT_TESTS  := $(BINDIR)/conflux-unit-tests
@@ -61,11 +98,15 @@ PLUGIN_FLAGS := -O2 -Wall -Wextra -shared -fPIC -Iinclude
 # --plot (skipped with a message without it).
 BENCH_PACKAGES ?= python3-torch python3-numpy gnuplot-nox
 
-.PHONY: all deps bench-deps test build-tests plugins demo bench docs install format format-check clean help
+.PHONY: all deps bench-deps test build-tests plugins demo bench docs install format format-check clean help \
+  FORCE
 all: $(CONFLUX) $(if $(BENCH_SRCS),$(BENCH)) plugins
 
 help:
 	@echo "make [BUILD=release|debug|asan]  build build/bin/conflux (and conflux-bench)"
+	@echo "     [CUDA=0|1]                    1 (default when $(CUDA_HOME)/bin/nvcc exists): also"
+	@echo "                                   the GPU code (nvcc, cuBLAS, NCCL); CUDA=0 forces the"
+	@echo "                                   CPU-only build (CUDA_HOME=$(CUDA_HOME), docs/gpu.md)"
 	@echo "make plugins                       build examples/plugins/*.c* into lib/libconflux-*.so"
 	@echo "make deps                          install missing Debian packages"
 	@echo "make demo                          deps + build + train the MNIST demo (2 trainers)"
@@ -83,18 +124,27 @@ $(OBJDIR)/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(OPTFLAGS) $(CPPFLAGS) $(PKG_CFLAGS) $(EXTRA_CPPFLAGS) -c $< -o $@
 
+$(OBJDIR)/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -ccbin $(CXX) $(NVCCFLAGS) $(NVCC_OPTFLAGS) $(CPPFLAGS) $(PKG_CFLAGS) $(EXTRA_CPPFLAGS) \
+	  -c $< -o $@
+
+$(FLAVOR): FORCE
+	@mkdir -p $(dir $@)
+	@echo 'CUDA=$(CUDA)' | cmp -s - $@ 2>/dev/null || echo 'CUDA=$(CUDA)' > $@
+
 $(LIB): $(call obj,$(LIB_SRCS))
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(CONFLUX): $(call obj,$(CLI_SRCS)) $(LIB)
+$(CONFLUX): $(call obj,$(CLI_SRCS)) $(LIB) $(FLAVOR)
 	@mkdir -p $(dir $@)
-	$(CXX) $(OPTFLAGS) $^ -o $@ $(LDFLAGS) $(PKG_LIBS)
+	$(CXX) $(OPTFLAGS) $(filter-out $(FLAVOR),$^) -o $@ $(LDFLAGS) $(PKG_LIBS)
 
-$(BENCH): $(call obj,$(BENCH_SRCS)) $(LIB)
+$(BENCH): $(call obj,$(BENCH_SRCS)) $(LIB) $(FLAVOR)
 	@mkdir -p $(dir $@)
-	$(CXX) $(OPTFLAGS) $^ -o $@ $(LDFLAGS) $(PKG_LIBS)
+	$(CXX) $(OPTFLAGS) $(filter-out $(FLAVOR),$^) -o $@ $(LDFLAGS) $(PKG_LIBS)
 
 plugins: $(PLUGINS)
 
@@ -108,14 +158,14 @@ $(PLUGIN_DIR)/libconflux-%.so: examples/plugins/%.cpp include/conflux/data/plugi
 
 $(UNIT_TESTS): EXTRA_CPPFLAGS = $(shell $(PKG_CONFIG) --cflags gtest)
 # Order-only: the tests dlopen the example plugins at run time but do not link them.
-$(UNIT_TESTS): $(call obj,$(UNIT_SRCS)) $(LIB) | $(PLUGINS)
+$(UNIT_TESTS): $(call obj,$(UNIT_SRCS)) $(LIB) $(FLAVOR) | $(PLUGINS)
 	@mkdir -p $(dir $@)
-	$(CXX) $(OPTFLAGS) $^ -o $@ $(LDFLAGS) $(shell $(PKG_CONFIG) --libs gtest_main) $(PKG_LIBS)
+	$(CXX) $(OPTFLAGS) $(filter-out $(FLAVOR),$^) -o $@ $(LDFLAGS) $(shell $(PKG_CONFIG) --libs gtest_main) $(PKG_LIBS)
 
 $(MPI_TESTS): EXTRA_CPPFLAGS = $(shell $(PKG_CONFIG) --cflags gtest)
-$(MPI_TESTS): $(call obj,$(MPI_SRCS)) $(LIB)
+$(MPI_TESTS): $(call obj,$(MPI_SRCS)) $(LIB) $(FLAVOR)
 	@mkdir -p $(dir $@)
-	$(CXX) $(OPTFLAGS) $^ -o $@ $(LDFLAGS) $(shell $(PKG_CONFIG) --libs gtest) $(PKG_LIBS)
+	$(CXX) $(OPTFLAGS) $(filter-out $(FLAVOR),$^) -o $@ $(LDFLAGS) $(shell $(PKG_CONFIG) --libs gtest) $(PKG_LIBS)
 
 $(call obj,$(UNIT_SRCS) $(MPI_SRCS)): EXTRA_CPPFLAGS = $(shell $(PKG_CONFIG) --cflags gtest)
 
@@ -162,7 +212,7 @@ install: all
 	install -m 644 configs/*.toml $(DESTDIR)$(PREFIX)/share/conflux/configs/
 
 FORMAT_FILES = $(shell find include src tests benchmarks examples -name '*.hpp' -o -name '*.cpp' \
-  -o -name '*.h' -o -name '*.c' 2>/dev/null | sort)
+  -o -name '*.h' -o -name '*.c' -o -name '*.cu' -o -name '*.cuh' 2>/dev/null | sort)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:

@@ -330,6 +330,8 @@ class ConfigLoader {
     c.fault_.after = get_int("fault.after");
     c.fault_.factor = get_double("fault.factor");
 
+    c.train_.device = get_string("train.device");
+
     auto& comm = c.comm_;
     comm.strategy = get_string("comm.strategy");
     comm.aggregators = static_cast<int>(get_int("comm.aggregators"));

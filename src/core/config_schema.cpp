@@ -124,6 +124,10 @@ std::vector<KeySpec> make_keys() {
       key("train.log_every", T::kInt, 0, kIntMax, "100",
           "Print a progress line every N steps on rank 0 (0 = only per epoch)."),
       key("train.eval", T::kBool, {}, {}, "true", "Evaluate on the test set after every epoch."),
+      key("train.device", T::kString, {}, {}, R"("auto")",
+          "Where trainer ranks compute: auto (a GPU when the node has one, else the CPU, said "
+          "once), cpu, or gpu (an error without one).",
+          {"auto", "cpu", "gpu"}),
       key("checkpoint.every_steps", T::kInt, 0, kIntMax, "0",
           "Write a checkpoint every N training steps (0 = not by steps)."),
       key("checkpoint.every_seconds", T::kFloat, 0, 1e7, "0",

@@ -71,6 +71,7 @@ struct TrainSection {
   double weight_decay = 0;
   int log_every = 100;
   bool eval = true;
+  std::string device = "auto";  ///< "auto", "cpu" or "gpu"
 };
 
 /// [checkpoint]
