@@ -58,6 +58,7 @@ run cli-checkpoint tests/cli/checkpoint-tests.sh
 run cli-profile tests/cli/profile-tests.sh
 run cli-restart tests/cli/restart-tests.sh
 run cli-kreduce tests/cli/kreduce-tests.sh
+run cli-gpu tests/cli/gpu-tests.sh
 run cli-plan tests/cli/plan-tests.sh
 run cli-slurm tests/cli/slurm-tests.sh
 

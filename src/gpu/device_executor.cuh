@@ -10,6 +10,7 @@
 #include <cstddef>
 
 #include "conflux/gpu/check.hpp"
+#include "conflux/gpu/cublas_api.hpp"
 #include "conflux/gpu/handles.hpp"
 #include "conflux/gpu/layer_math.hpp"
 
@@ -39,7 +40,7 @@ class DeviceExecutor {
   using Buffer = DeviceBuffer<T>;
 
   DeviceExecutor(cudaStream_t stream, cublasHandle_t blas) : stream_(stream), blas_(blas) {
-    CONFLUX_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
+    CONFLUX_CUBLAS_CHECK(cublas().set_stream(blas_, stream_));
   }
   /// An executor for work without GEMMs (gemm() throws).
   static DeviceExecutor without_blas(cudaStream_t stream) { return DeviceExecutor(stream); }
@@ -62,9 +63,9 @@ class DeviceExecutor {
     CONFLUX_CHECK(blas_ != nullptr, "GPU GEMM without a cuBLAS handle");
     if (g.m == 0 || g.n == 0) return;
     const float one = 1.0f;
-    CONFLUX_CUBLAS_CHECK(cublasSgemm(blas_, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                     g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k, &one,
-                                     g.a, g.lda, g.b, g.ldb, &g.beta, g.c, g.ldc));
+    CONFLUX_CUBLAS_CHECK(cublas().sgemm(blas_, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                        g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k, &one,
+                                        g.a, g.lda, g.b, g.ldb, &g.beta, g.c, g.ldc));
   }
 
   template <class T>

@@ -9,6 +9,7 @@
 
 #include "conflux/core/error.hpp"
 #include "conflux/gpu/check.hpp"
+#include "conflux/gpu/cublas_api.hpp"
 #include "conflux/gpu/runtime.hpp"
 
 namespace conflux::gpu {
@@ -22,9 +23,15 @@ void throw_cuda_error(const char* call, cudaError_t error, const char* file, int
 }
 
 void throw_cublas_error(const char* call, cublasStatus_t status, const char* file, int line) {
-  throw RuntimeError(fmt::format("{} failed: {} ({})", call, cublasGetStatusName(status),
-                                 cublasGetStatusString(status)),
-                     file, line);
+  // cuBLAS is loaded at run time (cublas_api.hpp); when it cannot be, only the number is known.
+  std::string what;
+  try {
+    const CublasApi& api = cublas();
+    what = fmt::format("{} ({})", api.status_name(status), api.status_string(status));
+  } catch (const Error&) {
+    what = fmt::format("cuBLAS status {}", static_cast<int>(status));
+  }
+  throw RuntimeError(fmt::format("{} failed: {}", call, what), file, line);
 }
 
 void throw_nccl_error(const char* call, ncclResult_t result, const char* file, int line) {

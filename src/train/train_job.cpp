@@ -14,6 +14,7 @@
 #include "conflux/data/batch_server.hpp"
 #include "conflux/profile/timeline.hpp"
 #include "conflux/train/checkpointer.hpp"
+#include "conflux/train/device_choice.hpp"
 #include "conflux/train/pipeline_profiler.hpp"
 #include "conflux/train/progress_printer.hpp"
 #include "conflux/train/resume.hpp"
@@ -114,6 +115,11 @@ ExitCode run_train_job(const Config& config, const comm::Communicator& world, co
            layout.role_rank, is_trainer ? layout.trainers : layout.workers, ::getpid(),
            layout.node_local_rank, layout.node_local_size,
            limits ? fmt::format(", Lambda-like limit {}", limits->size().describe()) : "");
+  // train.device: the trainers agree on the CPU or a GPU each (workers compute on the CPU).
+  DeviceChoice device;
+  comm::run_agreed(world, [&] {
+    if (is_trainer) device = choose_device(config, roles.role_comm, &log);
+  });
   std::optional<ckpt::FoundCheckpoint> found;
   comm::run_agreed(world, [&] {
     if (!is_root) return;
@@ -143,7 +149,7 @@ ExitCode run_train_job(const Config& config, const comm::Communicator& world, co
   comm::run_agreed(world, [&] {
     data = load_training_data(config);
     if (is_trainer) {
-      trainer.emplace(TrainerSetup{config, roles.role_comm, data, link, &log, &timeline});
+      trainer.emplace(TrainerSetup{config, roles.role_comm, data, link, &log, &timeline, device});
       if (!resume_path.empty()) {
         // Every trainer reads the file itself: the checkpoint directory is shared.
         const ckpt::TrainingState state =

@@ -5,7 +5,6 @@
 #include <limits>
 #include <optional>
 
-#include "conflux/comm/kreduce_sync.hpp"
 #include "conflux/data/batch_builder.hpp"
 #include "conflux/model/loss.hpp"
 #include "conflux/model/lr_schedule.hpp"
@@ -28,17 +27,20 @@ model::Model make_model(const Config& config, const data::SampleTransform& trans
   }
 }
 
-// The gradient synchronisation comm.strategy names (MPI allreduce unless "kreduce").
-std::unique_ptr<comm::GradientSync> make_sync(const Config& config,
-                                              const comm::Communicator& trainers,
-                                              std::size_t parameters,
-                                              std::chrono::duration<double> timeout) {
-  const CommSection& c = config.comm();
-  if (c.strategy == "kreduce") {
-    return std::make_unique<comm::KReduceSync>(
-        trainers, parameters, comm::KReduceOptions{c.aggregators, c.stale_nonaggregators, timeout});
+// The model on the device setup.device names (the CPU unless a GPU was chosen).
+std::unique_ptr<ComputeBackend> make_backend(const TrainerSetup& setup, model::Model model,
+                                             std::chrono::duration<double> timeout,
+                                             std::size_t max_batch) {
+  const BackendOptions options{.config = &setup.config,
+                               .trainers = &setup.trainers,
+                               .timeout = timeout,
+                               .num_classes = setup.data.train.num_classes,
+                               .max_batch = max_batch,
+                               .device = setup.device};
+  if (setup.device.device == ComputeDevice::kGpu) {
+    return make_gpu_backend(std::move(model), options);
   }
-  return std::make_unique<comm::MpiAllreduceSync>(trainers, timeout);
+  return make_cpu_backend(std::move(model), options);
 }
 
 }  // namespace
@@ -52,12 +54,8 @@ Trainer::Trainer(const TrainerSetup& setup)
       timeline_(setup.timeline),
       timeout_(config_.cluster().peer_timeout_s),
       transform_(make_transform(config_, data_.train)),
-      model_(make_model(config_, transform_, data_.train.num_classes)),
-      sgd_(model::SgdOptions{static_cast<float>(config_.train().lr),
-                             static_cast<float>(config_.train().momentum),
-                             static_cast<float>(config_.train().weight_decay)},
-           model_.params().size()),
-      sync_(make_sync(config_, trainers_, model_.params().size(), timeout_)),
+      backend_(make_backend(setup, make_model(config_, transform_, data_.train.num_classes),
+                            timeout_, batch_split().max_batch(trainers_.rank()))),
       offload_ratio_(config_.data().offload_ratio_for(trainers_.rank())) {}
 
 Trainer::~Trainer() = default;
@@ -72,13 +70,12 @@ data::BatchSplit Trainer::batch_split() const {
 void Trainer::apply_merged(std::size_t global_step) {
   // The rate of the step the merged gradient belongs to: a stale replica applies the same
   // updates as the others, one step later.
-  sgd_.set_lr(static_cast<float>(schedule_->at(global_step)));
-  sgd_.step(model_.params(), model_.grads());
+  backend_->apply(static_cast<float>(schedule_->at(global_step)));
 }
 
 void Trainer::drain_sync() {
   // A sync point: afterwards every replica has applied every merged update so far.
-  if (sync_->drain(model_.grads())) apply_merged(position_.global_step - 1);
+  if (backend_->drain()) apply_merged(position_.global_step - 1);
 }
 
 std::unique_ptr<data::BatchLoader> Trainer::make_loader() const {
@@ -136,12 +133,14 @@ class Trainer::Context final : public StepContext {
 
 void Trainer::record_step_phases(Clock::time_point start, Clock::time_point data,
                                  Clock::time_point backward, Clock::time_point sync,
-                                 Clock::time_point end) {
+                                 Clock::time_point end, double next_batch_wait) {
   const auto seconds = [](Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
   };
-  step_times_ = {.data_wait = seconds(start, data),
-                 .compute = seconds(data, backward) + seconds(sync, end),
+  // A batch staged ahead was waited for during the previous step (prefetch_wait_), and this
+  // step's compute includes staging the next one, but not waiting for it.
+  step_times_ = {.data_wait = seconds(start, data) + prefetch_wait_,
+                 .compute = seconds(data, backward) - next_batch_wait + seconds(sync, end),
                  .sync = seconds(backward, sync),
                  .callbacks = callbacks_seconds_};
   if (timeline_ == nullptr || !timeline_->enabled()) return;
@@ -154,15 +153,25 @@ void Trainer::record_step_phases(Clock::time_point start, Clock::time_point data
   timeline_->span("optimizer", "train", sync, end);
 }
 
+double Trainer::stage_ahead(bool epoch_goes_on) {
+  if (!backend_->stages_ahead() || !epoch_goes_on) return 0;
+  const auto t_fetch = Clock::now();
+  prefetched_ = &loader_->next();
+  const auto t_fetched = Clock::now();
+  if (timeline_ != nullptr) timeline_->span("data wait (next batch)", "data", t_fetch, t_fetched);
+  backend_->stage(*prefetched_);
+  return std::chrono::duration<double>(t_fetched - t_fetch).count();
+}
+
 void Trainer::restore(const ckpt::TrainingState& state, const std::string& source) {
-  const auto& infos = model_.param_infos();
+  const auto& infos = backend_->param_infos();
   const auto shape_of = [](const auto& shape) {
     return fmt::format("[{}]", fmt::join(shape, ","));
   };
-  bool same = state.tensors.size() == infos.size() && state.params.size() == model_.params().size();
+  bool same = state.tensors.size() == infos.size() && state.params.size() == backend_->num_params();
   std::string first_difference =
       fmt::format("{} tensors / {} parameters in the checkpoint, {} / {} in this model",
-                  state.tensors.size(), state.params.size(), infos.size(), model_.params().size());
+                  state.tensors.size(), state.params.size(), infos.size(), backend_->num_params());
   for (std::size_t i = 0; same && i < infos.size(); ++i) {
     const auto& a = state.tensors[i];
     const std::vector<std::uint64_t> want(infos[i].shape.begin(), infos[i].shape.end());
@@ -178,8 +187,7 @@ void Trainer::restore(const ckpt::TrainingState& state, const std::string& sourc
   CONFLUX_REQUIRE(state.dataset_size == data_.train.size(),
                   "checkpoint {} was made on {} training samples, this run has {}", source,
                   state.dataset_size, data_.train.size());
-  std::copy(state.params.begin(), state.params.end(), model_.params().begin());
-  sgd_.restore(state.velocity, state.optimizer_started);
+  backend_->restore(state.params, state.velocity, state.optimizer_started);
   position_ = {state.epoch, static_cast<std::size_t>(state.step),
                static_cast<std::size_t>(state.global_step)};
   const auto t = static_cast<std::size_t>(trainers_.rank());
@@ -246,16 +254,15 @@ void Trainer::capture(ckpt::TrainingState& s) {
   s.elapsed_seconds = restored_elapsed_seconds_ + seconds_since(train_start_);
   s.created = local_time("%Y-%m-%dT%H:%M:%S");
   s.metrics = metrics_;
-  s.lr = sgd_.options().lr;
-  s.optimizer_started = sgd_.started();
+  s.lr = backend_->lr();
+  s.optimizer_started = backend_->sgd_started();
   if (t != 0) return;  // the replicas are identical: trainer 0 keeps the one copy
   s.config_toml = config_.resolved_toml();
   s.tensors.clear();
-  for (const model::ParamInfo& info : model_.param_infos()) {
+  for (const model::ParamInfo& info : backend_->param_infos()) {
     s.tensors.push_back({info.name, {info.shape.begin(), info.shape.end()}, info.offset});
   }
-  s.params.assign(model_.params().begin(), model_.params().end());
-  s.velocity.assign(sgd_.velocity().begin(), sgd_.velocity().end());
+  backend_->download(s.params, s.velocity);  // the GPU's state is downloaded
 }
 
 TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
@@ -267,7 +274,6 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
                    config_.run().dir / fmt::format("audit-trainer{}.csv", trainer), resumed_);
     if (!restored_audit_counts_.empty()) audit_->add_counts(restored_audit_counts_);
   }
-  model::Tensor grad_logits;
   const std::size_t steps_per_epoch = loader_->steps_per_epoch();
   const std::size_t total_steps = steps_per_epoch * static_cast<std::size_t>(cfg.epochs);
   schedule_.emplace(model::LrSchedule::parse_kind(cfg.lr_schedule), cfg.lr, total_steps,
@@ -282,8 +288,9 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
                             "{} samples per step: {} per aggregator, {} per "
                             "non-aggregator",
                             cfg.batch_size, split.full_batch(0), split.full_batch(n - 1));
-    log_->info("gradient sync: {} over {} trainer(s); {}", sync_->name(), n, batches);
+    log_->info("gradient sync: {} over {} trainer(s); {}", backend_->sync_name(), n, batches);
   }
+  backend_->connect();  // collective; every trainer has been built
 
   if (resumed_) {
     ckpt::TrainingState view;  // what callbacks need to know of the restored run
@@ -293,7 +300,7 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
     view.metrics = metrics_;
     for (auto* cb : callbacks) cb->on_resume(view);
   }
-  for (auto* cb : callbacks) cb->on_train_begin(model_);
+  for (auto* cb : callbacks) cb->on_train_begin(backend_->sync_host_model());
   train_start_ = Clock::now();
   TrainSummary summary;
   summary.epochs = cfg.epochs;
@@ -305,30 +312,33 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
     for (; position_.step < steps_per_epoch && !context.stop_requested();) {
       const std::size_t step = position_.step;
       const auto t_start = Clock::now();
-      const data::Batch& batch = loader_->next();
+      // A batch staged during the previous step is already on its way to the device.
+      const bool staged = prefetched_ != nullptr;
+      const data::Batch& batch = staged ? *std::exchange(prefetched_, nullptr) : loader_->next();
       const auto t_data = Clock::now();
       CONFLUX_CHECK(batch.epoch == epoch && batch.step == step,
                     "trainer {} got batch {}/{} for step {}/{}", trainer, batch.epoch, batch.step,
                     epoch, step);
       if (audit_) audit_->record(batch);
-      sync_->progress();
-      const auto& labels = batch.labels;
-      const model::Tensor& logits = model_.forward(batch.images);
-      sync_->progress();
+      const std::size_t samples = batch.labels.size();
       // Scale by the global step size so that the sum over trainers is the global mean.
       const float grad_scale = 1.0f / static_cast<float>(batch.step_samples);
-      const auto result = model::softmax_cross_entropy(logits, labels, grad_scale, &grad_logits);
-      model_.backward(grad_logits);
+      if (!staged) backend_->stage(batch);
+      backend_->compute(grad_scale);
+      // While the device computes, the epoch's next batch is fetched (invalidates `batch`).
+      const double next_batch_wait = stage_ahead(step + 1 < steps_per_epoch);
+      const model::LossResult result = backend_->loss();
       const auto t_backward = Clock::now();
-      const comm::Merged merged = sync_->exchange(model_.grads());
+      const comm::Merged merged = backend_->exchange();
       const auto t_sync = Clock::now();
       if (merged == comm::Merged::kCurrent) apply_merged(position_.global_step);
       if (merged == comm::Merged::kPrevious) apply_merged(position_.global_step - 1);
       const auto t_end = Clock::now();
-      record_step_phases(t_start, t_data, t_backward, t_sync, t_end);
+      record_step_phases(t_start, t_data, t_backward, t_sync, t_end, next_batch_wait);
+      prefetch_wait_ = next_batch_wait;
       window_.loss += result.loss_sum;
       window_.correct += result.correct;
-      window_.samples += static_cast<double>(labels.size());
+      window_.samples += static_cast<double>(samples);
       ++position_.step;
       ++position_.global_step;
       for (auto* cb : callbacks) cb->on_step_end(context);
@@ -357,15 +367,16 @@ TrainSummary Trainer::run(std::span<TrainingCallback* const> callbacks) {
     for (auto* cb : callbacks) cb->on_epoch_end(report);
   }
   drain_sync();  // a stopped run's last steps (a finished run drained after its last epoch)
+  prefetched_ = nullptr;  // a stopped run's next batch, fetched ahead: dropped with the loader's
   summary.stopped = context.stop_requested();
   summary.global_step = position_.global_step;
   summary.total_seconds = restored_elapsed_seconds_ + seconds_since(train_start_);
   loader_->finish();
   report_data_service(loader_->stats());
-  summary.digest = model::weights_digest(model_);
+  summary.digest = model::weights_digest(backend_->sync_host_model());  // the GPU's, downloaded
   check_replicas_agree(summary.digest);
   if (!summary.stopped) {
-    for (auto* cb : callbacks) cb->on_train_end(model_, summary);
+    for (auto* cb : callbacks) cb->on_train_end(backend_->host_model(), summary);
   }
   return summary;
 }
@@ -440,7 +451,7 @@ Trainer::EvalResult Trainer::evaluate() {
   std::array<double, 2> sums{0, 0};
   for (std::size_t lo = begin; lo < end; lo += kEvalBatch) {
     builder.build_eval(lo, std::min(end, lo + kEvalBatch), images, labels);
-    const auto result = model::softmax_cross_entropy(model_.forward(images), labels, 0, nullptr);
+    const model::LossResult result = backend_->evaluate(images, labels);
     sums[0] += result.loss_sum;
     sums[1] += result.correct;
   }

@@ -1,10 +1,10 @@
 #pragma once
 /// @file handles.hpp
 /// Move-only RAII owners of CUDA resources: Stream, Event, DeviceBuffer<T> (cudaMalloc),
-/// PinnedBuffer<T> (cudaMallocHost) and CublasHandle, plus typed copy helpers. CUDA builds only;
-/// usable from g++ and nvcc code alike. Constructors and operations throw RuntimeError on CUDA
-/// errors; destructors never throw (an error while releasing, e.g. at process exit after the
-/// driver has shut down, is ignored).
+/// PinnedBuffer<T> (cudaMallocHost), CublasHandle and NcclCommunicator, plus typed copy helpers.
+/// CUDA builds only; usable from g++ and nvcc code alike. Constructors and operations throw
+/// RuntimeError on CUDA errors; destructors never throw (an error while releasing, e.g. at process
+/// exit after the driver has shut down, is ignored).
 ///
 /// Every resource belongs to the device that was current when it was created; use it with that
 /// device current (gpu::use_device).
@@ -15,6 +15,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <nccl.h>
 
 #include <cstddef>
 #include <span>
@@ -22,6 +23,7 @@
 
 #include "conflux/core/error.hpp"
 #include "conflux/gpu/check.hpp"
+#include "conflux/gpu/cublas_api.hpp"
 
 namespace conflux::gpu {
 
@@ -199,17 +201,18 @@ class PinnedBuffer {
   std::size_t count_ = 0;
 };
 
-/// A cuBLAS handle. FP32 GEMMs run in CUBLAS_DEFAULT_MATH: full FP32 precision, no TF32.
+/// A cuBLAS handle. FP32 GEMMs run in CUBLAS_DEFAULT_MATH: full FP32 precision, no TF32. The
+/// first one loads cuBLAS (cublas_api.hpp).
 class CublasHandle {
  public:
   CublasHandle() {
-    CONFLUX_CUBLAS_CHECK(cublasCreate(&handle_));
-    CONFLUX_CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));
+    CONFLUX_CUBLAS_CHECK(cublas().create(&handle_));
+    CONFLUX_CUBLAS_CHECK(cublas().set_math_mode(handle_, CUBLAS_DEFAULT_MATH));
   }
   /// A handle whose calls run on `stream`.
   explicit CublasHandle(cudaStream_t stream) : CublasHandle() { set_stream(stream); }
   ~CublasHandle() {
-    if (handle_ != nullptr) static_cast<void>(cublasDestroy(handle_));
+    if (handle_ != nullptr) static_cast<void>(cublas().destroy(handle_));
   }
   CublasHandle(CublasHandle&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
   CublasHandle& operator=(CublasHandle&& other) noexcept {
@@ -220,10 +223,39 @@ class CublasHandle {
   CublasHandle& operator=(const CublasHandle&) = delete;
 
   cublasHandle_t get() const noexcept { return handle_; }
-  void set_stream(cudaStream_t stream) { CONFLUX_CUBLAS_CHECK(cublasSetStream(handle_, stream)); }
+  void set_stream(cudaStream_t stream) {
+    CONFLUX_CUBLAS_CHECK(cublas().set_stream(handle_, stream));
+  }
 
  private:
   cublasHandle_t handle_ = nullptr;
+};
+
+/// An NCCL communicator (ncclCommInitRank on the current device; ncclCommDestroy on release).
+class NcclCommunicator {
+ public:
+  NcclCommunicator() = default;
+  /// Joins as rank `rank` of `ranks` the clique that `id` (from ncclGetUniqueId on one rank,
+  /// shared with all) names. Collective and blocking: every rank must call it.
+  NcclCommunicator(int ranks, const ncclUniqueId& id, int rank) {
+    CONFLUX_NCCL_CHECK(ncclCommInitRank(&comm_, ranks, id, rank));
+  }
+  ~NcclCommunicator() {
+    if (comm_ != nullptr) static_cast<void>(ncclCommDestroy(comm_));
+  }
+  NcclCommunicator(NcclCommunicator&& other) noexcept
+      : comm_(std::exchange(other.comm_, nullptr)) {}
+  NcclCommunicator& operator=(NcclCommunicator&& other) noexcept {
+    std::swap(comm_, other.comm_);
+    return *this;
+  }
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  ncclComm_t get() const noexcept { return comm_; }
+
+ private:
+  ncclComm_t comm_ = nullptr;
 };
 
 /// Copies `count` elements host -> device in stream order.

@@ -2,7 +2,7 @@
 /// @file trainer.hpp
 /// Data-parallel training on the trainer ranks: deterministic epoch plan, local
 /// preprocessing, forward/backward, gradient sum over trainers (comm.strategy: MPI allreduce
-/// or K-Reduce), SGD, evaluation.
+/// or K-Reduce; NCCL on GPUs), SGD, evaluation, on the CPU or a GPU (compute_backend.hpp).
 
 #include <memory>
 #include <span>
@@ -26,6 +26,8 @@
 #include "conflux/profile/step_profiler.hpp"
 #include "conflux/profile/timeline.hpp"
 #include "conflux/train/callbacks.hpp"
+#include "conflux/train/compute_backend.hpp"
+#include "conflux/train/device_choice.hpp"
 #include "conflux/train/sample_audit.hpp"
 
 namespace conflux::train {
@@ -44,13 +46,14 @@ struct TrainerSetup {
   DataServiceLink service = {};           ///< worker ranks to offload preprocessing to
   const Logger* log = nullptr;            ///< for warnings and data-service summaries; null: silent
   profile::Timeline* timeline = nullptr;  ///< records each step's phases; null: none
+  DeviceChoice device = {};               ///< from choose_device(); default: the CPU
 };
 
 /// Runs training on one trainer rank; all trainer ranks run it together.
 class Trainer {
  public:
-  /// Builds the model and transforms; InputError when the model or transforms do not fit the
-  /// dataset (naming the config key and where it was set).
+  /// Builds the model and transforms on setup.device; InputError when the model or transforms
+  /// do not fit the dataset (naming the config key and where it was set).
   explicit Trainer(const TrainerSetup& setup);
   ~Trainer();
   /// Continues from a checkpoint (call before run()). InputError naming the file when the
@@ -58,8 +61,10 @@ class Trainer {
   void restore(const ckpt::TrainingState& state, const std::string& source);
   /// Trains until train.epochs are done or a callback stops it; returns the summary.
   TrainSummary run(std::span<TrainingCallback* const> callbacks);
-  /// The model (final weights after run()).
-  const model::Model& model() const noexcept { return model_; }
+  /// The model on the host (final weights after run(), also on the GPU).
+  const model::Model& model() const noexcept { return backend_->host_model(); }
+  /// "CPU" or the GPU the trainer computes on.
+  std::string device_name() const { return backend_->device_name(); }
 
  private:
   class Context;
@@ -87,8 +92,11 @@ class Trainer {
   void report_data_service(const data::LoaderStats& stats) const;
   void fold_window();
   void record_step_phases(Clock::time_point start, Clock::time_point data,
-                          Clock::time_point backward, Clock::time_point sync,
-                          Clock::time_point end);
+                          Clock::time_point backward, Clock::time_point sync, Clock::time_point end,
+                          double next_batch_wait);
+  // With a backend that stages ahead (the GPU) and `epoch_goes_on`: fetches the next batch and
+  // stages it while the device computes; returns the time the fetch waited (else 0).
+  double stage_ahead(bool epoch_goes_on);
   void capture(ckpt::TrainingState& state);
   EpochReport finish_epoch(const data::LoaderStats& stats_before);
 
@@ -100,17 +108,19 @@ class Trainer {
   profile::Timeline* timeline_;
   std::chrono::duration<double> timeout_;
   data::SampleTransform transform_;
-  model::Model model_;
-  model::Sgd sgd_;
-  std::unique_ptr<comm::GradientSync> sync_;
+  std::unique_ptr<ComputeBackend> backend_;    // the model, optimiser and gradient exchange
   std::optional<model::LrSchedule> schedule_;  // set by run()
 
   // Training progress; restore() sets it from a checkpoint.
   Position position_;
   profile::StepTimes step_times_;  // of the step just finished
-  double callbacks_seconds_ = 0;   // the previous step's callbacks
-  Tally epoch_tally_;              // global, reported steps of the epoch so far
-  Tally window_;                   // this trainer's steps since the last report
+  // The next step's batch, fetched and staged during this step (backends that stage ahead),
+  // and the time its fetch waited for it.
+  const data::Batch* prefetched_ = nullptr;
+  double prefetch_wait_ = 0;
+  double callbacks_seconds_ = 0;  // the previous step's callbacks
+  Tally epoch_tally_;             // global, reported steps of the epoch so far
+  Tally window_;                  // this trainer's steps since the last report
   double restored_epoch_seconds_ = 0;
   double restored_elapsed_seconds_ = 0;
   double offload_ratio_ = 0;

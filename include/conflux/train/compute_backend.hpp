@@ -1,0 +1,127 @@
+#pragma once
+/// @file compute_backend.hpp
+/// Where a trainer's model lives and computes, behind one interface, so that the training loop
+/// is the same for both: the CPU (model::Model + model::Sgd + comm::GradientSync on host
+/// buffers, exactly the calls the loop made before) and one CUDA device (gpu::GpuModel, batches
+/// staged through pinned buffers on a copy stream, NCCL or host-staged gradient sums). Free of
+/// CUDA types. See docs/gpu.md.
+///
+/// One training step, in this order:
+///
+///     backend.stage(batch);           // unless staged during the previous step
+///     backend.compute(grad_scale);    // forward, loss, backward (the GPU only enqueues)
+///     if (backend.stages_ahead()) backend.stage(next_batch);  // overlaps the device's work
+///     model::LossResult r = backend.loss();
+///     comm::Merged m = backend.exchange();
+///     if (m != comm::Merged::kNone) backend.apply(lr);
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "conflux/comm/communicator.hpp"
+#include "conflux/comm/gradient_sync.hpp"
+#include "conflux/core/config.hpp"
+#include "conflux/data/batch.hpp"
+#include "conflux/model/layer.hpp"
+#include "conflux/model/loss.hpp"
+#include "conflux/model/model.hpp"
+#include "conflux/model/tensor.hpp"
+#include "conflux/train/device_choice.hpp"
+
+namespace conflux::train {
+
+/// A trainer's model, optimiser and gradient exchange on one processor.
+class ComputeBackend {
+ public:
+  virtual ~ComputeBackend() = default;
+
+  /// "CPU", or the GPU's description, for logs.
+  virtual std::string device_name() const = 0;
+  /// The gradient exchange for logs, e.g. "mpi-allreduce", "nccl-allreduce".
+  virtual std::string sync_name() const = 0;
+  /// Names, shapes and offsets of the parameter tensors (model::Model::param_infos()).
+  virtual const std::vector<model::ParamInfo>& param_infos() const noexcept = 0;
+  /// Number of parameters.
+  virtual std::size_t num_params() const noexcept = 0;
+
+  /// Collective over the trainers, once before the first step: what the exchange needs set up
+  /// (the GPU's NCCL communicator). Deferred until all trainers have been built, so that a
+  /// trainer failing at start-up leaves no one waiting.
+  virtual void connect() {}
+
+  /// True when stage() only starts an asynchronous copy, so that staging the next batch right
+  /// after compute() overlaps that step's computation (the GPU); false on the CPU.
+  virtual bool stages_ahead() const noexcept { return false; }
+  /// Hands over the batch of the next compute(). The CPU keeps a reference (the batch must stay
+  /// unchanged until compute()); the GPU copies it into pinned memory and starts its upload, so
+  /// the batch may change once stage() returns.
+  virtual void stage(const data::Batch& batch) = 0;
+  /// Forward pass, softmax cross-entropy with dL/dlogits scaled by `grad_scale`, and backward
+  /// pass of the staged batch; overwrites the gradients. The GPU enqueues and returns.
+  virtual void compute(float grad_scale) = 0;
+  /// Summed loss and correct predictions of the last compute() (the GPU waits for them).
+  virtual model::LossResult loss() = 0;
+
+  /// One step's gradient exchange among the trainers (comm::GradientSync::exchange).
+  virtual comm::Merged exchange() = 0;
+  /// comm::GradientSync::drain: true when the gradients now hold a merged gradient still owed.
+  virtual bool drain() = 0;
+  /// comm::GradientSync::progress.
+  virtual void progress() = 0;
+  /// One SGD step from the gradients with learning rate `lr`.
+  virtual void apply(float lr) = 0;
+  /// The learning rate of the last apply() (train.lr before the first).
+  virtual float lr() const = 0;
+  /// Whether an SGD step has run (model::Sgd::started()).
+  virtual bool sgd_started() const = 0;
+
+  /// Loss and correct predictions of an evaluation batch; no gradients.
+  virtual model::LossResult evaluate(const model::Tensor& images,
+                                     std::span<const std::uint8_t> labels) = 0;
+
+  /// Copies the parameters and the SGD momentum to the host (a checkpoint's state).
+  virtual void download(std::vector<float>& params, std::vector<float>& velocity) = 0;
+  /// Replaces the parameters and the SGD state (resume); RuntimeError on a size mismatch.
+  virtual void restore(std::span<const float> params, std::span<const float> velocity,
+                       bool started) = 0;
+
+  /// The model on the host with the current parameters (the GPU downloads them first).
+  virtual const model::Model& sync_host_model() = 0;
+  /// The model on the host as of the last sync_host_model() or restore() (the CPU's is always
+  /// current).
+  virtual const model::Model& host_model() const noexcept = 0;
+};
+
+/// What a backend is built from besides its model.
+struct BackendOptions {
+  const Config* config = nullptr;
+  const comm::Communicator* trainers = nullptr;
+  std::chrono::duration<double> timeout{};  ///< cluster.peer_timeout_s
+  int num_classes = 0;
+  std::size_t max_batch = 0;  ///< this trainer's largest training batch (pre-allocation)
+  DeviceChoice device;        ///< from choose_device()
+};
+
+/// The gradient exchange comm.strategy names: comm::KReduceSync for "kreduce", else
+/// comm::MpiAllreduceSync, on host buffers of `parameters` floats.
+std::unique_ptr<comm::GradientSync> make_gradient_sync(const Config& config,
+                                                       const comm::Communicator& trainers,
+                                                       std::size_t parameters,
+                                                       std::chrono::duration<double> timeout);
+
+/// The CPU backend: `model`, model::Sgd with the [train] options, make_gradient_sync().
+std::unique_ptr<ComputeBackend> make_cpu_backend(model::Model model, const BackendOptions& options);
+
+/// The GPU backend on device options.device.gpu (made current by choose_device()): a
+/// gpu::GpuModel with `model`'s layout and initial parameters (`model` stays as the host copy).
+/// Gradients are summed with NCCL, or through host memory with make_gradient_sync() for
+/// comm.strategy = "kreduce" or when trainers share a GPU. RuntimeError "built without CUDA" in a
+/// CPU-only build, and on CUDA errors.
+std::unique_ptr<ComputeBackend> make_gpu_backend(model::Model model, const BackendOptions& options);
+
+}  // namespace conflux::train

@@ -1,0 +1,253 @@
+// The GPU compute backend (compute_backend.hpp) in the CUDA build: gpu::GpuModel on the trainer's
+// device, batches staged through double-buffered pinned memory on a copy stream, gradients summed
+// with NCCL on the compute stream (or through host memory with a comm::GradientSync).
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <optional>
+#include <utility>
+
+#include "conflux/comm/nccl_allreduce.hpp"
+#include "conflux/core/error.hpp"
+#include "conflux/gpu/check.hpp"
+#include "conflux/gpu/gpu_model.hpp"
+#include "conflux/gpu/handles.hpp"
+#include "conflux/gpu/runtime.hpp"
+#include "conflux/train/compute_backend.hpp"
+
+namespace conflux::train {
+namespace {
+
+// Makes `device` current and returns it (to order it before the members that need it).
+int activate(int device) {
+  gpu::use_device(device);
+  return device;
+}
+
+// One half of the input double buffer: a batch in pinned host memory, its device copy, and the
+// events that order the two streams.
+struct StagingSlot {
+  gpu::PinnedBuffer<float> host_images;
+  gpu::PinnedBuffer<std::uint8_t> host_labels;
+  gpu::DeviceBuffer<float> images;
+  gpu::DeviceBuffer<std::uint8_t> labels;
+  gpu::Event copied;    // copy stream: the upload of host_* into images/labels is done
+  gpu::Event consumed;  // compute stream: the step that read images/labels is done with them
+  bool copy_recorded = false;
+  bool consume_recorded = false;
+  std::size_t capacity = 0;  // samples the buffers hold
+  int n = 0;                 // samples of the staged batch
+};
+
+class GpuBackend final : public ComputeBackend {
+ public:
+  GpuBackend(model::Model host, const BackendOptions& o)
+      : device_(activate(o.device.gpu)),
+        description_(o.device.description),
+        trainers_(*o.trainers),
+        host_(std::move(host)),
+        sample_floats_(model::Tensor::count_of(host_.input_shape())),
+        model_(o.config->layers(), host_.input_shape(), o.num_classes, o.config->run().seed,
+               model::SgdOptions{static_cast<float>(o.config->train().lr),
+                                 static_cast<float>(o.config->train().momentum),
+                                 static_cast<float>(o.config->train().weight_decay)}) {
+    const auto max_batch = static_cast<int>(o.max_batch);
+    model_.reserve(max_batch);
+    for (StagingSlot& slot : slots_) grow(slot, o.max_batch);
+    // NCCL needs one device per rank; K-Reduce (and trainers sharing a GPU) go through the host.
+    use_nccl_ = o.config->comm().strategy != "kreduce" && !o.device.shared_gpu;
+    if (!use_nccl_) {
+      host_sync_ = make_gradient_sync(*o.config, trainers_, model_.num_params(), o.timeout);
+      host_grads_ = gpu::PinnedBuffer<float>(model_.num_params());
+      staging_reason_ = o.device.shared_gpu && o.config->comm().strategy != "kreduce"
+                            ? "; trainers share a GPU, which NCCL does not allow"
+                            : "";
+    }
+  }
+
+  ~GpuBackend() override {
+    try {
+      model_.synchronize();  // nothing may still use the buffers and the communicator
+      copy_.synchronize();
+    } catch (...) {  // a destructor must not throw; the error was reported where it happened
+    }
+  }
+  GpuBackend(const GpuBackend&) = delete;
+  GpuBackend& operator=(const GpuBackend&) = delete;
+
+  std::string device_name() const override { return description_; }
+  std::string sync_name() const override {
+    if (use_nccl_) return "nccl-allreduce";
+    return fmt::format("{} (GPU gradients staged through host memory{})", host_sync_->name(),
+                       staging_reason_);
+  }
+  const std::vector<model::ParamInfo>& param_infos() const noexcept override {
+    return model_.param_infos();
+  }
+  std::size_t num_params() const noexcept override { return model_.num_params(); }
+
+  void connect() override {
+    if (use_nccl_ && !nccl_) {
+      gpu::use_device(device_);
+      nccl_.emplace(trainers_);
+    }
+  }
+
+  bool stages_ahead() const noexcept override { return true; }
+
+  void stage(const data::Batch& batch) override {
+    CONFLUX_CHECK(staged_ < 0, "GPU trainer: a batch is already staged");
+    const std::size_t n = batch.labels.size();
+    const std::size_t floats = batch.images.data.size();
+    CONFLUX_CHECK(floats == n * sample_floats_,
+                  "GPU trainer: a batch of {} samples has {} image floats, not {} per sample", n,
+                  floats, sample_floats_);
+    gpu::use_device(device_);
+    StagingSlot& s = slots_[next_];
+    // The pinned buffers may still be the source of this slot's previous upload.
+    if (s.copy_recorded) s.copied.synchronize();
+    grow(s, n);
+    if (floats > 0)
+      std::memcpy(s.host_images.data(), batch.images.data.data(), floats * sizeof(float));
+    if (n > 0) std::memcpy(s.host_labels.data(), batch.labels.data(), n);
+    // The device buffers may still be read by the step that used this slot last.
+    if (s.consume_recorded) copy_.wait(s.consumed);
+    gpu::copy_to_device(s.images.data(), s.host_images.data(), floats, copy_.get());
+    gpu::copy_to_device(s.labels.data(), s.host_labels.data(), n, copy_.get());
+    s.copied.record(copy_.get());
+    s.copy_recorded = true;
+    s.n = static_cast<int>(n);
+    staged_ = next_;
+    next_ = 1 - next_;
+  }
+
+  void compute(float grad_scale) override {
+    CONFLUX_CHECK(staged_ >= 0, "GPU trainer: compute() without a staged batch");
+    StagingSlot& s = slots_[static_cast<std::size_t>(std::exchange(staged_, -1))];
+    if (host_sync_) host_sync_->progress();
+    cudaStream_t stream = model_.compute_stream();
+    CONFLUX_CUDA_CHECK(cudaStreamWaitEvent(stream, s.copied.get(), 0));
+    model_.forward(s.images.data(), s.n);
+    model_.loss_and_grad_async(s.labels.data(), grad_scale);
+    model_.backward();
+    s.consumed.record(stream);
+    s.consume_recorded = true;
+  }
+
+  model::LossResult loss() override { return model_.loss_result(); }
+
+  comm::Merged exchange() override {
+    if (use_nccl_) {
+      CONFLUX_CHECK(nccl_.has_value(), "GPU trainer: exchange() before connect()");
+      const gpu::DeviceSpan<float> grads = model_.grads();
+      nccl_->sum_async(grads.data, grads.size, model_.compute_stream());
+      return comm::Merged::kCurrent;
+    }
+    model_.download_grads(host_grads_.span());  // waits for the backward pass
+    const comm::Merged merged = host_sync_->exchange(host_grads_.span());
+    if (merged != comm::Merged::kNone) model_.upload_grads(host_grads_.span());
+    return merged;
+  }
+
+  bool drain() override {
+    if (use_nccl_) return false;
+    if (!host_sync_->drain(host_grads_.span())) return false;
+    model_.upload_grads(host_grads_.span());
+    return true;
+  }
+
+  void progress() override {
+    if (host_sync_) host_sync_->progress();
+  }
+
+  void apply(float lr) override { model_.sgd_step(lr); }
+  float lr() const override { return model_.sgd_options().lr; }
+  bool sgd_started() const override { return model_.sgd_started(); }
+
+  model::LossResult evaluate(const model::Tensor& images,
+                             std::span<const std::uint8_t> labels) override {
+    const std::size_t n = labels.size();
+    const std::size_t floats = images.data.size();
+    CONFLUX_CHECK(floats == n * sample_floats_,
+                  "GPU trainer: an evaluation batch of {} samples has {} image floats", n, floats);
+    gpu::use_device(device_);
+    if (eval_images_.size() < floats || eval_labels_.size() < n) {
+      model_.synchronize();  // the old buffers may still be read
+      eval_images_ = gpu::DeviceBuffer<float>(std::max(floats, eval_images_.size()));
+      eval_labels_ = gpu::DeviceBuffer<std::uint8_t>(std::max(n, eval_labels_.size()));
+    }
+    // From pageable memory: each copy returns once the host data has been taken.
+    cudaStream_t stream = model_.compute_stream();
+    gpu::copy_to_device(eval_images_.data(), images.data.data(), floats, stream);
+    gpu::copy_to_device(eval_labels_.data(), labels.data(), n, stream);
+    model_.forward(eval_images_.data(), static_cast<int>(n));
+    return model_.loss_and_grad(eval_labels_.data(), 0.0f);
+  }
+
+  void download(std::vector<float>& params, std::vector<float>& velocity) override {
+    params.resize(model_.num_params());
+    velocity.resize(model_.num_params());
+    model_.download_params(params);
+    model_.download_velocity(velocity);
+  }
+
+  void restore(std::span<const float> params, std::span<const float> velocity,
+               bool started) override {
+    model_.upload_params(params);
+    model_.upload_velocity(velocity, started);
+    std::copy(params.begin(), params.end(), host_.params().begin());
+  }
+
+  const model::Model& sync_host_model() override {
+    model_.download_params(host_.params());
+    return host_;
+  }
+  const model::Model& host_model() const noexcept override { return host_; }
+
+ private:
+  // Makes room in `s` for batches of `n` samples. Replaced buffers are idle first: their last
+  // upload is done and the last step that read them has finished.
+  void grow(StagingSlot& s, std::size_t n) {
+    if (n <= s.capacity && s.capacity > 0) return;
+    if (s.copy_recorded) s.copied.synchronize();
+    if (s.consume_recorded) s.consumed.synchronize();
+    s.capacity = std::max<std::size_t>(n, 1);
+    s.host_images = gpu::PinnedBuffer<float>(s.capacity * sample_floats_);
+    s.host_labels = gpu::PinnedBuffer<std::uint8_t>(s.capacity);
+    s.images = gpu::DeviceBuffer<float>(s.capacity * sample_floats_);
+    s.labels = gpu::DeviceBuffer<std::uint8_t>(s.capacity);
+  }
+
+  int device_;
+  std::string description_;
+  const comm::Communicator& trainers_;
+  model::Model host_;  // the host copy for callbacks, model.h5 and the digest
+  std::size_t sample_floats_;
+  gpu::GpuModel model_;
+  gpu::Stream copy_;  // host-to-device uploads of the batches
+  std::array<StagingSlot, 2> slots_;
+  int staged_ = -1;  // slot of the batch the next compute() uses, -1 when none
+  int next_ = 0;     // slot the next stage() fills
+  bool use_nccl_ = false;
+  std::optional<comm::NcclAllreduce> nccl_;        // NCCL: set up by connect()
+  std::unique_ptr<comm::GradientSync> host_sync_;  // otherwise: on host_grads_
+  gpu::PinnedBuffer<float> host_grads_;
+  std::string staging_reason_;
+  gpu::DeviceBuffer<float> eval_images_;
+  gpu::DeviceBuffer<std::uint8_t> eval_labels_;
+};
+
+}  // namespace
+
+std::unique_ptr<ComputeBackend> make_gpu_backend(model::Model model,
+                                                 const BackendOptions& options) {
+  CONFLUX_CHECK(options.device.device == ComputeDevice::kGpu && options.device.gpu >= 0,
+                "GPU trainer: no GPU was chosen (train.device)");
+  return std::make_unique<GpuBackend>(std::move(model), options);
+}
+
+}  // namespace conflux::train
