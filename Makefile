@@ -54,7 +54,9 @@ ifeq ($(CUDA),1)
   # Every object of a CUDA build sees CONFLUX_HAVE_CUDA=1 and the CUDA headers (as system
   # headers: they are not -Wpedantic clean).
   CPPFLAGS += -DCONFLUX_HAVE_CUDA=1 -isystem $(CUDA_HOME)/include
-  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lnccl
+  # No -lcublas: cuBLAS (with cuBLASLt, ~190 MB of writable memory per process) is dlopen'ed
+  # by gpu/cublas_api only when a GPU trainer needs it, so CPU ranks under [limits] stay small.
+  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lnccl
   # foo_nocuda.cpp: the CPU build's stand-in for foo.cu.
   SRC_FILTER := -not -name '*_nocuda.cpp'
   OUT      := $(BUILDDIR)/$(BUILD)
