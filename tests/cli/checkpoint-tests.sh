@@ -90,7 +90,8 @@ else
 fi
 
 # --- SIGTERM: checkpoint at the next step, exit 75, bit-identical resume ------------------------
-"${RUN[@]}" --set data.train_limit=60000 --set train.epochs=1 --set run.dir="$TMP/s" >"$TMP/s.log" 2>&1 &
+# Two epochs (over 2 s), so that the signal 1.5 s after start-up lands mid-run on a fast machine.
+"${RUN[@]}" --set data.train_limit=60000 --set train.epochs=2 --set run.dir="$TMP/s" >"$TMP/s.log" 2>&1 &
 job=$!
 for _ in $(seq 1 200); do [ "$(grep -c '(pid [0-9]*,' "$TMP/s.log")" -ge 3 ] && break; sleep 0.1; done
 sleep 1.5
@@ -104,8 +105,8 @@ if [ "$rc" -eq 75 ] && grep -q "stop requested by SIGTERM: checkpoint at step [0
 else
   not_ok "SIGTERM: exit $rc" "$(cat "$TMP/s.log")"
 fi
-out=$("${RUN[@]}" --set data.train_limit=60000 --set train.epochs=1 --set run.dir="$TMP/s" --resume auto 2>&1)
-ref1=$("${RUN[@]}" --set data.train_limit=60000 --set train.epochs=1 --set run.dir="$TMP/s1" 2>&1 | sed -n 's/^model digest: //p')
+out=$("${RUN[@]}" --set data.train_limit=60000 --set train.epochs=2 --set run.dir="$TMP/s" --resume auto 2>&1)
+ref1=$("${RUN[@]}" --set data.train_limit=60000 --set train.epochs=2 --set run.dir="$TMP/s1" 2>&1 | sed -n 's/^model digest: //p')
 if grep -q "resuming from" <<<"$out" && [ -n "$ref1" ] && [ "$(digest_of <(echo "$out"))" = "$ref1" ]; then
   ok "resumed after SIGTERM: same digest as an uninterrupted run"
 else
