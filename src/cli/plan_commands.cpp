@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -245,7 +246,11 @@ int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sou
   std::cout << plan::render_plan_report(result, cost, request);
   const plan::Candidate& best = result.ranked.front().first;
   if (!emit_config.empty()) {
-    publish_text_file(emit_config, plan::emit_toml(best, cost.options().target));
+    // The user's own config file with the chosen keys set: ready to run as it is.
+    std::ifstream in(config_option.path);
+    std::stringstream base;
+    base << in.rdbuf();
+    publish_text_file(emit_config, plan::emit_toml(best, cost.options().target, base.str()));
     fmt::print("configuration written to {}\n", emit_config);
   }
   if (!emit_sbatch.empty()) {

@@ -192,7 +192,7 @@ std::string emit_toml(const Candidate& c, Target target, std::string_view base_t
   comm.insert_or_assign("stale_nonaggregators", kreduce);
   section("limits").insert_or_assign("memory_mb", c.memory_mb);
   std::ostringstream out;
-  out << root << "\n";
+  out << "# conflux plan (" << to_string(target) << "): " << describe(c) << "\n" << root << "\n";
   return out.str();
 }
 

@@ -22,13 +22,14 @@ out=$("${MPIRUN[@]}" -np 2 "$CONFLUX" profile --config "$CONFIG" --set run.dir=\
 points=$(grep -c '^\[\[point\]\]' "$TMP/profile.toml" 2>/dev/null)
 if [ "${points:-0}" -eq 12 ]; then ok "profile: 12 grid points measured"; else
   not_ok "profile: $points points (want 12)" "$out"; fi
-# Throttled to a quarter of the CPU, a batch takes several times longer than at 0.87 vCPU.
+# Throttled to 0.22 vCPU a batch takes about 4x as long as at 0.87 vCPU (2x is the bound: a
+# loaded machine slows the fast point too); unthrottled both would take the same.
 slow=$(grep -F 'W=1 M=384 MB (0.22 vCPU) B=128' <<<"$out" | sed -n 's/.*iteration \([0-9.]*\) ms.*/\1/p')
 fast=$(grep -F 'W=1 M=1536 MB (0.87 vCPU) B=128' <<<"$out" | sed -n 's/.*iteration \([0-9.]*\) ms.*/\1/p')
-if awk -v s="${slow:-0}" -v f="${fast:-1}" 'BEGIN { exit !(s > 2.5 * f) }'; then
+if awk -v s="${slow:-0}" -v f="${fast:-1}" 'BEGIN { exit !(s > 2 * f) }'; then
   ok "profile: the CPU share throttles ($slow ms at 384 MB vs $fast ms at 1536 MB)"
 else
-  not_ok "profile: 384 MB took $slow ms, 1536 MB $fast ms (want > 2.5x)" "$out"
+  not_ok "profile: 384 MB took $slow ms, 1536 MB $fast ms (want > 2x; 4x without load)" "$out"
 fi
 
 if out=$("$CONFLUX" fit --profile "$TMP/profile.toml" --output "$TMP/model.toml" 2>&1) &&
@@ -54,19 +55,14 @@ if out=$("$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline
 else
   not_ok "plan" "$out"
 fi
-# The emitted snippet is a valid config once merged with the base.
-cat "$CONFIG" >"$TMP/merged.toml"
-sets=()
-section=""
-while IFS= read -r line; do
-  case $line in
-  \#* | "") ;;
-  \[*) section=${line//[\[\]]/} ;;
-  *) sets+=(--set "$section.${line%% *}=${line#*= }") ;;
-  esac
-done < <(sed 's/  *#.*//' "$TMP/plan.toml")
-if out=$("$CONFLUX" config check --config "$CONFIG" "${sets[@]}" 2>&1); then ok "plan: the emitted keys pass config check"; else
-  not_ok "plan: emitted keys rejected" "$out"; fi
+# The emitted config is the user's config with the chosen keys set: ready to run.
+if out=$("$CONFLUX" config check --config "$TMP/plan.toml" 2>&1) &&
+  grep -q '^memory_mb = ' "$TMP/plan.toml" && grep -q '^strategy = ' "$TMP/plan.toml" &&
+  grep -q "type = 'linear'" "$TMP/plan.toml"; then
+  ok "plan: the emitted config is complete and passes config check"
+else
+  not_ok "plan: emitted config rejected" "$out"
+fi
 
 expect_fail "plan: negative deadline" 2 "deadline must be positive" -- \
   "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline -5
