@@ -1,18 +1,11 @@
 #pragma once
 /// @file stats.hpp
-/// Summary statistics of repeated benchmark measurements.
+/// Summary statistics of repeated benchmark measurements (the library's, in bench's namespace).
 
-#include <algorithm>
-#include <vector>
+#include "conflux/core/stats.hpp"
 
 namespace conflux::bench {
 
-/// Median of `values` (the mean of the middle two for an even count); 0 when empty.
-inline double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
+using ::conflux::median;
 
 }  // namespace conflux::bench

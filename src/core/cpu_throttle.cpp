@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "conflux/core/cpu_time.hpp"
 #include "conflux/core/error.hpp"
 
 namespace conflux {
@@ -58,13 +59,6 @@ std::vector<pid_t> other_threads(pid_t self) {
 }
 
 }  // namespace
-
-double process_cpu_seconds() {
-  timespec ts{};
-  CONFLUX_CHECK(clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0, "clock_gettime failed: errno {}",
-                errno);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
 
 CpuThrottle::CpuThrottle(CpuThrottleOptions options) : options_(options) {
   CONFLUX_CHECK(options_.share > 0, "CPU share must be positive, got {}", options_.share);

@@ -1,26 +1,17 @@
 #include "conflux/data/batch_server.hpp"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <thread>
 
 #include "conflux/comm/mpi.hpp"
 #include "conflux/core/backoff.hpp"
+#include "conflux/core/cpu_time.hpp"
 #include "conflux/core/error.hpp"
 
 namespace conflux::data {
 
 namespace {
 constexpr std::size_t kPlansKept = 3;  // epochs whose plans a worker keeps
-
-// User + system CPU time of this process so far, all threads.
-double process_cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
 }  // namespace
 
 BatchServer::BatchServer(BatchServerOptions options)

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "conflux/core/error.hpp"
+#include "conflux/core/stats.hpp"
 
 namespace conflux::plan {
 namespace {
@@ -118,13 +119,6 @@ std::vector<ProfilePoint> usable(const std::vector<ProfilePoint>& points) {
     if (!p.out_of_memory && p.iteration_s > 0) out.push_back(p);
   }
   return out;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 template <typename Predict, typename Refit>

@@ -61,7 +61,4 @@ class CpuThrottle {
   std::thread controller_;
 };
 
-/// CPU time used by the whole process so far, in seconds.
-double process_cpu_seconds();
-
 }  // namespace conflux
