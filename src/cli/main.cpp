@@ -127,20 +127,8 @@ int cmd_train(int argc, char** argv, const std::vector<std::string>& args) {
 
 int cmd_profile(int argc, char** argv, const std::vector<std::string>& args) {
   const cli::ProfileArgs profile_args = cli::parse_profile_args(args);
-  // parse_config_args rejects the profile options: give it only --config/--set.
-  std::vector<std::string> config_only;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const bool takes_value = a == "--config" || a == "-c" || a == "--set" || a == "-s";
-    if (takes_value && i + 1 < args.size()) {
-      config_only.insert(config_only.end(), {a, args[i + 1]});
-      ++i;
-    } else if (a.rfind("--config=", 0) == 0 || a.rfind("--set=", 0) == 0) {
-      config_only.push_back(a);
-    }
-  }
   return run_mpi_command(
-      argc, argv, parse_config_args(config_only, "profile"),
+      argc, argv, ConfigArgs{profile_args.config, profile_args.overrides},
       [&](const Config& config, const comm::Communicator& world, const Logger& log) {
         return cli::run_profile(profile_args, config, world, log);
       });

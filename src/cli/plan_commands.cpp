@@ -96,11 +96,8 @@ ProfileArgs parse_profile_args(const std::vector<std::string>& args) {
       "warmup", po::value(&out.warmup), "steps before measuring (default 5)")(
       "seconds", po::value(&out.min_seconds), "measure each point at least this long (default 1)")(
       "output,o", po::value(&out.output)->required(), "profile file to write (TOML)");
-  // The config options are the caller's; accept and ignore them here.
-  std::string ignored_config;
-  std::vector<std::string> ignored_sets;
-  options.add_options()("config,c", po::value(&ignored_config), "TOML experiment config")(
-      "set,s", po::value(&ignored_sets)->composing(), "override a config key (repeatable)");
+  options.add_options()("config,c", po::value(&out.config)->required(), "TOML experiment config")(
+      "set,s", po::value(&out.overrides)->composing(), "override a config key (repeatable)");
   if (!parse(args, options)) std::exit(0);
   out.workers = int_list(workers, "workers");
   out.memory_mb = int_list(memory, "memory");

@@ -12,13 +12,15 @@ namespace conflux::cli {
 
 /// Options of `conflux profile` besides the config.
 struct ProfileArgs {
+  std::string config;                  ///< --config
+  std::vector<std::string> overrides;  ///< --set KEY=VALUE, in order
   std::vector<int> workers, memory_mb, batches;
   int steps = 20, warmup = 5;
   double min_seconds = 1.0;
   std::string output;
 };
 
-/// Parses `conflux profile` options (the config options are parsed by the caller).
+/// Parses `conflux profile` options, the config file and its overrides included.
 ProfileArgs parse_profile_args(const std::vector<std::string>& args);
 /// Runs the sweep on every rank and writes the profile on rank 0.
 int run_profile(const ProfileArgs& args, const Config& config, const comm::Communicator& world,
