@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../support/data_dir.hpp"
+#include "../support/stop_and_capture.hpp"
 #include "../support/temp_dir.hpp"
 #include "conflux/ckpt/checkpoint_file.hpp"
 #include "conflux/comm/agreement.hpp"
@@ -152,20 +153,7 @@ TEST(GpuTraining, OneGpuTrainerReachesTheCpuLosses) {
   EXPECT_NEAR(gpu.accuracy, cpu.accuracy, 0.01);
 }
 
-// Captures the training state after `at` steps and stops there.
-class StopAndCapture final : public TrainingCallback {
- public:
-  explicit StopAndCapture(std::size_t at) : at_(at) {}
-  void on_step_end(StepContext& context) override {
-    if (context.global_step() != at_) return;
-    context.capture(state);
-    context.request_stop();
-  }
-  ckpt::TrainingState state;
-
- private:
-  std::size_t at_;
-};
+using testing::StopAndCapture;
 
 TEST(GpuTraining, CheckpointResumeIsBitIdenticalOnTheGpu) {
   REQUIRE_GPU_AND_MNIST();

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "../support/data_dir.hpp"
+#include "../support/stop_and_capture.hpp"
 #include "conflux/ckpt/checkpoint_file.hpp"
 #include "conflux/comm/roles.hpp"
 #include "conflux/model/model_io.hpp"
@@ -92,20 +93,7 @@ TEST_F(Training, AllRanksTrainingGivesTheSameModelAsTwo) {
   EXPECT_LT(max_diff, 1e-4);
 }
 
-// Captures the training state after `at` steps and stops there.
-class StopAndCapture final : public TrainingCallback {
- public:
-  explicit StopAndCapture(std::size_t at) : at_(at) {}
-  void on_step_end(StepContext& context) override {
-    if (context.global_step() != at_) return;
-    context.capture(state);
-    context.request_stop();
-  }
-  ckpt::TrainingState state;
-
- private:
-  std::size_t at_;
-};
+using testing::StopAndCapture;
 
 // Stops 2 trainers after `stop_at` steps, then continues from the captured state on
 // `resume_trainers` trainers; returns the final digest (rank 0) and the audit outcome.
