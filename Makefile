@@ -150,11 +150,11 @@ $(BENCH): $(call obj,$(BENCH_SRCS)) $(LIB) $(FLAVOR)
 
 plugins: $(PLUGINS)
 
-$(PLUGIN_DIR)/libconflux-%.so: examples/plugins/%.c include/conflux/data/plugin_abi.h
+$(PLUGIN_DIR)/libconflux-%.so: examples/plugins/%.c include/conflux/data/transform/plugin_abi.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(PLUGIN_FLAGS) $< -o $@
 
-$(PLUGIN_DIR)/libconflux-%.so: examples/plugins/%.cpp include/conflux/data/plugin_abi.h
+$(PLUGIN_DIR)/libconflux-%.so: examples/plugins/%.cpp include/conflux/data/transform/plugin_abi.h
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 $(PLUGIN_FLAGS) $< -o $@
 

@@ -11,7 +11,7 @@
 #include <chrono>
 #include <limits>
 
-#include "conflux/data/catalog.hpp"
+#include "conflux/data/io/catalog.hpp"
 #include "pipeline_harness.hpp"
 #include "report.hpp"
 #include "scenarios.hpp"

@@ -16,7 +16,7 @@
 #include "conflux/comm/agreement.hpp"
 #include "conflux/comm/gradient_sync.hpp"
 #include "conflux/comm/kreduce_sync.hpp"
-#include "conflux/core/config.hpp"
+#include "conflux/config/config.hpp"
 #include "conflux/model/model.hpp"
 #include "conflux/train/training_data.hpp"
 #include "conflux/train/transform_setup.hpp"

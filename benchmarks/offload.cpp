@@ -14,10 +14,10 @@
 #include <numeric>
 
 #include "conflux/core/error.hpp"
-#include "conflux/data/catalog.hpp"
-#include "conflux/profile/offload_controller.hpp"
-#include "conflux/profile/step_profiler.hpp"
-#include "conflux/profile/timeline.hpp"
+#include "conflux/data/io/catalog.hpp"
+#include "conflux/offload/offload_controller.hpp"
+#include "conflux/offload/step_profiler.hpp"
+#include "conflux/telemetry/timeline.hpp"
 #include "pipeline_harness.hpp"
 #include "report.hpp"
 #include "scenarios.hpp"
@@ -48,7 +48,7 @@ struct Options : PipelineSettings {
 // The controller conflux train runs, driven from the harness's per-step hook.
 class AutoOffload {
  public:
-  AutoOffload(double interval_s, profile::Timeline* timeline)
+  AutoOffload(double interval_s, telemetry::Timeline* timeline)
       : profiler_(interval_s, {5, 25}),
         controller_({.initial_steps = 5, .profile_steps = 20}),
         timeline_(timeline),
@@ -66,7 +66,7 @@ class AutoOffload {
       timeline_->span("SIMULATED GPU step", "train", wait_end, end);
     }
     if (!profiler_.record({.data_wait = t.wait_s, .compute = t.compute_s}, now)) return;
-    const profile::ProfileWindow w =
+    const offload::ProfileWindow w =
         profiler_.close(loader.pipeline_counters(), loader.offload_ratio(), now);
     if (timeline_ != nullptr) {
       timeline_->counter("steps per s", w.seconds > 0 ? w.steps / w.seconds : 0);
@@ -91,9 +91,9 @@ class AutoOffload {
   const std::vector<Logged>& decisions() const { return decisions_; }
 
  private:
-  profile::StepProfiler profiler_;
-  profile::OffloadController controller_;
-  profile::Timeline* timeline_;
+  offload::StepProfiler profiler_;
+  offload::OffloadController controller_;
+  telemetry::Timeline* timeline_;
   SteadyClock::time_point start_;
   std::vector<Logged> decisions_;
 };
@@ -290,7 +290,7 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
   }
 
   // Drift: worker 0 becomes slow_factor times slower half-way through an auto run.
-  profile::Timeline timeline(profile::TimelineOptions{
+  telemetry::Timeline timeline(telemetry::TimelineOptions{
       .enabled = true, .process_name = fmt::format("rank {}", world.rank())});
   timeline.name_thread(root ? "trainer main" : "worker");
   auto d = base_options(service, max_workers, dataset, heavy, opt);

@@ -9,7 +9,7 @@
 #include <chrono>
 
 #include "conflux/core/error.hpp"
-#include "conflux/plan/model_file.hpp"
+#include "conflux/plan/fit_file.hpp"
 #include "conflux/plan/planner.hpp"
 #include "conflux/plan/s3_transfer.hpp"
 #include "report.hpp"
@@ -57,7 +57,7 @@ int run_planner(const std::vector<std::string>& args, const comm::Communicator& 
   CONFLUX_REQUIRE(repeats >= 1 && epochs >= 1, "--repeats and --epochs must be ≥ 1");
   if (world.rank() != 0) return 0;
   const plan::PerformanceModel model =
-      model_path.empty() ? builtin_model() : plan::read_performance_model(model_path);
+      model_path.empty() ? builtin_model() : plan::read_fit_file(model_path);
   const plan::S3TransferTable s3 = plan::S3TransferTable::load(s3_dir);
 
   Report report("planner");

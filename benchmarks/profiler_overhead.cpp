@@ -8,8 +8,8 @@
 #include <algorithm>
 
 #include "conflux/comm/agreement.hpp"
-#include "conflux/profile/step_profiler.hpp"
-#include "conflux/profile/timeline.hpp"
+#include "conflux/offload/step_profiler.hpp"
+#include "conflux/telemetry/timeline.hpp"
 #include "conflux/train/pipeline_profiler.hpp"
 #include "conflux/train/trainer.hpp"
 #include "conflux/train/training_data.hpp"
@@ -42,11 +42,11 @@ Config load(const Options& o, const comm::Communicator& world, bool profiled) {
 // and, once per window of `steps_per_window` steps, closing it against pipeline counters with
 // two workers.
 double profiler_ns_per_step(std::size_t steps_per_window) {
-  profile::StepProfiler profiler(1e9);  // windows closed by hand below
-  profile::Timeline timeline(profile::TimelineOptions{.enabled = true, .max_events = 1u << 22});
-  data::PipelineCounters counters;
+  offload::StepProfiler profiler(1e9);  // windows closed by hand below
+  telemetry::Timeline timeline(telemetry::TimelineOptions{.enabled = true, .max_events = 1u << 22});
+  offload::PipelineCounters counters;
   counters.workers.resize(2);
-  const profile::StepTimes times{.data_wait = 1e-4, .compute = 3e-3, .sync = 1e-4};
+  const offload::StepTimes times{.data_wait = 1e-4, .compute = 3e-3, .sync = 1e-4};
   constexpr std::size_t kSteps = 500'000;
   const auto start = SteadyClock::now();
   double sink = 0;
@@ -101,7 +101,7 @@ int run_profiler_overhead(const std::vector<std::string>& args, const comm::Comm
     for (int k = 0; k < 2; ++k) {
       const bool with = (k == 0) == (round % 2 == 0);
       const Config& config = with ? *profiled : *plain;
-      profile::Timeline timeline(profile::TimelineOptions{.enabled = with});
+      telemetry::Timeline timeline(telemetry::TimelineOptions{.enabled = with});
       train::Trainer trainer(
           train::TrainerSetup{config, trainers, data, {}, nullptr, with ? &timeline : nullptr});
       std::optional<train::PipelineProfiler> profiler;

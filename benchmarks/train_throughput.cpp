@@ -15,7 +15,7 @@
 #include <optional>
 
 #include "conflux/comm/agreement.hpp"
-#include "conflux/core/config.hpp"
+#include "conflux/config/config.hpp"
 #include "conflux/core/log.hpp"
 #include "conflux/train/train_job.hpp"
 #include "report.hpp"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "conflux/core/config.hpp"
+#include "conflux/config/config.hpp"
 
 namespace conflux::bench {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "conflux/core/error.hpp"
-#include "conflux/data/catalog.hpp"
-#include "conflux/data/transforms.hpp"
+#include "conflux/data/io/catalog.hpp"
+#include "conflux/data/transform/transforms.hpp"
 #include "report.hpp"
 #include "scenarios.hpp"
 

@@ -1,4 +1,4 @@
-/* solarize: an example conflux transform plugin (see include/conflux/data/plugin_abi.h).
+/* solarize: an example conflux transform plugin (see include/conflux/data/transform/plugin_abi.h).
  *
  * With probability `probability`, every pixel value v >= `threshold` becomes 1 - v.
  * Arguments: "threshold=0.5,probability=0.5" (both optional, each in [0, 1]).
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conflux/data/plugin_abi.h"
+#include "conflux/data/transform/plugin_abi.h"
 
 /* Read-only after create(), which is what lets apply() run on many threads at once. */
 typedef struct solarize_state {

@@ -152,8 +152,8 @@ struct ProgressArrays {
   explicit ProgressArrays(const std::vector<TrainerProgress>& progress) {
     for (const TrainerProgress& p : progress) {
       next_batch_index.push_back(p.next_batch_index);
-      offload_ratio.push_back(p.offload_ratio);
-      offload_credit.push_back(p.offload_credit);
+      offload_ratio.push_back(p.offload.ratio);
+      offload_credit.push_back(p.offload.credit);
     }
   }
 };
@@ -588,7 +588,7 @@ class Reader {
     }
     for (std::size_t t = 0; t < next.size(); ++t) {
       s.progress.push_back(
-          {.next_batch_index = next[t], .offload_ratio = ratio[t], .offload_credit = credit[t]});
+          {.next_batch_index = next[t], .offload = {.ratio = ratio[t], .credit = credit[t]}});
     }
 
     read_scalar("/accounting/epoch_loss_sum", Type::kFloat64, &s.epoch_loss_sum);
@@ -871,8 +871,8 @@ std::string describe_checkpoint(const fs::path& path) {
   for (std::size_t t = 0; t < s.progress.size(); ++t) {
     line(fmt::format("trainer {}", t),
          fmt::format("next batch index {}, offload ratio {}, offload credit {}",
-                     s.progress[t].next_batch_index, s.progress[t].offload_ratio,
-                     s.progress[t].offload_credit));
+                     s.progress[t].next_batch_index, s.progress[t].offload.ratio,
+                     s.progress[t].offload.credit));
   }
 
   out += "epoch accounting\n";

@@ -13,10 +13,10 @@
 #include "conflux/core/error.hpp"
 #include "conflux/plan/cost_model.hpp"
 #include "conflux/plan/fit.hpp"
-#include "conflux/plan/model_file.hpp"
+#include "conflux/plan/fit_file.hpp"
 #include "conflux/plan/plan_output.hpp"
 #include "conflux/plan/planner.hpp"
-#include "conflux/plan/profile_sweep.hpp"
+#include "conflux/plan/sweep.hpp"
 #include "conflux/plan/s3_transfer.hpp"
 
 namespace po = boost::program_options;
@@ -73,7 +73,7 @@ struct ConfigOption {
 
 // The fitted model for `config`: same dataset; its epoch shortened by data.train_limit.
 plan::PerformanceModel model_for(const Config& config, const std::string& path) {
-  plan::PerformanceModel model = plan::read_performance_model(path);
+  plan::PerformanceModel model = plan::read_fit_file(path);
   CONFLUX_REQUIRE(model.dataset == config.data().dataset,
                   "{} was fitted on {} but the config trains on {}", path, model.dataset,
                   config.data().dataset);
@@ -107,7 +107,7 @@ ProfileArgs parse_profile_args(const std::vector<std::string>& args) {
 
 int run_profile(const ProfileArgs& args, const Config& config, const comm::Communicator& world,
                 const Logger& log) {
-  const plan::Profile profile = plan::run_profile_sweep(plan::SweepOptions{
+  const plan::Sweep profile = plan::run_sweep(plan::SweepOptions{
       .config = &config,
       .world = &world,
       .log = &log,
@@ -119,7 +119,7 @@ int run_profile(const ProfileArgs& args, const Config& config, const comm::Commu
       .min_seconds = args.min_seconds,
   });
   if (world.rank() == 0) {
-    plan::write_profile(args.output, profile);
+    plan::write_sweep(args.output, profile);
     log.info("profile of {} points written to {}", profile.points.size(), args.output);
   }
   return 0;
@@ -137,9 +137,9 @@ int cmd_fit(const std::vector<std::string>& args) {
   if (!parse(args, options)) return 0;
   CONFLUX_REQUIRE(form == "auto" || form == "fasdl" || form == "constant",
                   "--form must be auto, fasdl or constant, not '{}'", form);
-  std::vector<plan::Profile> read;
-  for (const auto& p : profiles) read.push_back(plan::read_profile(p));
-  const plan::Profile merged = plan::merge_profiles(read, profiles);
+  std::vector<plan::Sweep> read;
+  for (const auto& p : profiles) read.push_back(plan::read_sweep(p));
+  const plan::Sweep merged = plan::merge_sweeps(read, profiles);
   const plan::TrainForm train_form = form == "fasdl"      ? plan::TrainForm::kFasdl
                                      : form == "constant" ? plan::TrainForm::kConstant
                                                           : plan::TrainForm::kAuto;
@@ -147,7 +147,7 @@ int cmd_fit(const std::vector<std::string>& args) {
   for (const auto& p : profiles) source += (source.empty() ? "" : ", ") + p;
   const plan::FitResult fit = plan::fit_profile(merged, train_form, source);
   std::cout << plan::render_fit_report(fit);
-  plan::write_performance_model(output, fit.model);
+  plan::write_fit_file(output, fit.model);
   fmt::print("model written to {}\n", output);
   return 0;
 }

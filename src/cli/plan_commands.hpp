@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "conflux/comm/communicator.hpp"
-#include "conflux/core/config.hpp"
+#include "conflux/config/config.hpp"
 #include "conflux/core/log.hpp"
 
 namespace conflux::cli {

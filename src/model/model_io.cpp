@@ -10,7 +10,7 @@
 #include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/core/hdf5.hpp"
-#include "conflux/data/sha256.hpp"
+#include "conflux/core/sha256.hpp"
 
 namespace conflux::model {
 namespace {

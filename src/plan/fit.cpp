@@ -48,7 +48,7 @@ bool solve(std::array<std::array<double, K>, K> a, std::array<double, K> y,
 // least squares with weights 1/T minimises relative errors (times span orders of magnitude).
 // `free_b` / `free_c` say which of a*b and c are fitted (the others are 0). Returns the
 // weighted residual sum of squares, or infinity when the system is singular.
-double linear_fit(const std::vector<ProfilePoint>& pts, double m, bool free_b, bool free_c,
+double linear_fit(const std::vector<SweepPoint>& pts, double m, bool free_b, bool free_c,
                   TrainTimeModel& out) {
   std::array<std::size_t, 3> cols{0, 0, 0};
   std::size_t k = 0;
@@ -97,7 +97,7 @@ double linear_fit(const std::vector<ProfilePoint>& pts, double m, bool free_b, b
 // The least-squares fit for a fixed m with b ≥ 0 and c ≥ 0 (the form with a constant), by
 // active sets: a negative fixed work or a negative constant would predict negative times for
 // small batches or large functions, where the planner extrapolates.
-double fit_for_m(const std::vector<ProfilePoint>& pts, double m, bool with_constant,
+double fit_for_m(const std::vector<SweepPoint>& pts, double m, bool with_constant,
                  TrainTimeModel& out) {
   double best = kInf;
   for (const bool free_b : {true, false}) {
@@ -113,8 +113,8 @@ double fit_for_m(const std::vector<ProfilePoint>& pts, double m, bool with_const
   return best;
 }
 
-std::vector<ProfilePoint> usable(const std::vector<ProfilePoint>& points) {
-  std::vector<ProfilePoint> out;
+std::vector<SweepPoint> usable(const std::vector<SweepPoint>& points) {
+  std::vector<SweepPoint> out;
   for (const auto& p : points) {
     if (!p.out_of_memory && p.iteration_s > 0) out.push_back(p);
   }
@@ -122,7 +122,7 @@ std::vector<ProfilePoint> usable(const std::vector<ProfilePoint>& points) {
 }
 
 template <typename Predict, typename Refit>
-FitQuality quality(const std::vector<ProfilePoint>& pts, std::vector<double> measured,
+FitQuality quality(const std::vector<SweepPoint>& pts, std::vector<double> measured,
                    Predict predict, Refit refit_without) {
   FitQuality q;
   double mean = 0;
@@ -154,16 +154,16 @@ FitQuality quality(const std::vector<ProfilePoint>& pts, std::vector<double> mea
   return q;
 }
 
-TrainFit fit_train(const std::vector<ProfilePoint>& pts, bool with_constant) {
+TrainFit fit_train(const std::vector<SweepPoint>& pts, bool with_constant) {
   TrainFit fit;
   fit.form = with_constant ? "a(B+b)/(M+m) + c" : "a(B+b)/(M+m)";
   fit.model = fit_train_time(pts, with_constant);
   std::vector<double> measured;
   for (const auto& p : pts) measured.push_back(p.iteration_s);
   fit.quality = quality(
-      pts, measured, [&](const ProfilePoint& p) { return fit.model.seconds(p.batch, p.memory_mb); },
+      pts, measured, [&](const SweepPoint& p) { return fit.model.seconds(p.batch, p.memory_mb); },
       [&](std::size_t i) {
-        std::vector<ProfilePoint> rest = pts;
+        std::vector<SweepPoint> rest = pts;
         rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
         try {
           return fit_train_time(rest, with_constant).seconds(pts[i].batch, pts[i].memory_mb);
@@ -176,8 +176,8 @@ TrainFit fit_train(const std::vector<ProfilePoint>& pts, bool with_constant) {
 
 }  // namespace
 
-TrainTimeModel fit_train_time(const std::vector<ProfilePoint>& points, bool with_constant) {
-  const std::vector<ProfilePoint> pts = usable(points);
+TrainTimeModel fit_train_time(const std::vector<SweepPoint>& points, bool with_constant) {
+  const std::vector<SweepPoint> pts = usable(points);
   std::set<int> memories, batches;
   for (const auto& p : pts) {
     memories.insert(p.memory_mb);
@@ -237,7 +237,7 @@ TrainTimeModel fit_train_time(const std::vector<ProfilePoint>& points, bool with
   return model;
 }
 
-TransferTimeModel fit_transfer_time(const std::vector<ProfilePoint>& points) {
+TransferTimeModel fit_transfer_time(const std::vector<SweepPoint>& points) {
   // The serialisation does not depend on B or W: average each memory size's points first.
   std::map<int, std::pair<double, int>> by_memory;
   for (const auto& p : usable(points)) {
@@ -260,17 +260,17 @@ TransferTimeModel fit_transfer_time(const std::vector<ProfilePoint>& points) {
   return TransferTimeModel{std::exp((sy - k2 * sx) / n), k2};
 }
 
-FitResult fit_profile(const Profile& profile, TrainForm form, const std::string& source) {
-  const std::vector<ProfilePoint> pts = usable(profile.points);
+FitResult fit_profile(const Sweep& profile, TrainForm form, const std::string& source) {
+  const std::vector<SweepPoint> pts = usable(profile.points);
   CONFLUX_REQUIRE(!pts.empty(), "{}: the profile holds no measured point", source);
   // T_train is per-worker compute: fitted on the single-trainer points when there are any,
   // because with several throttled trainers part of each one's pauses shows up as the others'
   // wait in the gradient sync.
-  std::vector<ProfilePoint> single;
+  std::vector<SweepPoint> single;
   for (const auto& p : pts) {
     if (p.workers == 1) single.push_back(p);
   }
-  const std::vector<ProfilePoint>& train_pts = single.empty() ? pts : single;
+  const std::vector<SweepPoint>& train_pts = single.empty() ? pts : single;
   FitResult r;
   r.fasdl = fit_train(train_pts, false);
   r.with_constant = fit_train(train_pts, true);
@@ -300,7 +300,7 @@ FitResult fit_profile(const Profile& profile, TrainForm form, const std::string&
   for (const auto& p : pts) transfer_measured.push_back(p.transfer_s);
   r.transfer_quality = quality(
       pts, transfer_measured,
-      [&](const ProfilePoint& p) { return m.transfer.seconds(p.memory_mb); },
+      [&](const SweepPoint& p) { return m.transfer.seconds(p.memory_mb); },
       [&](std::size_t) { return kInf; });
   // The sync table, per (W, M) over the batches: each step's time beyond the fitted T_train,
   // i.e. the measured sync plus the wait for the other throttled trainers. That is what a

@@ -4,13 +4,13 @@
 
 #include "conflux/core/error.hpp"
 #include "conflux/core/json.hpp"
-#include "conflux/data/offload_control.hpp"
+#include "conflux/offload/offload_control.hpp"
 
 namespace conflux::train {
 
 namespace {
 
-profile::ControllerOptions controller_options(const ProfileSection& p) {
+offload::ControllerOptions controller_options(const ProfileSection& p) {
   return {.initial_steps = static_cast<int>(p.initial_steps),
           .profile_steps = static_cast<int>(p.steps),
           .bottleneck_threshold = p.bottleneck_threshold,
@@ -38,11 +38,11 @@ void PipelineProfiler::on_step_end(StepContext& context) {
   const auto now = SteadyClock::now();
   const bool last = context.global_step() >= context.total_steps();  // the run's last window
   if (!profiler_.record(context.times(), now) && !last) return;
-  data::OffloadControl& offload = context.offload();
-  const profile::ProfileWindow window =
+  offload::OffloadControl& offload = context.offload();
+  const offload::ProfileWindow window =
       profiler_.close(offload.pipeline_counters(), offload.offload_ratio(), now);
-  fmt::print(lines_.get(), "{}\n", profile::profile_json_line(window, options_.trainer));
-  profile::Timeline* timeline = options_.timeline;
+  fmt::print(lines_.get(), "{}\n", offload::profile_json_line(window, options_.trainer));
+  telemetry::Timeline* timeline = options_.timeline;
   if (timeline != nullptr && timeline->enabled()) {
     const double steps = std::max<double>(1, static_cast<double>(window.steps));
     timeline->counter("data wait ms per step", 1e3 * window.total.data_wait / steps);
@@ -61,7 +61,7 @@ void PipelineProfiler::on_step_end(StepContext& context) {
   if (!controller_) {  // starts from the ratio in force (a resumed run's, or 0)
     controller_.emplace(controller_options(options_.config.profile()), window.offload_ratio);
   }
-  const std::optional<profile::Decision> decision = controller_->on_window(window.sample);
+  const std::optional<offload::Decision> decision = controller_->on_window(window.sample);
   if (!decision) return;
   offload.set_offload_ratio(decision->ratio);
   if (timeline != nullptr && timeline->enabled())

@@ -11,8 +11,8 @@
 #include "conflux/comm/agreement.hpp"
 #include "conflux/comm/roles.hpp"
 #include "conflux/core/resource_limits.hpp"
-#include "conflux/data/batch_server.hpp"
-#include "conflux/profile/timeline.hpp"
+#include "conflux/data/service/batch_server.hpp"
+#include "conflux/telemetry/timeline.hpp"
 #include "conflux/train/checkpointer.hpp"
 #include "conflux/train/device_choice.hpp"
 #include "conflux/train/pipeline_profiler.hpp"
@@ -44,7 +44,7 @@ data::WorkerFault worker_fault(const FaultSection& f, int worker) {
 void serve_batches(const Config& config, const comm::RoleLayout& layout,
                    const comm::Communicator& service, const data::Dataset& train,
                    const data::SampleTransform& transform, const Logger& log,
-                   profile::Timeline& timeline) {
+                   telemetry::Timeline& timeline) {
   data::BatchServerOptions o;
   o.comm = &service;
   for (int t = 0; t < layout.trainers; ++t) o.trainer_ranks.push_back(layout.trainer_world_rank(t));
@@ -127,7 +127,7 @@ ExitCode run_train_job(const Config& config, const comm::Communicator& world, co
     found = find_resume_checkpoint(config, log);
   });
   const std::string resume_path = world.broadcast(found ? found->path.string() : "", 0);
-  profile::Timeline timeline(profile::TimelineOptions{
+  telemetry::Timeline timeline(telemetry::TimelineOptions{
       .enabled = config.profile().timeline,
       .process_name = fmt::format("{} {} (rank {})", comm::role_name(layout.role), layout.role_rank,
                                   world.rank()),

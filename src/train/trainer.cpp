@@ -5,7 +5,7 @@
 #include <limits>
 #include <optional>
 
-#include "conflux/data/batch_builder.hpp"
+#include "conflux/data/pipeline/batch_builder.hpp"
 #include "conflux/model/loss.hpp"
 #include "conflux/model/lr_schedule.hpp"
 #include "conflux/model/model_io.hpp"
@@ -119,8 +119,8 @@ class Trainer::Context final : public StepContext {
   Context(Trainer& trainer, std::size_t total_steps) : trainer_(trainer), total_(total_steps) {}
   std::size_t global_step() const noexcept override { return trainer_.position_.global_step; }
   std::size_t total_steps() const noexcept override { return total_; }
-  data::OffloadControl& offload() noexcept override { return *trainer_.loader_; }
-  const profile::StepTimes& times() const noexcept override { return trainer_.step_times_; }
+  offload::OffloadControl& offload() noexcept override { return *trainer_.loader_; }
+  const offload::StepTimes& times() const noexcept override { return trainer_.step_times_; }
   void capture(ckpt::TrainingState& state) override { trainer_.capture(state); }
   void request_stop() noexcept override { stop_ = true; }
   bool stop_requested() const noexcept { return stop_; }
@@ -192,8 +192,8 @@ void Trainer::restore(const ckpt::TrainingState& state, const std::string& sourc
                static_cast<std::size_t>(state.global_step)};
   const auto t = static_cast<std::size_t>(trainers_.rank());
   if (state.trainers == static_cast<std::uint32_t>(trainers_.size()) && t < state.progress.size()) {
-    offload_ratio_ = state.progress[t].offload_ratio;
-    offload_credit_ = state.progress[t].offload_credit;
+    offload_ratio_ = state.progress[t].offload.ratio;
+    offload_credit_ = state.progress[t].offload.credit;
   }
   epoch_tally_ = {state.epoch_loss_sum, state.epoch_correct, state.epoch_samples};
   restored_epoch_seconds_ = state.epoch_seconds;
@@ -239,8 +239,8 @@ void Trainer::capture(ckpt::TrainingState& s) {
   trainers_.allreduce_sum(progress, timeout_);
   s.progress.resize(static_cast<std::size_t>(n_trainers));
   for (std::size_t i = 0; i < s.progress.size(); ++i) {
-    s.progress[i] = {static_cast<std::uint64_t>(progress[3 * i]), progress[3 * i + 1],
-                     progress[3 * i + 2]};
+    s.progress[i] = {static_cast<std::uint64_t>(progress[3 * i]),
+                     {progress[3 * i + 1], progress[3 * i + 2]}};
   }
   s.audit_counts.clear();
   if (audit_) {

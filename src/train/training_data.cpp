@@ -1,8 +1,8 @@
 #include "conflux/train/training_data.hpp"
 
 #include "conflux/core/error.hpp"
-#include "conflux/data/catalog.hpp"
-#include "conflux/data/hdf5_dataset.hpp"
+#include "conflux/data/io/catalog.hpp"
+#include "conflux/data/io/hdf5_dataset.hpp"
 
 namespace conflux::train {
 

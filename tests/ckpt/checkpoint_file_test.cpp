@@ -57,9 +57,9 @@ TrainingState filled_state() {
   s.velocity[0] = std::numeric_limits<float>::quiet_NaN();
   s.optimizer_started = true;
   s.lr = 0.0123456789;
-  s.progress = {{.next_batch_index = 39, .offload_ratio = 0.25, .offload_credit = -0.125},
-                {.next_batch_index = 40, .offload_ratio = 0.5, .offload_credit = 0.375},
-                {.next_batch_index = 41, .offload_ratio = 1.0 / 3.0, .offload_credit = 1e-300}};
+  s.progress = {{.next_batch_index = 39, .offload = {.ratio = 0.25, .credit = -0.125}},
+                {.next_batch_index = 40, .offload = {.ratio = 0.5, .credit = 0.375}},
+                {.next_batch_index = 41, .offload = {.ratio = 1.0 / 3.0, .credit = 1e-300}}};
   s.epoch_loss_sum = 123.456;
   s.epoch_correct = 700;
   s.epoch_samples = 832;
@@ -105,10 +105,10 @@ void expect_same_state(const TrainingState& a, const TrainingState& b) {
   ASSERT_EQ(a.progress.size(), b.progress.size());
   for (std::size_t t = 0; t < a.progress.size(); ++t) {
     EXPECT_EQ(a.progress[t].next_batch_index, b.progress[t].next_batch_index);
-    EXPECT_EQ(std::bit_cast<std::uint64_t>(a.progress[t].offload_ratio),
-              std::bit_cast<std::uint64_t>(b.progress[t].offload_ratio));
-    EXPECT_EQ(std::bit_cast<std::uint64_t>(a.progress[t].offload_credit),
-              std::bit_cast<std::uint64_t>(b.progress[t].offload_credit));
+    EXPECT_EQ(std::bit_cast<std::uint64_t>(a.progress[t].offload.ratio),
+              std::bit_cast<std::uint64_t>(b.progress[t].offload.ratio));
+    EXPECT_EQ(std::bit_cast<std::uint64_t>(a.progress[t].offload.credit),
+              std::bit_cast<std::uint64_t>(b.progress[t].offload.credit));
   }
   EXPECT_TRUE(same_bits(std::vector<double>{a.epoch_loss_sum, a.epoch_correct, a.epoch_samples,
                                             a.epoch_seconds, a.elapsed_seconds},

@@ -11,10 +11,10 @@
 #include "../support/synthetic_dataset.hpp"
 #include "../support/temp_dir.hpp"
 #include "conflux/comm/roles.hpp"
-#include "conflux/data/batch_builder.hpp"
-#include "conflux/data/batch_loader.hpp"
-#include "conflux/data/batch_server.hpp"
-#include "conflux/data/service_protocol.hpp"
+#include "conflux/data/pipeline/batch_builder.hpp"
+#include "conflux/data/service/batch_loader.hpp"
+#include "conflux/data/service/batch_server.hpp"
+#include "conflux/data/service/service_protocol.hpp"
 #include "conflux/train/sample_audit.hpp"
 
 namespace conflux::data {

@@ -1,6 +1,6 @@
 // The merged timeline: every rank's events land in root's file, one process per rank and one
 // track per thread, on one clock (events after a barrier never precede events before it).
-#include "conflux/profile/timeline.hpp"
+#include "conflux/telemetry/timeline.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@
 
 #include "../support/temp_dir.hpp"
 
-namespace conflux::profile {
+namespace conflux::telemetry {
 namespace {
 
 // Skips the JSON string starting at text[i] == '"'; returns the index of its closing quote.
@@ -254,4 +254,4 @@ TEST(Timeline, WritesNoFileWhenEveryRankIsDisabled) {
 }
 
 }  // namespace
-}  // namespace conflux::profile
+}  // namespace conflux::telemetry

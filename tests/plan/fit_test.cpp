@@ -10,13 +10,13 @@ namespace conflux::plan {
 namespace {
 
 // Points of T = a (B + b) / (M + m) + c on a grid, with multiplicative noise of `noise`.
-std::vector<ProfilePoint> grid(const TrainTimeModel& truth, double noise, std::uint64_t seed) {
+std::vector<SweepPoint> grid(const TrainTimeModel& truth, double noise, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> jitter(1 - noise, 1 + noise);
-  std::vector<ProfilePoint> pts;
+  std::vector<SweepPoint> pts;
   for (int memory : {256, 512, 1024, 1769}) {
     for (int batch : {16, 64, 256}) {
-      ProfilePoint p{.workers = 1, .memory_mb = memory, .batch = batch, .steps = 20};
+      SweepPoint p{.workers = 1, .memory_mb = memory, .batch = batch, .steps = 20};
       p.iteration_s = truth.seconds(batch, memory) * jitter(rng);
       p.transfer_s = 0.002 * std::pow(memory / 1000.0, -0.9) * jitter(rng);
       pts.push_back(p);
@@ -25,8 +25,8 @@ std::vector<ProfilePoint> grid(const TrainTimeModel& truth, double noise, std::u
   return pts;
 }
 
-Profile profile_of(std::vector<ProfilePoint> points, std::uint64_t epoch_samples) {
-  Profile p;
+Sweep profile_of(std::vector<SweepPoint> points, std::uint64_t epoch_samples) {
+  Sweep p;
   p.dataset = "mnist";
   p.epoch_samples = epoch_samples;
   p.gradient_mb = 1.2;
@@ -85,7 +85,7 @@ TEST(PlanFit, KeepsFixedWorkAndTheConstantNonNegative) {
 }
 
 TEST(PlanFit, TimesThatDoNotFallWithMemoryDoNotConverge) {
-  std::vector<ProfilePoint> pts;
+  std::vector<SweepPoint> pts;
   for (int memory : {256, 512, 1024}) {
     for (int batch : {16, 64}) {
       pts.push_back({.workers = 1,
@@ -104,16 +104,16 @@ TEST(PlanFit, TimesThatDoNotFallWithMemoryDoNotConverge) {
 }
 
 TEST(PlanFit, TooFewPointsAreAClearError) {
-  std::vector<ProfilePoint> pts{{.workers = 1, .memory_mb = 256, .batch = 16, .iteration_s = 0.1},
+  std::vector<SweepPoint> pts{{.workers = 1, .memory_mb = 256, .batch = 16, .iteration_s = 0.1},
                                 {.workers = 1, .memory_mb = 512, .batch = 16, .iteration_s = 0.05}};
   EXPECT_THROW(fit_train_time(pts, false), InputError);
   EXPECT_THROW(fit_transfer_time({pts[0]}), InputError);
-  EXPECT_THROW(fit_profile(Profile{}, TrainForm::kAuto, "empty.toml"), InputError);
+  EXPECT_THROW(fit_profile(Sweep{}, TrainForm::kAuto, "empty.toml"), InputError);
 }
 
 TEST(PlanFit, SyncTableAveragesBatchesPerWorkerCountAndMemory) {
   auto pts = grid(TrainTimeModel{.a = 30.0, .b = 12.0, .m = 40.0}, 0, 5);
-  for (auto p : std::vector<ProfilePoint>(pts)) {
+  for (auto p : std::vector<SweepPoint>(pts)) {
     p.workers = 2;
     p.sync_s = 0.001 * (p.batch == 16 ? 1 : 3);
     pts.push_back(p);

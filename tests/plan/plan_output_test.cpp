@@ -7,7 +7,7 @@
 
 #include "../support/s3_table.hpp"
 #include "../support/temp_dir.hpp"
-#include "conflux/core/config.hpp"
+#include "conflux/config/config.hpp"
 
 namespace conflux::plan {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "conflux/data/dataset.hpp"
+#include "conflux/data/io/dataset.hpp"
 
 namespace conflux::testing {
 

@@ -1,11 +1,13 @@
 #pragma once
 /// @file training_state.hpp
 /// Everything a checkpoint holds: enough to continue training exactly where it was taken
-/// (ARCHITECTURE.md invariant 3: the data position is part of every checkpoint).
+/// (docs/design.md invariant 3: the data position is part of every checkpoint).
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "conflux/offload/offload_schedule.hpp"
 
 namespace conflux::ckpt {
 
@@ -19,8 +21,7 @@ struct TensorInfo {
 /// One trainer's own state (the replicated state is kept once).
 struct TrainerProgress {
   std::uint64_t next_batch_index = 0;  ///< epoch-wide index of its next batch (step * T + t)
-  double offload_ratio = 0;            ///< share of its batches built by workers
-  double offload_credit = 0;           ///< the offload schedule's error-diffusion credit
+  offload::ScheduleState offload;      ///< its offload ratio and schedule credit
 };
 
 /// The complete state of a training run at a step boundary.

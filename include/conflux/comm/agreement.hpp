@@ -2,7 +2,7 @@
 /// @file agreement.hpp
 /// Collective failure agreement: a phase that may fail on some ranks (config, data files) is
 /// run on every rank, then all ranks learn whether any failed, so none is left waiting in a
-/// later collective (ARCHITECTURE.md invariant 5).
+/// later collective (docs/design.md invariant 5).
 
 #include <functional>
 

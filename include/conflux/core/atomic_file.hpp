@@ -1,7 +1,7 @@
 #pragma once
 /// @file atomic_file.hpp
 /// Publishing a file atomically: readers (and a crash) see the old file or the complete new
-/// one, never a half-written file (ARCHITECTURE.md invariant 4).
+/// one, never a half-written file (docs/design.md invariant 4).
 
 #include <cstddef>
 #include <filesystem>

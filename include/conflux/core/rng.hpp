@@ -2,7 +2,7 @@
 /// @file rng.hpp
 /// Counter-keyed random numbers. A generator is derived from a key such as
 /// (seed, epoch, sample index), so the numbers it yields never depend on which thread or rank
-/// asks for them (ARCHITECTURE.md invariant 2).
+/// asks for them (docs/design.md invariant 2).
 
 #include <cstdint>
 #include <initializer_list>

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "conflux/core/config.hpp"
+#include "conflux/config/config.hpp"
 #include "conflux/plan/performance_model.hpp"
 #include "conflux/plan/s3_transfer.hpp"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "conflux/plan/performance_model.hpp"
-#include "conflux/plan/profile_data.hpp"
+#include "conflux/plan/sweep_data.hpp"
 
 namespace conflux::plan {
 
@@ -56,14 +56,14 @@ struct FitResult {
 
 /// Fits `profile`; InputError when it cannot: too few distinct memory sizes or batches, or a
 /// fit that does not converge (parameters at the edge of their range, a ≤ 0), saying why.
-FitResult fit_profile(const Profile& profile, TrainForm form, const std::string& source);
+FitResult fit_profile(const Sweep& profile, TrainForm form, const std::string& source);
 
 /// Fits T_train = a (B + b) / (M + m) [+ c] to (B, M, seconds) points, minimising relative
 /// errors; exposed for tests. InputError when it does not converge.
-TrainTimeModel fit_train_time(const std::vector<ProfilePoint>& points, bool with_constant);
+TrainTimeModel fit_train_time(const std::vector<SweepPoint>& points, bool with_constant);
 
 /// Fits T_trans = k1 M^k2 to (M, seconds); InputError with fewer than 2 memory sizes.
-TransferTimeModel fit_transfer_time(const std::vector<ProfilePoint>& points);
+TransferTimeModel fit_transfer_time(const std::vector<SweepPoint>& points);
 
 /// The fit report: both forms' coefficients, quality, per-point table and the choice.
 std::string render_fit_report(const FitResult& fit);

@@ -9,14 +9,12 @@
 namespace conflux::model {
 class Model;
 }
-namespace conflux::data {
+namespace conflux::offload {
 class OffloadControl;
+struct StepTimes;
 }
 namespace conflux::ckpt {
 struct TrainingState;
-}
-namespace conflux::profile {
-struct StepTimes;
 }
 
 namespace conflux::train {
@@ -69,9 +67,9 @@ class StepContext {
   /// Steps of the whole run.
   virtual std::size_t total_steps() const noexcept = 0;
   /// The offload ratio of the batches scheduled from now on.
-  virtual data::OffloadControl& offload() noexcept = 0;
+  virtual offload::OffloadControl& offload() noexcept = 0;
   /// Where the step just finished spent its time (its callbacks: those of the step before).
-  virtual const profile::StepTimes& times() const noexcept = 0;
+  virtual const offload::StepTimes& times() const noexcept = 0;
   /// Collective over the trainers (all call it after the same step): the complete training
   /// state into `state`, reusing its buffers. The model and optimiser are copied on trainer 0
   /// only (the replicas are identical); every trainer gets the position and progress.

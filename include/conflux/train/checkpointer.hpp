@@ -13,9 +13,9 @@
 #include "conflux/ckpt/async_writer.hpp"
 #include "conflux/ckpt/stop_signals.hpp"
 #include "conflux/comm/communicator.hpp"
-#include "conflux/core/config.hpp"
+#include "conflux/config/config.hpp"
 #include "conflux/core/log.hpp"
-#include "conflux/profile/timeline.hpp"
+#include "conflux/telemetry/timeline.hpp"
 #include "conflux/train/callbacks.hpp"
 
 namespace conflux::train {
@@ -27,7 +27,7 @@ struct CheckpointerOptions {
   const ckpt::StopSignals* signals = nullptr;  ///< null: signals are not watched
   const Logger* log = nullptr;                 ///< trainer 0 logs checkpoints; null: silent
   std::filesystem::path resumed_from = {};     ///< the checkpoint this run continues, if any
-  profile::Timeline* timeline = nullptr;       ///< marks each capture; null: none
+  telemetry::Timeline* timeline = nullptr;       ///< marks each capture; null: none
 };
 
 /// Checkpoint timings over a run (trainer 0's are the meaningful ones).
@@ -59,7 +59,7 @@ class Checkpointer final : public TrainingCallback {
   const comm::Communicator& trainers_;
   const ckpt::StopSignals* signals_;
   const Logger* log_;
-  profile::Timeline* timeline_;
+  telemetry::Timeline* timeline_;
   std::chrono::duration<double> timeout_;
   std::optional<ckpt::AsyncCheckpointWriter> writer_;  // trainer 0 only
   ckpt::TrainingState scratch_;                        // snapshots of the other trainers

@@ -25,8 +25,8 @@
 
 #include "conflux/comm/communicator.hpp"
 #include "conflux/comm/gradient_sync.hpp"
-#include "conflux/core/config.hpp"
-#include "conflux/data/batch.hpp"
+#include "conflux/config/config.hpp"
+#include "conflux/data/pipeline/batch.hpp"
 #include "conflux/model/layer.hpp"
 #include "conflux/model/loss.hpp"
 #include "conflux/model/model.hpp"

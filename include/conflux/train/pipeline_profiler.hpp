@@ -9,11 +9,11 @@
 #include <memory>
 #include <optional>
 
-#include "conflux/core/config.hpp"
+#include "conflux/config/config.hpp"
 #include "conflux/core/log.hpp"
-#include "conflux/profile/offload_controller.hpp"
-#include "conflux/profile/step_profiler.hpp"
-#include "conflux/profile/timeline.hpp"
+#include "conflux/offload/offload_controller.hpp"
+#include "conflux/offload/step_profiler.hpp"
+#include "conflux/telemetry/timeline.hpp"
 #include "conflux/train/callbacks.hpp"
 
 namespace conflux::train {
@@ -23,7 +23,7 @@ struct PipelineProfilerOptions {
   const Config& config;
   int trainer = 0;                        ///< this trainer's index
   const Logger* log = nullptr;            ///< decisions are logged here
-  profile::Timeline* timeline = nullptr;  ///< decisions and ratios are marked here
+  telemetry::Timeline* timeline = nullptr;  ///< decisions and ratios are marked here
 };
 
 /// Step profiler and (with "auto") offload controller of one trainer.
@@ -40,8 +40,8 @@ class PipelineProfiler : public TrainingCallback {
     void operator()(std::FILE* f) const noexcept { std::fclose(f); }
   };
   PipelineProfilerOptions options_;
-  profile::StepProfiler profiler_;
-  std::optional<profile::OffloadController> controller_;
+  offload::StepProfiler profiler_;
+  std::optional<offload::OffloadController> controller_;
   std::unique_ptr<std::FILE, CloseFile> lines_;
   std::size_t decisions_ = 0;
 };

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "conflux/ckpt/checkpoint_store.hpp"
-#include "conflux/core/config.hpp"
+#include "conflux/config/config.hpp"
 #include "conflux/core/log.hpp"
 
 namespace conflux::train {

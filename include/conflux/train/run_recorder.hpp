@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "conflux/core/config.hpp"
+#include "conflux/config/config.hpp"
 #include "conflux/train/callbacks.hpp"
 
 namespace conflux::train {

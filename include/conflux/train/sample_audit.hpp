@@ -2,7 +2,7 @@
 /// @file sample_audit.hpp
 /// Audit mode (data.audit): records which samples each trainer consumed, and at the end of
 /// every epoch checks over all trainers that each sample of the dataset was used exactly once
-/// (ARCHITECTURE.md invariant 3), whichever rank or thread built its batch.
+/// (docs/design.md invariant 3), whichever rank or thread built its batch.
 
 #include <chrono>
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "conflux/comm/communicator.hpp"
-#include "conflux/data/batch.hpp"
+#include "conflux/data/pipeline/batch.hpp"
 
 namespace conflux::train {
 

@@ -4,7 +4,7 @@
 
 #include "conflux/ckpt/stop_signals.hpp"
 #include "conflux/comm/communicator.hpp"
-#include "conflux/core/config.hpp"
+#include "conflux/config/config.hpp"
 #include "conflux/core/log.hpp"
 
 namespace conflux::train {

@@ -14,17 +14,17 @@
 
 #include "conflux/ckpt/training_state.hpp"
 #include "conflux/comm/gradient_sync.hpp"
-#include "conflux/core/config.hpp"
+#include "conflux/config/config.hpp"
 #include "conflux/core/elapsed.hpp"
 #include "conflux/core/log.hpp"
-#include "conflux/data/batch_loader.hpp"
-#include "conflux/data/dataset.hpp"
-#include "conflux/data/transforms.hpp"
+#include "conflux/data/service/batch_loader.hpp"
+#include "conflux/data/io/dataset.hpp"
+#include "conflux/data/transform/transforms.hpp"
 #include "conflux/model/lr_schedule.hpp"
 #include "conflux/model/model.hpp"
 #include "conflux/model/sgd.hpp"
-#include "conflux/profile/step_profiler.hpp"
-#include "conflux/profile/timeline.hpp"
+#include "conflux/offload/step_profiler.hpp"
+#include "conflux/telemetry/timeline.hpp"
 #include "conflux/train/callbacks.hpp"
 #include "conflux/train/compute_backend.hpp"
 #include "conflux/train/device_choice.hpp"
@@ -45,7 +45,7 @@ struct TrainerSetup {
   const data::DatasetSplits& data;
   DataServiceLink service = {};           ///< worker ranks to offload preprocessing to
   const Logger* log = nullptr;            ///< for warnings and data-service summaries; null: silent
-  profile::Timeline* timeline = nullptr;  ///< records each step's phases; null: none
+  telemetry::Timeline* timeline = nullptr;  ///< records each step's phases; null: none
   DeviceChoice device = {};               ///< from choose_device(); default: the CPU
 };
 
@@ -105,7 +105,7 @@ class Trainer {
   const data::DatasetSplits& data_;
   DataServiceLink service_;
   const Logger* log_;
-  profile::Timeline* timeline_;
+  telemetry::Timeline* timeline_;
   std::chrono::duration<double> timeout_;
   data::SampleTransform transform_;
   std::unique_ptr<ComputeBackend> backend_;    // the model, optimiser and gradient exchange
@@ -113,7 +113,7 @@ class Trainer {
 
   // Training progress; restore() sets it from a checkpoint.
   Position position_;
-  profile::StepTimes step_times_;  // of the step just finished
+  offload::StepTimes step_times_;  // of the step just finished
   // The next step's batch, fetched and staged during this step (backends that stage ahead),
   // and the time its fetch waited for it.
   const data::Batch* prefetched_ = nullptr;

@@ -2,8 +2,8 @@
 /// @file training_data.hpp
 /// Loads the dataset a config names: original files or the converted HDF5 file, with limits.
 
-#include "conflux/core/config.hpp"
-#include "conflux/data/dataset.hpp"
+#include "conflux/config/config.hpp"
+#include "conflux/data/io/dataset.hpp"
 
 namespace conflux::train {
 

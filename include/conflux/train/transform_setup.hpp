@@ -3,9 +3,9 @@
 /// Builds the sample transform a config describes (loading the user plugin if one is named),
 /// the same way on trainers and workers, so that both build identical batches.
 
-#include "conflux/core/config.hpp"
-#include "conflux/data/dataset.hpp"
-#include "conflux/data/transforms.hpp"
+#include "conflux/config/config.hpp"
+#include "conflux/data/io/dataset.hpp"
+#include "conflux/data/transform/transforms.hpp"
 
 namespace conflux::train {
 

@@ -1,0 +1,24 @@
+#pragma once
+/// @file catalog.hpp
+/// Finds and loads the known datasets from a data directory laid out as ../shared/data is:
+///   <dir>/mnist/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz
+///   <dir>/fashion-mnist/ (same names as mnist)
+///   <dir>/cifar-10/data_batch_{1..5}.bin, test_batch.bin
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "conflux/data/io/dataset.hpp"
+
+namespace conflux::data {
+
+/// Names accepted by load_dataset: "mnist", "fashion-mnist", "cifar10".
+const std::vector<std::string>& known_dataset_names();
+
+/// Loads train and test splits of a known dataset from its sub-directory of `data_dir`.
+/// InputError for an unknown name (listing the known ones), a missing directory or file
+/// (naming the path), and any reader error.
+DatasetSplits load_dataset(const std::string& name, const std::filesystem::path& data_dir);
+
+}  // namespace conflux::data

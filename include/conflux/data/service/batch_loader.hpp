@@ -1,0 +1,113 @@
+#pragma once
+/// @file batch_loader.hpp
+/// A trainer's source of training batches, in plan order across epochs. It keeps a window of
+/// upcoming batches in preparation; the offload schedule sends a share of them to the data
+/// service's workers and the rest to the trainer's own preprocessing thread. A worker that
+/// misses its deadline is replaced by a local build of the same batch, which is bit-identical
+/// (docs/design.md invariant 2), so where a batch was built never changes the model.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "conflux/data/pipeline/batch.hpp"
+#include "conflux/data/pipeline/epoch_plan.hpp"
+#include "conflux/data/pipeline/local_producer.hpp"
+#include "conflux/offload/offload_control.hpp"
+#include "conflux/offload/offload_schedule.hpp"
+#include "conflux/data/service/worker_client.hpp"
+#include "conflux/telemetry/timeline.hpp"
+
+namespace conflux::data {
+
+/// Settings of a BatchLoader.
+struct BatchLoaderOptions {
+  const Dataset* dataset = nullptr;            ///< training split
+  const SampleTransform* transform = nullptr;  ///< training transform
+  std::uint64_t seed = 0;                      ///< run.seed
+  int epochs = 1;
+  std::size_t global_batch = 0;  ///< train.batch_size
+  int trainers = 1;
+  int trainer = 0;                      ///< this trainer's index
+  int aggregators = 0;                  ///< comm.aggregators (0: every trainer)
+  std::size_t nonaggregator_batch = 0;  ///< comm.nonaggregator_batch_size (0: equal batches)
+  int threads = 1;                      ///< local preprocessing threads
+  int prefetch = 4;                     ///< batches in preparation at once
+  double offload_ratio = 0;             ///< initial share of batches from workers
+  double offload_credit = 0;            ///< initial error-diffusion credit (from a checkpoint)
+  std::uint32_t start_epoch = 0;        ///< first batch delivered: (start_epoch, start_step);
+  std::size_t start_step = 0;           ///< start_step == steps per epoch means the next epoch
+  WorkerClientOptions client;  ///< workers, credits, deadlines (shape fields are filled in)
+  telemetry::Timeline* timeline = nullptr;  ///< records local builds; null: none
+};
+
+/// Counters of one trainer's batches.
+struct LoaderStats {
+  std::size_t local = 0;                    ///< built by this trainer as planned
+  std::size_t worker = 0;                   ///< built by workers
+  std::size_t fallback = 0;                 ///< built here after a worker missed its deadline
+  std::size_t peak_batches_in_flight = 0;   ///< window + given-up requests, at most
+  std::uint64_t peak_bytes_in_flight = 0;   ///< image bytes of those batches, at most
+  std::uint64_t bound_bytes_in_flight = 0;  ///< the configured bound on that
+  WorkerClientStats client;                 ///< data-service counters
+};
+
+/// Delivers this trainer's batches in plan order.
+class BatchLoader : public offload::OffloadControl {
+ public:
+  explicit BatchLoader(BatchLoaderOptions options);
+  ~BatchLoader() override;
+  /// Steps per epoch.
+  std::size_t steps_per_epoch() const noexcept { return steps_per_epoch_; }
+  /// The next batch (epoch-major, then step); valid until the next call. RuntimeError after
+  /// the last batch of the last epoch.
+  const Batch& next();
+  /// Says goodbye to the workers and collects late answers; call after the last batch, or
+  /// earlier to stop (batches still in preparation are dropped).
+  void finish();
+  /// Counters so far.
+  LoaderStats stats() const;
+
+  double offload_ratio() const override { return schedule_.ratio(); }
+  void set_offload_ratio(double ratio) override { schedule_.set_ratio(ratio); }
+  offload::PipelineCounters pipeline_counters() const override;
+  /// The offload schedule's credit (for checkpoints).
+  double offload_credit() const noexcept { return schedule_.credit(); }
+
+ private:
+  enum class Source { kLocal, kRemote, kUnassigned };
+  struct Slot {
+    Batch batch;
+    Source source = Source::kLocal;
+  };
+  void fill_window();
+  void assign_unassigned();
+  void build_locally(Slot& slot, bool urgent);
+  void wait_until_ready(Slot& slot);
+  const EpochPlan& plan(std::uint32_t epoch);
+  void note_in_flight();
+
+  BatchLoaderOptions options_;
+  BatchSplit split_;
+  std::size_t steps_per_epoch_ = 0;
+  std::size_t max_samples_ = 0;  // largest batch of this trainer
+  std::size_t batch_bytes_ = 0;  // images, labels and indices of such a batch
+  offload::OffloadSchedule schedule_;
+  std::map<std::uint32_t, EpochPlan> plans_;
+  // The slots outlive the producer and the client below, which may still write into them.
+  std::deque<std::unique_ptr<Slot>> window_;
+  std::vector<std::unique_ptr<Slot>> spare_;  // recycled slots keep their buffers
+  LocalProducer producer_;
+  WorkerClient client_;
+  bool front_consumed_ = false;
+  std::uint32_t next_epoch_ = 0;  // the next batch to schedule
+  std::size_t next_step_ = 0;
+  LoaderStats stats_;
+  std::uint64_t delivered_ = 0;
+  double wait_local_seconds_ = 0;
+  double wait_remote_seconds_ = 0;
+};
+
+}  // namespace conflux::data

@@ -1,0 +1,121 @@
+#pragma once
+/// @file batch_server.hpp
+/// A worker rank of the data service: receives batch requests from trainers, builds each batch
+/// from the epoch plan's order at the plan positions the request names (so it needs no
+/// knowledge of how a step is divided among the trainers) and the transforms (bit-identical to
+/// the trainer's own build), and
+/// sends it back without blocking. Queued requests are served round-robin over trainers; the
+/// number of batches held while sending is bounded. Idle, it sleeps between polls instead of
+/// spinning. It returns once every trainer has said goodbye and every answer is delivered.
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "conflux/comm/communicator.hpp"
+#include "conflux/core/busy_meter.hpp"
+#include "conflux/core/log.hpp"
+#include "conflux/data/pipeline/batch_builder.hpp"
+#include "conflux/data/pipeline/epoch_plan.hpp"
+#include "conflux/data/service/service_protocol.hpp"
+#include "conflux/telemetry/timeline.hpp"
+
+namespace conflux::data {
+
+/// Fault injection for tests: how one worker misbehaves.
+struct WorkerFault {
+  enum class Mode { kNone, kDelay, kStop, kSlow };
+  Mode mode = Mode::kNone;
+  std::chrono::duration<double> delay{0};  ///< kDelay: each answer waits this long
+  double factor = 2;                       ///< kSlow: each build takes this many times longer
+  std::uint64_t after = 0;                 ///< answers given normally first
+};
+
+/// Settings of a BatchServer.
+struct BatchServerOptions {
+  const comm::Communicator* comm = nullptr;  ///< the data service's communicator
+  std::vector<int> trainer_ranks;            ///< rank in *comm of each trainer
+  int worker = 0;                            ///< this worker's index
+  const Dataset* dataset = nullptr;          ///< training split
+  const SampleTransform* transform = nullptr;
+  int threads = 1;                                   ///< preprocessing threads
+  std::uint64_t seed = 0;                            ///< run.seed
+  std::size_t global_batch = 0;                      ///< train.batch_size
+  int send_buffers = 2;                              ///< batches held while sending
+  std::chrono::duration<double> drain_timeout{600};  ///< longest wait for a send at the end
+  WorkerFault fault;
+  const Logger* log = nullptr;
+  telemetry::Timeline* timeline = nullptr;  ///< records each batch built; null: none
+};
+
+/// What a worker did.
+struct BatchServerStats {
+  std::size_t batches = 0;                 ///< batches built and sent
+  std::size_t samples = 0;                 ///< samples in them
+  std::size_t cancelled = 0;               ///< requests cancelled by a trainer's goodbye
+  std::vector<std::size_t> per_trainer;    ///< batches sent to each trainer
+  std::uint64_t peak_bytes_in_flight = 0;  ///< most batch bytes held while sending
+  double build_seconds = 0;                ///< time spent building (a kSlow fault's wait included)
+  double total_seconds = 0;                ///< time in serve()
+  double cpu_seconds = 0;                  ///< CPU time this process used in serve()
+};
+
+/// Serves batch requests until every trainer said goodbye.
+class BatchServer {
+ public:
+  explicit BatchServer(BatchServerOptions options);
+  /// Runs the serving loop; returns the statistics.
+  BatchServerStats serve();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct SendSlot {
+    bool busy = false;
+    bool posted = false;
+    int trainer = 0;
+    Clock::time_point not_before{};  // fault injection: hold the answer until then
+    Request request;
+    std::vector<std::byte> meta;
+    std::vector<float> images;
+    std::vector<std::uint8_t> labels;
+    std::vector<MPI_Request> requests;  // image chunks, then the meta message
+  };
+  struct SmallSend {  // cancellation answers
+    std::vector<std::byte> meta;
+    std::vector<MPI_Request> requests;
+  };
+
+  bool receive_requests();
+  void handle(const Request& request, int source);
+  bool complete_sends();
+  bool build_next();
+  void post_chunk(SendSlot& slot, std::size_t chunk);
+  void post_meta(SendSlot& slot);
+  void cancel_queued(int trainer);
+  const EpochPlan& plan(std::uint32_t epoch);
+  bool faulty_now() const;
+  bool done() const;
+  std::size_t queued_requests() const;
+
+  BatchServerOptions options_;
+  BatchBuilder builder_;
+  std::vector<std::deque<Request>> queues_;  // per trainer, in arrival order
+  std::vector<bool> said_goodbye_;
+  int goodbyes_ = 0;
+  std::size_t next_trainer_ = 0;  // round-robin position
+  std::vector<SendSlot> slots_;
+  std::deque<SmallSend> small_sends_;
+  std::map<std::uint32_t, EpochPlan> plans_;
+  Request incoming_;
+  MPI_Request receive_ = MPI_REQUEST_NULL;
+  std::uint64_t answers_ = 0;
+  BusyMeter load_;  // busy fraction reported to the trainers
+  BatchServerStats stats_;
+};
+
+}  // namespace conflux::data

@@ -1,0 +1,70 @@
+#pragma once
+/// @file augment_ops.hpp
+/// Per-image kernels of the heavy augmentations, as free functions over float CHW buffers in
+/// pixel units ([0, 255], what a uint8 source gives). SampleTransform chains them; they are
+/// public so that tests can drive each one with a forced parameter (angle, factor, sigma).
+/// Each follows torchvision's tensor semantics unless its comment says otherwise.
+
+#include <cstdint>
+#include <span>
+
+#include "conflux/core/rng.hpp"
+#include "conflux/data/io/dataset.hpp"
+
+namespace conflux::data::augment {
+
+/// Largest pixel value; colour jitter clamps to [0, kPixelMax] like torchvision on uint8.
+inline constexpr float kPixelMax = 255.0f;
+
+/// A window of a source image, in source pixels.
+struct Box {
+  int top = 0;
+  int left = 0;
+  int height = 0;
+  int width = 0;
+  bool operator==(const Box&) const = default;
+};
+
+/// torchvision RandomResizedCrop.get_params: up to 10 tries of an area fraction ~ U(scale) and
+/// a log-uniform aspect ratio (w/h) ~ ratio, else the centre crop clamped to the ratio range.
+Box random_resized_crop_box(int height, int width, float scale_min, float scale_max,
+                            float ratio_min, float ratio_max, Rng& rng);
+
+/// Copies the out_h x out_w window at (top, left) of `src` to float; pixels outside the source
+/// read as 0 (zero padding). With `flip` the window is mirrored left-right.
+void crop_to_float(std::span<const std::uint8_t> src, ImageShape in, int top, int left, int out_h,
+                   int out_w, bool flip, float* dst);
+
+/// Bilinear resize of `box` (inside the source) to out_h x out_w, align_corners = false and no
+/// antialiasing (PyTorch's interpolate); with `flip` the result is mirrored left-right.
+void resize_bilinear(std::span<const std::uint8_t> src, ImageShape in, Box box, int out_h,
+                     int out_w, bool flip, float* dst);
+
+/// Rotates `src` counter-clockwise by `degrees` about the image centre into `dst` (same shape,
+/// not aliasing src): bilinear, source pixels outside the image count as 0.
+void rotate(const float* src, ImageShape shape, float degrees, float* dst);
+
+/// Multiplies by `factor` and clamps to [0, kPixelMax].
+void adjust_brightness(float* chw, ImageShape shape, float factor);
+
+/// Blends with the mean grey level (mean of the 0.299/0.587/0.114 greyscale for 3 channels,
+/// of all values otherwise): factor * x + (1 - factor) * mean, clamped to [0, kPixelMax].
+void adjust_contrast(float* chw, ImageShape shape, float factor);
+
+/// Blends each pixel with its greyscale value: factor * x + (1 - factor) * grey, clamped.
+/// Only defined for 3 channels; other channel counts are left unchanged (as torchvision does).
+void adjust_saturation(float* chw, ImageShape shape, float factor);
+
+/// Normalised 1-D Gaussian of odd size `kernel` (torchvision _get_gaussian_kernel1d) into
+/// `weights` (kernel values).
+void gaussian_kernel(int kernel, float sigma, float* weights);
+
+/// Separable Gaussian blur (odd `kernel`, `sigma` > 0) in place, reflect borders (torchvision
+/// "reflect": the edge pixel is not repeated, index -1 reads 1).
+void gaussian_blur(float* chw, ImageShape shape, int kernel, float sigma);
+
+/// Sets every channel of the size x size square whose centre is (centre_y, centre_x) to 0; the
+/// square spans [centre - size / 2, centre - size / 2 + size) and is clipped at the borders.
+void cutout(float* chw, ImageShape shape, int centre_y, int centre_x, int size);
+
+}  // namespace conflux::data::augment

@@ -1,0 +1,45 @@
+#pragma once
+/// @file sweep_data.hpp
+/// Measurements of a `conflux profile` sweep and their TOML file (input of `conflux fit`).
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace conflux::plan {
+
+/// One measured grid point: `workers` trainers, each with `memory_mb` and a batch of `batch`.
+struct SweepPoint {
+  int workers = 1;
+  int memory_mb = 0;
+  int batch = 0;               ///< per-worker batch
+  int steps = 0;               ///< measured steps (after warm-up)
+  double iteration_s = 0;      ///< mean step time without gradient sync (data + compute)
+  double compute_s = 0;        ///< of which forward, backward, optimiser
+  double sync_s = 0;           ///< mean gradient-sync time per step
+  double transfer_s = 0;       ///< mean time to serialise the parameters once
+  double cpu_share_used = 0;   ///< CPU seconds per wall second the rank used (throttle check)
+  bool out_of_memory = false;  ///< the point could not run under memory_mb
+};
+
+/// A whole sweep.
+struct Sweep {
+  std::string config_name;          ///< run.name of the profiled config
+  std::string dataset;              ///< data.dataset
+  std::uint64_t epoch_samples = 0;  ///< training samples per epoch of the config
+  double gradient_mb = 0;           ///< parameters in MB (10^6 bytes)
+  double mb_per_vcpu = 1769;
+  std::vector<SweepPoint> points;
+};
+
+/// Writes `profile` as TOML (atomically).
+void write_sweep(const std::filesystem::path& path, const Sweep& profile);
+/// Reads a profile; InputError naming the file and key when it is malformed or holds no
+/// usable point.
+Sweep read_sweep(const std::filesystem::path& path);
+/// Merges profiles of the same config (e.g. sweeps at different trainer counts); InputError
+/// when they describe different configs.
+Sweep merge_sweeps(const std::vector<Sweep>& profiles, const std::vector<std::string>& names);
+
+}  // namespace conflux::plan

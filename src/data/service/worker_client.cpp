@@ -1,0 +1,278 @@
+#include "conflux/data/service/worker_client.hpp"
+
+#include <algorithm>
+
+#include "conflux/comm/mpi.hpp"
+#include "conflux/core/backoff.hpp"
+#include "conflux/core/error.hpp"
+
+namespace conflux::data {
+
+namespace {
+
+std::size_t floats_per_sample(const std::vector<int>& shape) {
+  return model::Tensor::count_of(shape);
+}
+
+}  // namespace
+
+WorkerClient::WorkerClient(WorkerClientOptions options) : options_(std::move(options)) {
+  CONFLUX_REQUIRE(options_.comm != nullptr || options_.worker_ranks.empty(),
+                  "WorkerClient needs a communicator when there are workers");
+  for (int rank : options_.worker_ranks) workers_.push_back(WorkerState{rank, 0, 0, {}, {}});
+}
+
+WorkerClient::~WorkerClient() {
+  // Only reached with receives still posted when training failed; MPI_Abort follows, so
+  // cancelling is enough to leave no request pointing into freed memory.
+  const auto cancel = [](Pending& p) {
+    for (auto& r : p.requests) {
+      if (r != MPI_REQUEST_NULL) {
+        MPI_Cancel(&r);
+        MPI_Request_free(&r);
+      }
+    }
+  };
+  for (auto& [batch, p] : pending_) cancel(p);
+  for (auto& o : orphans_) cancel(o.pending);
+}
+
+bool WorkerClient::any_live_worker() const {
+  const auto now = Clock::now();
+  return std::any_of(workers_.begin(), workers_.end(),
+                     [&](const WorkerState& w) { return w.skip_until <= now; });
+}
+
+void WorkerClient::send(int worker, const Request& message) {
+  Outgoing& out = outgoing_.emplace_back();
+  out.message = message;
+  CONFLUX_MPI_CHECK(MPI_Isend(&out.message, sizeof(Request), MPI_BYTE, workers_[worker].rank,
+                              kRequestTag, options_.comm->get(), &out.request));
+}
+
+bool WorkerClient::request(Batch& batch, BatchRange range) {
+  const std::size_t samples = range.size();
+  CONFLUX_CHECK(samples <= options_.max_samples,
+                "data service: trainer {} asked for a batch of {} samples, its largest is {}",
+                options_.trainer, samples, options_.max_samples);
+  CONFLUX_CHECK(!finished_, "data service: request after finish()");
+  const auto now = Clock::now();
+  const std::size_t n = workers_.size();
+  int best = -1;
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t w = (next_worker_ + k) % n;
+    const WorkerState& state = workers_[w];
+    if (state.skip_until > now || state.in_flight >= options_.credits) continue;
+    if (best < 0 || expected_finish(state) < expected_finish(workers_[best])) {
+      best = static_cast<int>(w);
+    }
+  }
+  if (best < 0) return false;
+  next_worker_ = (static_cast<std::size_t>(best) + 1) % n;
+  WorkerState& worker = workers_[best];
+
+  Pending p;
+  p.worker = best;
+  p.sequence = worker.next_sequence++;
+  p.epoch = batch.epoch;
+  p.step = batch.step;
+  p.samples = samples;
+  p.deadline = now + std::chrono::duration_cast<Clock::duration>(options_.timeout);
+  p.meta.resize(meta_bytes(options_.max_samples));
+  std::vector<int> shape = {static_cast<int>(options_.max_samples)};
+  shape.insert(shape.end(), options_.image_shape.begin(), options_.image_shape.end());
+  batch.images.resize(std::move(shape));
+  const MPI_Comm comm = options_.comm->get();
+  const std::size_t fps = floats_per_sample(options_.image_shape);
+  const std::size_t chunks = chunk_count(samples, fps);
+  p.requests.assign(chunks + 1, MPI_REQUEST_NULL);
+  p.statuses.resize(chunks + 1);
+  CONFLUX_MPI_CHECK(MPI_Irecv(p.meta.data(), static_cast<int>(p.meta.size()), MPI_BYTE, worker.rank,
+                              meta_tag(p.sequence), comm, &p.requests[0]));
+  // One receive per chunk, straight into its place in the tensor; chunks on one tag arrive in
+  // the order they were sent.
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const std::size_t first = c * chunk_samples(fps) * fps;
+    const std::size_t count = std::min(chunk_samples(fps) * fps, samples * fps - first);
+    CONFLUX_MPI_CHECK(MPI_Irecv(batch.images.data.data() + first, static_cast<int>(count),
+                                MPI_FLOAT, worker.rank, image_tag(p.sequence), comm,
+                                &p.requests[c + 1]));
+  }
+  // The request names the batch's plan positions: the worker needs no knowledge of how steps
+  // are divided among the trainers (data::BatchSplit stays the one place that decides it).
+  send(best, Request{RequestKind::kBatch, options_.trainer, batch.epoch,
+                     static_cast<std::uint32_t>(samples), batch.step, p.sequence, range.begin});
+  ++worker.in_flight;
+  ++stats_.requests;
+  pending_.emplace(&batch, std::move(p));
+  return true;
+}
+
+bool WorkerClient::test(Pending& p) {
+  int done = 0;
+  CONFLUX_MPI_CHECK(MPI_Testall(static_cast<int>(p.requests.size()), p.requests.data(), &done,
+                                p.statuses.data()));
+  return done != 0;
+}
+
+WorkerClient::Arrival WorkerClient::poll(Batch& batch) {
+  auto it = pending_.find(&batch);
+  CONFLUX_CHECK(it != pending_.end(), "data service: no request in flight for batch {}/{}",
+                batch.epoch, batch.step);
+  Pending& p = it->second;
+  if (!test(p)) {
+    if (Clock::now() < p.deadline) return Arrival::kPending;
+    on_timeout(batch, std::move(p));
+    pending_.erase(it);
+    return Arrival::kTimedOut;
+  }
+  WorkerState& worker = workers_[p.worker];
+  --worker.in_flight;
+  int meta_count = 0;
+  MPI_Get_count(&p.statuses[0], MPI_BYTE, &meta_count);
+  std::size_t image_count = 0;
+  for (std::size_t c = 1; c < p.statuses.size(); ++c) {
+    int count = 0;
+    MPI_Get_count(&p.statuses[c], MPI_FLOAT, &count);
+    image_count += static_cast<std::size_t>(count);
+  }
+  const MetaView meta =
+      decode_meta({p.meta.data(), static_cast<std::size_t>(meta_count)}, worker.rank);
+  const ReplyHeader& h = meta.header;
+  const std::size_t fps = floats_per_sample(options_.image_shape);
+  CONFLUX_CHECK(h.status == ReplyStatus::kBatch && h.sequence == p.sequence && h.epoch == p.epoch &&
+                    h.step == p.step && h.trainer == options_.trainer &&
+                    h.floats_per_sample == fps && h.samples == p.samples &&
+                    image_count == h.samples * fps,
+                "data service: worker rank {} answered request {} (epoch {}, step {}) with "
+                "status {}, request {}, epoch {}, step {}, trainer {}, {} samples of {} floats "
+                "and {} image floats",
+                worker.rank, p.sequence, p.epoch, p.step, static_cast<int>(h.status), h.sequence,
+                h.epoch, h.step, h.trainer, h.samples, h.floats_per_sample, image_count);
+  std::vector<int> shape = {static_cast<int>(h.samples)};
+  shape.insert(shape.end(), options_.image_shape.begin(), options_.image_shape.end());
+  batch.images.resize(std::move(shape));  // shrinking keeps the received floats
+  batch.labels.assign(meta.labels.begin(), meta.labels.end());
+  batch.samples.assign(meta.indices.begin(), meta.indices.end());
+  batch.origin = BatchOrigin::kWorker;
+  batch.worker = p.worker;
+  ++worker.seen.answers;
+  worker.seen.last_build_seconds = h.build_seconds;
+  worker.seen.total_build_seconds += h.build_seconds;
+  worker.seen.last_busy_fraction = h.busy_fraction;
+  worker.seen.last_queued = h.queued;
+  ++stats_.answered;
+  stats_.payload_bytes += image_count * sizeof(float) + h.samples;
+  pending_.erase(it);
+  return Arrival::kArrived;
+}
+
+// When a new request to `w` would be answered, in units of its service time: requests go to
+// the worker that answers soonest, so a slower worker gets fewer of them. Workers that have not
+// answered yet count as taking one time unit, like the others (ties go round-robin).
+double WorkerClient::expected_finish(const WorkerState& w) {
+  const double service = w.seen.last_build_seconds > 0 ? w.seen.last_build_seconds : 0;
+  return (w.in_flight + 1) * (service > 0 ? service : 1e-9);
+}
+
+std::vector<offload::WorkerCounters> WorkerClient::worker_counters() const {
+  std::vector<offload::WorkerCounters> out;
+  out.reserve(workers_.size());
+  const auto now = Clock::now();
+  for (const WorkerState& w : workers_) {
+    offload::WorkerCounters c = w.seen;
+    c.live = now >= w.skip_until;
+    c.in_flight = static_cast<std::uint32_t>(w.in_flight);
+    out.push_back(c);
+  }
+  return out;
+}
+
+void WorkerClient::on_timeout(Batch& batch, Pending&& p) {
+  WorkerState& worker = workers_[p.worker];
+  ++worker.seen.timeouts;
+  worker.skip_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(options_.backoff);
+  ++stats_.timeouts;
+  if (options_.log != nullptr) {
+    options_.log->warn(
+        "data service: worker {} (rank {}) did not answer the request for epoch {} step {} "
+        "within {:.3g} s; trainer {} builds that batch itself and sends that worker nothing for "
+        "{:.3g} s",
+        p.worker, worker.rank, p.epoch, p.step, options_.timeout.count(), options_.trainer,
+        options_.backoff.count());
+  }
+  orphan(batch, std::move(p));
+}
+
+void WorkerClient::orphan(Batch& batch, Pending&& p) {
+  // The posted receive still targets these buffers: they leave with the orphan.
+  orphans_.push_back(Orphan{std::move(p), std::move(batch.images)});
+  batch.images = model::Tensor{};
+  stats_.peak_orphans = std::max(stats_.peak_orphans, orphans_.size());
+}
+
+void WorkerClient::abandon(Batch& batch) {
+  auto it = pending_.find(&batch);
+  if (it == pending_.end()) return;
+  orphan(batch, std::move(it->second));
+  pending_.erase(it);
+}
+
+void WorkerClient::settle_orphan(Orphan& orphan) {
+  WorkerState& worker = workers_[orphan.pending.worker];
+  --worker.in_flight;
+  int meta_count = 0;
+  MPI_Get_count(&orphan.pending.statuses[0], MPI_BYTE, &meta_count);
+  const MetaView meta =
+      decode_meta({orphan.pending.meta.data(), static_cast<std::size_t>(meta_count)}, worker.rank);
+  if (meta.header.status == ReplyStatus::kCancelled) {
+    ++stats_.cancelled;
+  } else {
+    ++stats_.late_dropped;
+  }
+}
+
+void WorkerClient::progress() {
+  while (!outgoing_.empty()) {
+    int done = 0;
+    CONFLUX_MPI_CHECK(MPI_Test(&outgoing_.front().request, &done, MPI_STATUS_IGNORE));
+    if (!done) break;
+    outgoing_.pop_front();
+  }
+  for (auto it = orphans_.begin(); it != orphans_.end();) {
+    if (test(it->pending)) {
+      settle_orphan(*it);
+      it = orphans_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void WorkerClient::finish() {
+  if (finished_) return;
+  finished_ = true;
+  CONFLUX_CHECK(pending_.empty(), "data service: finish() with {} batch request(s) unused",
+                pending_.size());
+  for (std::size_t w = 0; w < workers_.size(); ++w) {
+    send(static_cast<int>(w),
+         Request{RequestKind::kGoodbye, options_.trainer, 0, 0, 0, workers_[w].next_sequence});
+  }
+  const auto start = Clock::now();
+  Backoff backoff(std::chrono::microseconds(20), std::chrono::microseconds(1000));
+  while (!orphans_.empty() || !outgoing_.empty()) {
+    progress();
+    if (orphans_.empty() && outgoing_.empty()) break;
+    if (Clock::now() - start > options_.drain_timeout) {
+      const int rank = orphans_.empty() ? -1 : workers_[orphans_.front().pending.worker].rank;
+      CONFLUX_RUNTIME_ERROR(
+          "data service: trainer {} timed out after {:.1f} s waiting for {} late answer(s) "
+          "(first from worker rank {}) and {} request send(s)",
+          options_.trainer, options_.drain_timeout.count(), orphans_.size(), rank,
+          outgoing_.size());
+    }
+    backoff.pause();
+  }
+}
+
+}  // namespace conflux::data

@@ -1,0 +1,290 @@
+#include "conflux/data/transform/transforms.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "conflux/core/error.hpp"
+#include "conflux/core/rng.hpp"
+#include "conflux/data/transform/augment_ops.hpp"
+
+namespace conflux::data {
+
+namespace {
+
+// A stream constant spells four ASCII letters, so keys read back in a debugger.
+constexpr std::uint64_t stream(const char (&name)[5]) {
+  std::uint64_t value = 0;
+  for (int i = 0; i < 4; ++i) value = (value << 8) | static_cast<unsigned char>(name[i]);
+  return value;
+}
+
+// The light path's one generator: crop offsets, then flip. Frozen: model digests depend on it.
+constexpr std::uint64_t kAugmentStream = stream("augm");
+static_assert(kAugmentStream == 0x6175676d);
+// The heavy path gives every op its own generator, so switching one op on or off never shifts
+// another op's numbers.
+constexpr std::uint64_t kCropStream = stream("crop");
+constexpr std::uint64_t kResizedCropStream = stream("rszc");
+constexpr std::uint64_t kFlipStream = stream("flip");
+constexpr std::uint64_t kRotationStream = stream("rota");
+constexpr std::uint64_t kBrightnessStream = stream("brgt");
+constexpr std::uint64_t kContrastStream = stream("cntr");
+constexpr std::uint64_t kSaturationStream = stream("satu");
+constexpr std::uint64_t kBlurStream = stream("blur");
+constexpr std::uint64_t kCutoutStream = stream("cuto");
+constexpr std::uint64_t kPluginStream = stream("plug");
+
+float per_channel(const std::vector<float>& values, int c) {
+  return values.size() == 1 ? values[0] : values[static_cast<std::size_t>(c)];
+}
+
+bool is_probability(float p) {
+  return p >= 0.0f && p <= 1.0f;
+}  // false for NaN
+
+// out = in * scale[c] + shift[c], plane by plane.
+void affine_per_channel(const float* in, ImageShape shape, const std::vector<float>& scale,
+                        const std::vector<float>& shift, float* out) {
+  const std::size_t plane = static_cast<std::size_t>(shape.height) * shape.width;
+  for (int c = 0; c < shape.channels; ++c) {
+    const float a = scale[c], b = shift[c];
+    const float* from = in + c * plane;
+    float* to = out + c * plane;
+    for (std::size_t i = 0; i < plane; ++i) to[i] = from[i] * a + b;
+  }
+}
+
+// Per-call scratch images, reused across samples on a thread; contents never outlive a call.
+std::vector<float>& scratch(int which, std::size_t size) {
+  thread_local std::vector<float> buffers[2];
+  buffers[which].resize(size);
+  return buffers[which];
+}
+
+}  // namespace
+
+SampleTransform::SampleTransform(const TransformOptions& options, ImageShape input)
+    : options_(options), input_(input), output_(input) {
+  CONFLUX_REQUIRE(options.resized_crop >= 0, "transform.resized_crop = {} must be >= 0 (0 = off)",
+                  options.resized_crop);
+  CONFLUX_REQUIRE(options.resized_crop == 0 || (options.crop == 0 && options.pad == 0),
+                  "transform.resized_crop = {} cannot be combined with transform.crop = {} or "
+                  "transform.pad = {}: the resized crop already sets the output size; set them "
+                  "to 0",
+                  options.resized_crop, options.crop, options.pad);
+  const int padded_h = input.height + 2 * options.pad;
+  const int padded_w = input.width + 2 * options.pad;
+  if (options.crop > 0) {
+    CONFLUX_REQUIRE(options.crop <= padded_h && options.crop <= padded_w,
+                    "transform.crop = {} is larger than the padded image ({}x{} with "
+                    "transform.pad = {})",
+                    options.crop, padded_h, padded_w, options.pad);
+    output_.height = output_.width = options.crop;
+  } else {
+    CONFLUX_REQUIRE(options.pad == 0,
+                    "transform.pad = {} needs transform.crop (the crop brings the padded image "
+                    "back to a fixed size)",
+                    options.pad);
+  }
+  for (const auto* values : {&options.mean, &options.std}) {
+    CONFLUX_REQUIRE(
+        values->size() == 1 || values->size() == static_cast<std::size_t>(input.channels),
+        "transform.{} has {} values but the images have {} channel(s); give 1 or {}",
+        values == &options.mean ? "mean" : "std", values->size(), input.channels, input.channels);
+  }
+  for (int c = 0; c < input.channels; ++c) {
+    const float sd = per_channel(options.std, c);
+    scale_.push_back(1.0f / (255.0f * sd));
+    shift_.push_back(-per_channel(options.mean, c) / sd);
+    inv_std_.push_back(1.0f / sd);
+  }
+  if (options.resized_crop > 0) output_.height = output_.width = options.resized_crop;
+  validate_heavy();
+  heavy_ = options.resized_crop > 0 || options.rotation_degrees > 0 || options.brightness > 0 ||
+           options.contrast > 0 || options.saturation > 0 || options.blur_kernel > 0 ||
+           options.cutout_size > 0 || options.plugin != nullptr;
+}
+
+void SampleTransform::validate_heavy() const {
+  const TransformOptions& o = options_;
+  // Ranges are written so that NaN fails them too.
+  CONFLUX_REQUIRE(o.resized_crop_scale_min > 0 &&
+                      o.resized_crop_scale_min <= o.resized_crop_scale_max &&
+                      o.resized_crop_scale_max <= 1,
+                  "transform.resized_crop_scale_min = {} and transform.resized_crop_scale_max = {} "
+                  "must satisfy 0 < min <= max <= 1 (fractions of the image area)",
+                  o.resized_crop_scale_min, o.resized_crop_scale_max);
+  CONFLUX_REQUIRE(
+      o.resized_crop_ratio_min > 0 && o.resized_crop_ratio_min <= o.resized_crop_ratio_max,
+      "transform.resized_crop_ratio_min = {} and transform.resized_crop_ratio_max = {} "
+      "must satisfy 0 < min <= max (aspect ratios w/h)",
+      o.resized_crop_ratio_min, o.resized_crop_ratio_max);
+  CONFLUX_REQUIRE(o.rotation_degrees >= 0 && o.rotation_degrees <= 180,
+                  "transform.rotation_degrees = {} must lie in [0, 180]", o.rotation_degrees);
+  for (const auto& [name, value] :
+       {std::pair{"brightness", o.brightness}, std::pair{"contrast", o.contrast},
+        std::pair{"saturation", o.saturation}}) {
+    CONFLUX_REQUIRE(value >= 0, "transform.{} = {} must be >= 0 (0 = off)", name, value);
+  }
+  CONFLUX_REQUIRE(o.blur_kernel >= 0 && (o.blur_kernel == 0 || o.blur_kernel % 2 == 1),
+                  "transform.blur_kernel = {} must be an odd size, or 0 to switch blurring off",
+                  o.blur_kernel);
+  CONFLUX_REQUIRE(o.blur_sigma_min > 0 && o.blur_sigma_min <= o.blur_sigma_max,
+                  "transform.blur_sigma_min = {} and transform.blur_sigma_max = {} must satisfy "
+                  "0 < min <= max",
+                  o.blur_sigma_min, o.blur_sigma_max);
+  CONFLUX_REQUIRE(is_probability(o.blur_probability),
+                  "transform.blur_probability = {} must lie in [0, 1]", o.blur_probability);
+  CONFLUX_REQUIRE(is_probability(o.cutout_probability),
+                  "transform.cutout_probability = {} must lie in [0, 1]", o.cutout_probability);
+  CONFLUX_REQUIRE(
+      o.cutout_size >= 0 && o.cutout_size <= std::min(output_.height, output_.width),
+      "transform.cutout_size = {} must lie in [0, {}] (0 = off; at most the {}x{} output image)",
+      o.cutout_size, std::min(output_.height, output_.width), output_.height, output_.width);
+}
+
+void SampleTransform::train(std::span<const std::uint8_t> image, std::uint64_t seed,
+                            std::uint32_t epoch, std::uint64_t sample_index, float* out) const {
+  if (heavy_) {
+    train_heavy(image, seed, epoch, sample_index, out);
+    return;
+  }
+  // Draw order is fixed (crop offsets, then flip) so that the numbers are the same everywhere.
+  Rng rng{seed, kAugmentStream, epoch, sample_index};
+  int top = 0, left = 0;
+  if (options_.crop > 0) {
+    top = static_cast<int>(rng.below(input_.height + 2 * options_.pad - output_.height + 1)) -
+          options_.pad;
+    left = static_cast<int>(rng.below(input_.width + 2 * options_.pad - output_.width + 1)) -
+           options_.pad;
+  }
+  const bool flip = options_.hflip && rng.coin();
+  render(image, top, left, flip, out);
+}
+
+void SampleTransform::train_heavy(std::span<const std::uint8_t> image, std::uint64_t seed,
+                                  std::uint32_t epoch, std::uint64_t sample_index,
+                                  float* out) const {
+  const auto rng = [&](std::uint64_t op) { return Rng{seed, op, epoch, sample_index}; };
+  const int h = output_.height, w = output_.width;
+  std::vector<float>* work = &scratch(0, output_.size());
+  std::vector<float>* spare = &scratch(1, output_.size());
+
+  // Geometry, with the flip folded in (a mirrored window is the same pixels as a later flip).
+  const bool flip = options_.hflip && rng(kFlipStream).coin();
+  if (options_.resized_crop > 0) {
+    Rng r = rng(kResizedCropStream);
+    const augment::Box box = augment::random_resized_crop_box(
+        input_.height, input_.width, options_.resized_crop_scale_min,
+        options_.resized_crop_scale_max, options_.resized_crop_ratio_min,
+        options_.resized_crop_ratio_max, r);
+    augment::resize_bilinear(image, input_, box, h, w, flip, work->data());
+  } else {
+    int top = 0, left = 0;
+    if (options_.crop > 0) {
+      Rng r = rng(kCropStream);
+      top = static_cast<int>(r.below(input_.height + 2 * options_.pad - h + 1)) - options_.pad;
+      left = static_cast<int>(r.below(input_.width + 2 * options_.pad - w + 1)) - options_.pad;
+    }
+    augment::crop_to_float(image, input_, top, left, h, w, flip, work->data());
+  }
+
+  if (options_.rotation_degrees > 0) {
+    const float d = options_.rotation_degrees;
+    augment::rotate(work->data(), output_, rng(kRotationStream).uniform(-d, d), spare->data());
+    std::swap(work, spare);
+  }
+
+  float* img = work->data();
+  // Fixed order (torchvision permutes it per sample; a fixed one is simpler to reason about).
+  if (options_.brightness > 0) {
+    const float b = options_.brightness;
+    augment::adjust_brightness(img, output_,
+                               rng(kBrightnessStream).uniform(std::max(0.0f, 1 - b), 1 + b));
+  }
+  if (options_.contrast > 0) {
+    const float c = options_.contrast;
+    augment::adjust_contrast(img, output_,
+                             rng(kContrastStream).uniform(std::max(0.0f, 1 - c), 1 + c));
+  }
+  if (options_.saturation > 0 && output_.channels == 3) {
+    const float s = options_.saturation;
+    augment::adjust_saturation(img, output_,
+                               rng(kSaturationStream).uniform(std::max(0.0f, 1 - s), 1 + s));
+  }
+
+  if (options_.blur_kernel > 0) {
+    Rng r = rng(kBlurStream);
+    if (r.uniform() < options_.blur_probability) {
+      augment::gaussian_blur(img, output_, options_.blur_kernel,
+                             r.uniform(options_.blur_sigma_min, options_.blur_sigma_max));
+    }
+  }
+
+  if (options_.plugin) {
+    // The plugin ABI promises [0, 1] pixels, so scale and normalise become two steps here.
+    for (float& v : *work) v *= 1.0f / 255.0f;
+    const std::uint64_t key =
+        mix64(mix64(mix64(mix64(seed) ^ kPluginStream) ^ epoch) ^ sample_index);
+    options_.plugin->apply(img, output_, key);
+    affine_per_channel(img, output_, inv_std_, shift_, out);
+  } else {
+    affine_per_channel(img, output_, scale_, shift_, out);
+  }
+
+  if (options_.cutout_size > 0) {
+    Rng r = rng(kCutoutStream);
+    if (r.uniform() < options_.cutout_probability) {
+      const int cy = static_cast<int>(r.below(static_cast<std::uint64_t>(h)));
+      const int cx = static_cast<int>(r.below(static_cast<std::uint64_t>(w)));
+      augment::cutout(out, output_, cy, cx, options_.cutout_size);
+    }
+  }
+}
+
+void SampleTransform::eval(std::span<const std::uint8_t> image, float* out) const {
+  if (options_.resized_crop > 0) {
+    // torchvision's eval recipe resizes then centre-crops; with a square output the whole
+    // image resized is the closest fixed view and loses no pixels.
+    std::vector<float>& work = scratch(0, output_.size());
+    augment::resize_bilinear(image, input_, {0, 0, input_.height, input_.width}, output_.height,
+                             output_.width, false, work.data());
+    affine_per_channel(work.data(), output_, scale_, shift_, out);
+    return;
+  }
+  render(image, (input_.height - output_.height) / 2, (input_.width - output_.width) / 2, false,
+         out);
+}
+
+void SampleTransform::render(std::span<const std::uint8_t> image, int top, int left, bool flip,
+                             float* out) const {
+  const int h = output_.height, w = output_.width;
+  for (int c = 0; c < input_.channels; ++c) {
+    const std::uint8_t* plane =
+        image.data() + static_cast<std::size_t>(c) * input_.height * input_.width;
+    const float scale = scale_[c], shift = shift_[c];
+    for (int y = 0; y < h; ++y) {
+      const int sy = y + top;
+      float* row = out + (static_cast<std::size_t>(c) * h + y) * w;
+      if (sy < 0 || sy >= input_.height) {
+        for (int x = 0; x < w; ++x) row[x] = shift;  // zero padding, normalised
+        continue;
+      }
+      const std::uint8_t* src = plane + static_cast<std::size_t>(sy) * input_.width;
+      if (!flip && left >= 0 && left + w <= input_.width) {
+        // Whole row inside the image: a branch-free loop the compiler vectorises, with the
+        // same arithmetic per pixel, so the result is bit-identical.
+        const std::uint8_t* from = src + left;
+        for (int x = 0; x < w; ++x) row[x] = static_cast<float>(from[x]) * scale + shift;
+        continue;
+      }
+      for (int x = 0; x < w; ++x) {
+        const int sx = (flip ? w - 1 - x : x) + left;
+        const float v = (sx < 0 || sx >= input_.width) ? 0.0f : static_cast<float>(src[sx]);
+        row[x] = v * scale + shift;
+      }
+    }
+  }
+}
+
+}  // namespace conflux::data

@@ -1,0 +1,107 @@
+#include "conflux/offload/step_profiler.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "conflux/core/json.hpp"
+
+namespace conflux::offload {
+
+StepProfiler::StepProfiler(double interval_s, std::vector<std::size_t> boundaries)
+    : interval_(std::chrono::duration_cast<SteadyClock::duration>(
+          std::chrono::duration<double>(interval_s))),
+      boundaries_(std::move(boundaries)),
+      origin_(SteadyClock::now()),
+      window_start_(origin_) {}
+
+bool StepProfiler::record(const StepTimes& t, SteadyClock::time_point now) {
+  ++steps_;
+  window_.data_wait += t.data_wait;
+  window_.compute += t.compute;
+  window_.sync += t.sync;
+  window_.callbacks += t.callbacks;
+  return now - window_start_ >= interval_ ||
+         std::find(boundaries_.begin(), boundaries_.end(), steps_) != boundaries_.end();
+}
+
+ProfileWindow StepProfiler::close(const offload::PipelineCounters& c, double offload_ratio,
+                                  SteadyClock::time_point now) {
+  ProfileWindow w;
+  w.start_s = std::chrono::duration<double>(window_start_ - origin_).count();
+  w.seconds = std::chrono::duration<double>(now - window_start_).count();
+  w.first_step = window_first_step_;
+  w.steps = steps_ - window_first_step_;
+  w.total = window_;
+  w.offload_ratio = offload_ratio;
+  w.local_built = c.local_built - previous_.local_built;
+  const double local_seconds = c.local_build_seconds - previous_.local_build_seconds;
+  w.local_build_rate = w.local_built > 0 && local_seconds > 0 ? w.local_built / local_seconds : 0;
+  w.delivered = c.delivered - previous_.delivered;
+
+  WindowSample& s = w.sample;
+  s.seconds = w.seconds;
+  s.steps = w.steps;
+  // Waits as the loader measured them, split by source; the loop's own measurement
+  // (total.data_wait) includes them.
+  s.wait_local_s = c.wait_local_seconds - previous_.wait_local_seconds;
+  s.wait_remote_s = c.wait_remote_seconds - previous_.wait_remote_seconds;
+  s.busy_s = window_.compute + window_.sync + window_.callbacks;
+  s.local_built = w.local_built;
+  s.local_build_s = local_seconds;
+  s.trainers = c.trainers;
+  for (std::size_t i = 0; i < c.workers.size(); ++i) {
+    const offload::WorkerCounters& now_c = c.workers[i];
+    const offload::WorkerCounters before =
+        i < previous_.workers.size() ? previous_.workers[i] : offload::WorkerCounters{};
+    WorkerWindow ww;
+    ww.live = now_c.live;
+    ww.answers = now_c.answers - before.answers;
+    ww.timeouts = now_c.timeouts - before.timeouts;
+    ww.service_rate = now_c.last_build_seconds > 0 ? 1 / now_c.last_build_seconds : 0;
+    ww.busy_fraction = now_c.last_busy_fraction;
+    ww.queue_depth = now_c.last_queued;
+    ww.in_flight = now_c.in_flight;
+    w.workers.push_back(ww);
+    // The mean service time over the window's answers; the latest one when it had none.
+    const double window_build = now_c.total_build_seconds - before.total_build_seconds;
+    s.workers.push_back({.live = now_c.live,
+                         .build_seconds = ww.answers > 0
+                                              ? window_build / static_cast<double>(ww.answers)
+                                              : now_c.last_build_seconds});
+  }
+  previous_ = c;
+  window_ = {};
+  window_start_ = now;
+  window_first_step_ = steps_;
+  return w;
+}
+
+std::string profile_json_line(const ProfileWindow& w, int trainer) {
+  std::string workers;
+  for (std::size_t i = 0; i < w.workers.size(); ++i) {
+    const WorkerWindow& k = w.workers[i];
+    workers += fmt::format(
+        "{}{{\"worker\": {}, \"live\": {}, \"answers\": {}, \"timeouts\": {}, "
+        "\"service_batches_per_s\": {}, \"busy_fraction\": {}, \"queue_depth\": {}, "
+        "\"in_flight\": {}}}",
+        i > 0 ? ", " : "", i, k.live, k.answers, k.timeouts, json_number(k.service_rate),
+        json_number(k.busy_fraction), k.queue_depth, k.in_flight);
+  }
+  const double steps = std::max<double>(1, static_cast<double>(w.steps));
+  return fmt::format(
+      "{{\"trainer\": {}, \"t_s\": {}, \"window_s\": {}, \"first_step\": {}, \"steps\": {}, "
+      "\"steps_per_s\": {}, \"data_wait_ms\": {}, \"compute_ms\": {}, \"sync_ms\": {}, "
+      "\"callbacks_ms\": {}, \"wait_local_s\": {}, \"wait_remote_s\": {}, "
+      "\"offload_ratio\": {}, \"local_built\": {}, \"local_batches_per_s\": {}, "
+      "\"delivered\": {}, \"workers\": [{}]}}",
+      trainer, json_number(w.start_s), json_number(w.seconds), w.first_step, w.steps,
+      json_number(w.seconds > 0 ? static_cast<double>(w.steps) / w.seconds : 0),
+      json_number(1e3 * w.total.data_wait / steps), json_number(1e3 * w.total.compute / steps),
+      json_number(1e3 * w.total.sync / steps), json_number(1e3 * w.total.callbacks / steps),
+      json_number(w.sample.wait_local_s), json_number(w.sample.wait_remote_s),
+      json_number(w.offload_ratio), w.local_built, json_number(w.local_build_rate), w.delivered,
+      workers);
+}
+
+}  // namespace conflux::offload

@@ -1,0 +1,93 @@
+#include "conflux/plan/fit_file.hpp"
+
+#include <toml++/toml.h>
+
+#include <sstream>
+
+#include "conflux/core/atomic_file.hpp"
+#include "conflux/core/error.hpp"
+#include "conflux/core/toml_file.hpp"
+
+namespace conflux::plan {
+namespace {
+
+const toml::table& table_at(const toml::table& root, std::string_view key,
+                            const std::string& where) {
+  const toml::table* t = root[key].as_table();
+  if (t == nullptr) CONFLUX_INPUT_ERROR("{}: missing table [{}]", where, key);
+  return *t;
+}
+
+toml::array doubles(const std::vector<double>& values) {
+  toml::array out;
+  for (double v : values) out.push_back(v);
+  return out;
+}
+
+}  // namespace
+
+void write_fit_file(const std::filesystem::path& path, const PerformanceModel& m) {
+  toml::table root{{"dataset", m.dataset},
+                   {"source", m.source},
+                   {"epoch_samples", static_cast<std::int64_t>(m.epoch_samples)},
+                   {"gradient_mb", m.gradient_mb},
+                   {"mb_per_vcpu", m.mb_per_vcpu}};
+  root.insert("train",
+              toml::table{{"a", m.train.a}, {"b", m.train.b}, {"m", m.train.m}, {"c", m.train.c}});
+  root.insert("transfer", toml::table{{"k1", m.transfer.k1}, {"k2", m.transfer.k2}});
+  toml::array rows;
+  for (const auto& row : m.sync.rows) {
+    rows.push_back(toml::table{{"workers", row.workers},
+                               {"memory_mb", doubles(row.memory_mb)},
+                               {"seconds", doubles(row.seconds)}});
+  }
+  root.insert("sync", std::move(rows));
+  std::ostringstream out;
+  out << "# conflux performance model: T_train(B, M) = a (B + b) / (M + m) + c,\n"
+      << "# T_trans(M) = k1 M^k2, gradient sync interpolated in M per trainer count\n"
+      << root << "\n";
+  publish_text_file(path, out.str());
+}
+
+PerformanceModel read_fit_file(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  const toml::table root = parse_toml_file(path);
+  PerformanceModel m;
+  m.dataset = root["dataset"].value_or(std::string{});
+  m.source = root["source"].value_or(std::string{});
+  m.epoch_samples = static_cast<std::uint64_t>(toml_number(root, "epoch_samples", name));
+  m.gradient_mb = toml_number(root, "gradient_mb", name);
+  m.mb_per_vcpu = toml_number(root, "mb_per_vcpu", name);
+  const toml::table& train = table_at(root, "train", name);
+  m.train = {toml_number(train, "a", name), toml_number(train, "b", name),
+             toml_number(train, "m", name), toml_number(train, "c", name)};
+  const toml::table& transfer = table_at(root, "transfer", name);
+  m.transfer = {toml_number(transfer, "k1", name), toml_number(transfer, "k2", name)};
+  if (const toml::array* rows = root["sync"].as_array()) {
+    for (const toml::node& node : *rows) {
+      const toml::table* t = node.as_table();
+      CONFLUX_REQUIRE(t != nullptr, "{}: 'sync' must be a list of [[sync]] tables", name);
+      SyncTimeTable::Row row;
+      row.workers = static_cast<int>(toml_number(*t, "workers", name));
+      for (const char* key : {"memory_mb", "seconds"}) {
+        const toml::array* values = (*t)[key].as_array();
+        CONFLUX_REQUIRE(values != nullptr, "{}:{}: [[sync]] needs a list '{}'", name,
+                        t->source().begin.line, key);
+        auto& out = std::string_view(key) == "memory_mb" ? row.memory_mb : row.seconds;
+        for (const toml::node& v : *values) out.push_back(v.value_or(0.0));
+      }
+      CONFLUX_REQUIRE(row.memory_mb.size() == row.seconds.size() && !row.seconds.empty() &&
+                          std::is_sorted(row.memory_mb.begin(), row.memory_mb.end()),
+                      "{}:{}: [[sync]] memory_mb and seconds must be equally long, non-empty and "
+                      "memory_mb ascending",
+                      name, t->source().begin.line);
+      m.sync.rows.push_back(std::move(row));
+    }
+  }
+  CONFLUX_REQUIRE(m.train.a > 0 && m.epoch_samples > 0,
+                  "{}: not a fitted model (train.a = {}, epoch_samples = {})", name, m.train.a,
+                  m.epoch_samples);
+  return m;
+}
+
+}  // namespace conflux::plan

@@ -1,0 +1,226 @@
+#include "conflux/plan/sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <new>
+#include <optional>
+
+#include "conflux/core/crc32c.hpp"
+#include "conflux/core/error.hpp"
+#include "conflux/core/resource_limits.hpp"
+#include "conflux/offload/step_profiler.hpp"
+#include "conflux/train/trainer.hpp"
+#include "conflux/train/training_data.hpp"
+
+namespace conflux::plan {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Collects the step times after the warm-up and stops training when enough were measured.
+class StepRecorder final : public train::TrainingCallback {
+ public:
+  StepRecorder(int warmup, int steps) : warmup_(warmup), steps_(steps) {}
+  void on_step_end(train::StepContext& context) override {
+    ++seen_;
+    if (seen_ == warmup_) start_ = Clock::now();
+    if (seen_ > warmup_) {
+      const offload::StepTimes& t = context.times();
+      compute_ += t.compute;
+      sync_ += t.sync;
+      if (seen_ - warmup_ == steps_) {
+        wall_ = std::chrono::duration<double>(Clock::now() - start_).count();
+        context.request_stop();
+      }
+    }
+  }
+  bool complete() const { return seen_ - warmup_ == steps_; }
+  // Means per measured step. Means, not medians: a throttled rank runs some steps at full
+  // speed and pays for them in others' pauses, so only the mean shows the share's effect.
+  double iteration_s() const { return (wall_ - sync_) / steps_; }
+  double compute_s() const { return compute_ / steps_; }
+  double sync_s() const { return sync_ / steps_; }
+
+ private:
+  int warmup_, steps_, seen_ = 0;
+  Clock::time_point start_;
+  double compute_ = 0, sync_ = 0, wall_ = 0;
+};
+
+// What one measured run gave.
+struct Measured {
+  StepRecorder recorder;
+  std::vector<float> params;  // the model's parameters (for the serialisation timing)
+  double iteration_s() const { return recorder.iteration_s(); }
+  double compute_s() const { return recorder.compute_s(); }
+  double sync_s() const { return recorder.sync_s(); }
+  double step_s() const { return recorder.iteration_s() + recorder.sync_s(); }
+};
+
+// Trains `warmup` + `steps` steps of a fresh model on the point's trainers.
+Measured measure(const Config& config, const comm::Communicator& trainers,
+                 const data::DatasetSplits& data, int warmup, int steps, std::size_t epoch_steps) {
+  CONFLUX_REQUIRE(static_cast<std::size_t>(warmup + steps) < epoch_steps,
+                  "an epoch of {} has only {} full steps of train.batch_size = {}; lower --warmup "
+                  "or --steps, or the batch",
+                  data.train.size(), epoch_steps, config.train().batch_size);
+  const Logger silent;
+  train::Trainer trainer(train::TrainerSetup{config, trainers, data, {}, &silent});
+  Measured m{StepRecorder(warmup, steps), {}};
+  train::TrainingCallback* callbacks[] = {&m.recorder};
+  trainer.run(callbacks);
+  CONFLUX_CHECK(m.recorder.complete(), "the profile run stopped before its {} steps", steps);
+  const auto params = trainer.model().params();
+  m.params.assign(params.begin(), params.end());
+  return m;
+}
+
+// The config of one grid point: the profiled config with W trainers and batch W*B, nothing
+// that writes files or evaluates.
+Config point_config(const Config& base, int workers, int batch, int memory_mb) {
+  ConfigSources sources;
+  sources.overrides = {
+      fmt::format("cluster.trainers={}", workers),
+      "cluster.workers=0",
+      fmt::format("train.batch_size={}", workers * batch),
+      "train.epochs=1",
+      "train.eval=false",
+      "train.log_every=0",
+      "data.offload_ratio=0.0",
+      "comm.strategy=\"allreduce\"",
+      "comm.aggregators=0",
+      "comm.nonaggregator_batch_size=0",
+      "comm.stale_nonaggregators=false",
+      fmt::format("limits.memory_mb={}", memory_mb),
+      "profile.timeline=false",
+  };
+  return load_config_string(base.resolved_toml(), "profile point", sources);
+}
+
+// Mean time to serialise the parameters once (copy into a send buffer plus its checksum, what
+// a transfer to a peer or an object store costs this rank's CPU), repeated for `seconds`.
+double serialisation_seconds(std::span<const float> params, double seconds) {
+  std::vector<std::byte> buffer(params.size_bytes());
+  const auto start = Clock::now();
+  int repeats = 0;
+  std::uint32_t crc = 0;
+  do {
+    std::memcpy(buffer.data(), params.data(), buffer.size());
+    crc ^= crc32c(0, buffer);
+    ++repeats;
+  } while (std::chrono::duration<double>(Clock::now() - start).count() < seconds);
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  CONFLUX_CHECK(crc != 0xffffffffu || repeats > 0, "unreachable");  // keeps the work observable
+  return elapsed / repeats;
+}
+
+void check_grid(const SweepOptions& o) {
+  CONFLUX_REQUIRE(!o.worker_counts.empty() && !o.memory_mb.empty() && !o.batch_sizes.empty(),
+                  "conflux profile needs at least one value each for --workers, --memory and "
+                  "--batch");
+  for (int w : o.worker_counts) {
+    CONFLUX_REQUIRE(w >= 1 && w <= o.world->size(),
+                    "--workers {} is outside 1..{} (the ranks this sweep was launched with)", w,
+                    o.world->size());
+  }
+  for (int m : o.memory_mb) {
+    CONFLUX_REQUIRE(m >= 128 && m <= 10240, "--memory {} MB is outside Lambda's 128..10240", m);
+  }
+  for (int b : o.batch_sizes) CONFLUX_REQUIRE(b >= 1, "--batch {} must be positive", b);
+  CONFLUX_REQUIRE(o.steps >= 1 && o.warmup_steps >= 0, "--steps must be ≥ 1 and --warmup ≥ 0");
+}
+
+}  // namespace
+
+Sweep run_sweep(const SweepOptions& o) {
+  check_grid(o);
+  const Config& base = *o.config;
+  const comm::Communicator& world = *o.world;
+  const data::DatasetSplits data = train::load_training_data(base);
+  Sweep profile;
+  profile.config_name = base.run().name;
+  profile.dataset = base.data().dataset;
+  profile.epoch_samples = data.train.size();
+  profile.mb_per_vcpu = base.limits().mb_per_vcpu;
+
+  std::optional<ResourceLimits> limits;
+  for (const int workers : o.worker_counts) {
+    // Ranks beyond W sit the point out on a polled wait, not a spinning barrier.
+    const bool active = world.rank() < workers;
+    const comm::Communicator trainers = world.split(active ? 0 : 1, world.rank());
+    for (const int memory : o.memory_mb) {
+      const FunctionSize size{memory, base.limits().mb_per_vcpu};
+      for (const int batch : o.batch_sizes) {
+        SweepPoint point{.workers = workers, .memory_mb = memory, .batch = batch};
+        double oom = 0;
+        if (active) {
+          const Config config = point_config(base, workers, batch, memory);
+          try {
+            if (limits) {
+              limits->resize(size);
+            } else {
+              limits.emplace(size,
+                             std::chrono::duration<double>(base.limits().cpu_period_ms / 1000));
+            }
+            // A short calibration run says how many steps fill --seconds: a throttled rank
+            // runs in bursts of one period, so a mean needs many periods to settle.
+            const std::size_t epoch_steps =
+                data.train.size() / (static_cast<std::size_t>(workers) * batch);
+            const Measured calibration = measure(config, trainers, data, o.warmup_steps,
+                                                 std::min<int>(10, o.steps), epoch_steps);
+            std::array<double, 1> step_s{calibration.step_s()};
+            trainers.allreduce_sum(std::span<double>(step_s), std::chrono::hours(1));
+            const double mean_step = std::max(step_s[0] / workers, 1e-6);
+            const int wanted = std::max(o.steps, static_cast<int>(o.min_seconds / mean_step) + 1);
+            const int steps = static_cast<int>(std::min<std::size_t>(
+                static_cast<std::size_t>(wanted), epoch_steps - o.warmup_steps - 1));
+            const Measured m = measure(config, trainers, data, o.warmup_steps, steps, epoch_steps);
+            point.steps = steps;
+            point.iteration_s = m.iteration_s();
+            point.compute_s = m.compute_s();
+            point.sync_s = m.sync_s();
+            point.transfer_s = serialisation_seconds(m.params, o.transfer_seconds);
+            const CpuThrottleStats used = limits->throttle().stats();
+            point.cpu_share_used = used.cpu_seconds / used.wall_seconds;
+            profile.gradient_mb = 4e-6 * static_cast<double>(m.params.size());
+          } catch (const std::bad_alloc&) {
+            oom = 1;
+          }
+          limits->resize({10240, base.limits().mb_per_vcpu});  // between points: the largest
+        }
+        // The mean over the point's trainers (idle ranks add zeros).
+        std::array<double, 5> sum{point.iteration_s, point.compute_s, point.sync_s,
+                                  point.transfer_s, oom};
+        world.allreduce_sum(std::span<double>(sum), std::chrono::hours(1));
+        point.out_of_memory = sum[4] > 0;
+        point.iteration_s = sum[0] / workers;
+        point.compute_s = sum[1] / workers;
+        point.sync_s = sum[2] / workers;
+        point.transfer_s = sum[3] / workers;
+        std::array<double, 1> gradient{world.rank() == 0 ? profile.gradient_mb : 0.0};
+        world.allreduce_sum(std::span<double>(gradient), std::chrono::hours(1));
+        profile.gradient_mb = gradient[0];
+        if (o.log != nullptr && world.rank() == 0) {
+          if (point.out_of_memory) {
+            o.log->warn("W={} M={} MB B={}: out of memory under the cap", workers, memory, batch);
+          } else {
+            o.log->info(
+                "W={} M={} MB ({:.2f} vCPU) B={}: iteration {:.2f} ms (compute {:.2f}), sync "
+                "{:.2f} ms, serialise {:.3f} ms; CPU used {:.2f} vCPU",
+                workers, memory, size.cpu_share(), batch, 1e3 * point.iteration_s,
+                1e3 * point.compute_s, 1e3 * point.sync_s, 1e3 * point.transfer_s,
+                point.cpu_share_used);
+          }
+        }
+        profile.points.push_back(point);
+      }
+    }
+  }
+  return profile;
+}
+
+}  // namespace conflux::plan

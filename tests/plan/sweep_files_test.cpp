@@ -1,0 +1,86 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "../support/temp_dir.hpp"
+#include "conflux/core/error.hpp"
+#include "conflux/plan/fit_file.hpp"
+#include "conflux/plan/sweep_data.hpp"
+
+namespace conflux::plan {
+namespace {
+
+TEST(PlanFiles, ProfileRoundTrips) {
+  testing::TempDir dir;
+  Sweep p;
+  p.config_name = "mnist-mlp";
+  p.dataset = "mnist";
+  p.epoch_samples = 60000;
+  p.gradient_mb = 1.59;
+  p.points.push_back({.workers = 2,
+                      .memory_mb = 512,
+                      .batch = 64,
+                      .steps = 20,
+                      .iteration_s = 0.0123,
+                      .compute_s = 0.01,
+                      .sync_s = 0.002,
+                      .transfer_s = 0.0004,
+                      .cpu_share_used = 0.29});
+  p.points.push_back({.workers = 2, .memory_mb = 128, .batch = 64, .out_of_memory = true});
+  write_sweep(dir.path() / "p.toml", p);
+  const Sweep q = read_sweep(dir.path() / "p.toml");
+  EXPECT_EQ(q.dataset, "mnist");
+  EXPECT_EQ(q.epoch_samples, 60000u);
+  ASSERT_EQ(q.points.size(), 2u);
+  EXPECT_DOUBLE_EQ(q.points[0].iteration_s, 0.0123);
+  EXPECT_DOUBLE_EQ(q.points[0].sync_s, 0.002);
+  EXPECT_TRUE(q.points[1].out_of_memory);
+}
+
+TEST(PlanFiles, EmptyOrBrokenProfilesAreClearErrors) {
+  testing::TempDir dir;
+  Sweep empty;
+  empty.dataset = "mnist";
+  empty.epoch_samples = 10;
+  write_sweep(dir.path() / "empty.toml", empty);
+  try {
+    read_sweep(dir.path() / "empty.toml");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no measured point"), std::string::npos);
+  }
+  std::ofstream(dir.path() / "bad.toml") << "epoch_samples = 10\n[[point]]\nworkers = 1\n";
+  try {
+    read_sweep(dir.path() / "bad.toml");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.toml"), std::string::npos);
+  }
+  Sweep cifar = empty;
+  cifar.dataset = "cifar10";
+  EXPECT_THROW(merge_sweeps({empty, cifar}, {"a.toml", "b.toml"}), InputError);
+}
+
+TEST(PlanFiles, ModelRoundTrips) {
+  testing::TempDir dir;
+  PerformanceModel m;
+  m.train = {.a = 30, .b = 12, .m = 40, .c = 0.001};
+  m.transfer = {.k1 = 0.5, .k2 = -0.95};
+  m.sync.rows.push_back({2, {256, 1024}, {0.004, 0.002}});
+  m.gradient_mb = 1.59;
+  m.epoch_samples = 60000;
+  m.dataset = "mnist";
+  write_fit_file(dir.path() / "m.toml", m);
+  const PerformanceModel r = read_fit_file(dir.path() / "m.toml");
+  EXPECT_DOUBLE_EQ(r.train.a, 30);
+  EXPECT_DOUBLE_EQ(r.train.c, 0.001);
+  EXPECT_DOUBLE_EQ(r.transfer.k2, -0.95);
+  ASSERT_EQ(r.sync.rows.size(), 1u);
+  EXPECT_EQ(r.sync.rows[0].seconds, (std::vector<double>{0.004, 0.002}));
+  EXPECT_EQ(r.epoch_samples, 60000u);
+  std::ofstream(dir.path() / "x.toml") << "dataset = \"mnist\"\n";
+  EXPECT_THROW(read_fit_file(dir.path() / "x.toml"), InputError);
+}
+
+}  // namespace
+}  // namespace conflux::plan
