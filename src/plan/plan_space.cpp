@@ -1,0 +1,57 @@
+#include "plan_space.hpp"
+
+#include "conflux/core/error.hpp"
+
+namespace conflux::plan::detail {
+
+bool sync_measured(const SyncTimeTable& sync, int workers) {
+  return workers == 1 || std::any_of(sync.rows.begin(), sync.rows.end(),
+                                     [workers](const auto& r) { return r.workers == workers; });
+}
+
+std::uint64_t combos_per_worker_count(Target target, int workers, std::uint64_t batches) {
+  // K = W with Ba = Bn, plus (on Lambda) K < W with every pair Ba <= Bn.
+  const std::uint64_t pairs = batches * (batches + 1) / 2;
+  return target == Target::kSlurm ? batches
+                                  : batches + static_cast<std::uint64_t>(workers - 1) * pairs;
+}
+
+Grid make_grid(const CostModel& model, const PlanRequest& request) {
+  const PlanSpace& s = request.space;
+  Grid g;
+  g.batches = s.batch_sizes;
+  std::sort(g.batches.begin(), g.batches.end());
+  g.batches.erase(std::unique(g.batches.begin(), g.batches.end()), g.batches.end());
+  for (int w = s.min_workers; w <= s.max_workers; ++w) {
+    if (model.options().target == Target::kLambda || sync_measured(model.model().sync, w)) {
+      g.workers.push_back(w);
+    }
+  }
+  for (std::int64_t m = s.min_memory_mb; m <= s.max_memory_mb; m += s.memory_step_mb) {
+    g.memory.push_back(static_cast<int>(m));
+  }
+  return g;
+}
+
+std::uint64_t space_size(const CostModel& model, const Grid& g) {
+  std::uint64_t combos = 0;
+  for (const int w : g.workers) {
+    combos += combos_per_worker_count(model.options().target, w, g.batches.size());
+  }
+  return combos * g.memory.size();
+}
+
+// predict(), refusing a NaN: the search orders and compares predictions.
+Scored evaluate(const CostModel& model, const Candidate& c) {
+  const Prediction p = model.predict(c);
+  CONFLUX_REQUIRE(!std::isnan(p.total_s) && !std::isnan(p.cost_usd),
+                  "the model predicts NaN for W = {}, M = {} MB, K = {}, Ba = {}, Bn = {}; check "
+                  "its coefficients",
+                  c.workers, c.memory_mb, c.aggregators, c.aggregator_batch, c.nonaggregator_batch);
+  return {c, p};
+}
+
+// Best-first branch-and-bound over (combination, memory interval) nodes. Each node carries a
+// certified lower bound on the cost (or time) of every configuration in it; the node with the
+
+}  // namespace conflux::plan::detail
