@@ -48,6 +48,7 @@ run() {  # run NAME COMMAND...
   fi
 }
 
+run layering tools/check-layering.sh
 run unit "$BIN/conflux-unit-tests" --gtest_color=no
 run mpi-np2 "${MPIRUN[@]}" -np 2 "$BIN/conflux-mpi-tests" --gtest_color=no
 run mpi-np4 "${MPIRUN[@]}" -np 4 "$BIN/conflux-mpi-tests" --gtest_color=no
