@@ -145,7 +145,7 @@ int cmd_fit(const std::vector<std::string>& args) {
                                                           : plan::TrainForm::kAuto;
   std::string source;
   for (const auto& p : profiles) source += (source.empty() ? "" : ", ") + p;
-  const plan::FitResult fit = plan::fit_profile(merged, train_form, source);
+  const plan::FitResult fit = plan::fit_sweep(merged, train_form, source);
   std::cout << plan::render_fit_report(fit);
   plan::write_fit_file(output, fit.model);
   fmt::print("model written to {}\n", output);

@@ -260,23 +260,13 @@ TransferTimeModel fit_transfer_time(const std::vector<SweepPoint>& points) {
   return TransferTimeModel{std::exp((sy - k2 * sx) / n), k2};
 }
 
-FitResult fit_profile(const Sweep& profile, TrainForm form, const std::string& source) {
-  const std::vector<SweepPoint> pts = usable(profile.points);
-  CONFLUX_REQUIRE(!pts.empty(), "{}: the profile holds no measured point", source);
-  // T_train is per-worker compute: fitted on the single-trainer points when there are any,
-  // because with several throttled trainers part of each one's pauses shows up as the others'
-  // wait in the gradient sync.
-  std::vector<SweepPoint> single;
-  for (const auto& p : pts) {
-    if (p.workers == 1) single.push_back(p);
-  }
-  const std::vector<SweepPoint>& train_pts = single.empty() ? pts : single;
-  FitResult r;
-  r.fasdl = fit_train(train_pts, false);
-  r.with_constant = fit_train(train_pts, true);
+namespace {
+
+// Keeps FasDL's form unless asked otherwise or the form with a constant is clearly better:
+// a third lower leave-one-out error and at least one point of percentage.
+void choose_train_form(FitResult& r, TrainForm form) {
   const double fasdl_err = r.fasdl.quality.loo_median_abs_error;
   const double const_err = r.with_constant.quality.loo_median_abs_error;
-  // "Clearly better": a third lower leave-one-out error and at least one point of percentage.
   const bool clearly_better = const_err < 0.67 * fasdl_err && fasdl_err - const_err > 0.01;
   r.chose_constant = form == TrainForm::kConstant || (form == TrainForm::kAuto && clearly_better);
   if (form == TrainForm::kAuto) {
@@ -293,40 +283,65 @@ FitResult fit_profile(const Sweep& profile, TrainForm form, const std::string& s
     r.choice =
         fmt::format("{} form kept as asked (--form)", r.chose_constant ? "constant" : "FasDL's");
   }
-  PerformanceModel& m = r.model;
-  m.train = r.chose_constant ? r.with_constant.model : r.fasdl.model;
-  m.transfer = fit_transfer_time(pts);
-  std::vector<double> transfer_measured;
-  for (const auto& p : pts) transfer_measured.push_back(p.transfer_s);
-  r.transfer_quality = quality(
-      pts, transfer_measured,
-      [&](const SweepPoint& p) { return m.transfer.seconds(p.memory_mb); },
-      [&](std::size_t) { return kInf; });
-  // The sync table, per (W, M) over the batches: each step's time beyond the fitted T_train,
-  // i.e. the measured sync plus the wait for the other throttled trainers. That is what a
-  // step costs beyond compute; when only multi-trainer points exist, the measured sync alone.
+}
+
+// The sync table, per (W, M) over the batches: each step's time beyond the fitted T_train,
+// i.e. the measured sync plus the wait for the other throttled trainers. That is what a step
+// costs beyond compute; when only multi-trainer points exist (`had_single` false), the
+// measured sync alone.
+SyncTimeTable fit_sync_table(const std::vector<SweepPoint>& pts, const TrainTimeModel& train,
+                             bool had_single) {
   std::map<int, std::map<int, std::pair<double, int>>> sync;
   for (const auto& p : pts) {
     if (p.workers < 2) continue;
-    const double beyond = single.empty()
-                              ? p.sync_s
-                              : p.iteration_s + p.sync_s - m.train.seconds(p.batch, p.memory_mb);
+    const double beyond =
+        had_single ? p.iteration_s + p.sync_s - train.seconds(p.batch, p.memory_mb) : p.sync_s;
     auto& acc = sync[p.workers][p.memory_mb];
     acc.first += std::max(0.0, beyond);
     acc.second += 1;
   }
+  SyncTimeTable table;
   for (const auto& [workers, by_memory] : sync) {
     SyncTimeTable::Row row{workers, {}, {}};
     for (const auto& [memory, acc] : by_memory) {
       row.memory_mb.push_back(memory);
       row.seconds.push_back(acc.first / acc.second);
     }
-    m.sync.rows.push_back(std::move(row));
+    table.rows.push_back(std::move(row));
   }
-  m.gradient_mb = profile.gradient_mb;
-  m.epoch_samples = profile.epoch_samples;
-  m.mb_per_vcpu = profile.mb_per_vcpu;
-  m.dataset = profile.dataset;
+  return table;
+}
+
+}  // namespace
+
+FitResult fit_sweep(const Sweep& sweep, TrainForm form, const std::string& source) {
+  const std::vector<SweepPoint> pts = usable(sweep.points);
+  CONFLUX_REQUIRE(!pts.empty(), "{}: the profile holds no measured point", source);
+  // T_train is per-worker compute: fitted on the single-trainer points when there are any,
+  // because with several throttled trainers part of each one's pauses shows up as the others'
+  // wait in the gradient sync.
+  std::vector<SweepPoint> single;
+  for (const auto& p : pts) {
+    if (p.workers == 1) single.push_back(p);
+  }
+  const std::vector<SweepPoint>& train_pts = single.empty() ? pts : single;
+  FitResult r;
+  r.fasdl = fit_train(train_pts, false);
+  r.with_constant = fit_train(train_pts, true);
+  choose_train_form(r, form);
+  PerformanceModel& m = r.model;
+  m.train = r.chose_constant ? r.with_constant.model : r.fasdl.model;
+  m.transfer = fit_transfer_time(pts);
+  std::vector<double> transfer_measured;
+  for (const auto& p : pts) transfer_measured.push_back(p.transfer_s);
+  r.transfer_quality = quality(
+      pts, transfer_measured, [&](const SweepPoint& p) { return m.transfer.seconds(p.memory_mb); },
+      [&](std::size_t) { return kInf; });
+  m.sync = fit_sync_table(pts, m.train, !single.empty());
+  m.gradient_mb = sweep.gradient_mb;
+  m.epoch_samples = sweep.epoch_samples;
+  m.mb_per_vcpu = sweep.mb_per_vcpu;
+  m.dataset = sweep.dataset;
   m.source = source;
   return r;
 }

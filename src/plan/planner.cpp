@@ -49,12 +49,10 @@ bool faster(const Scored& x, const Scored& y) noexcept {
   return speed_key(x) < speed_key(y);
 }
 
-void validate_request(const CostModel& model, const PlanRequest& request) {
-  CONFLUX_REQUIRE(std::isfinite(request.deadline_s) && request.deadline_s > 0,
-                  "deadline must be positive, got {} s", request.deadline_s);
-  CONFLUX_REQUIRE(request.alternatives >= 0 && request.alternatives <= 1000,
-                  "alternatives must lie in 0..1000, got {}", request.alternatives);
-  const PlanSpace& s = request.space;
+namespace {
+
+// The grid itself: worker and memory ranges, the batch list, at most kMaxMemoryPoints sizes.
+void validate_space(const PlanSpace& s) {
   CONFLUX_REQUIRE(s.min_workers >= 1 && s.min_workers <= s.max_workers,
                   "workers {}..{}: need 1 <= min <= max", s.min_workers, s.max_workers);
   CONFLUX_REQUIRE(s.min_memory_mb >= 1 && s.min_memory_mb <= s.max_memory_mb,
@@ -70,6 +68,10 @@ void validate_request(const CostModel& model, const PlanRequest& request) {
   CONFLUX_REQUIRE(points <= kMaxMemoryPoints,
                   "memory {}..{} MB in steps of {} MB gives {} sizes; at most {} are supported",
                   s.min_memory_mb, s.max_memory_mb, s.memory_step_mb, points, kMaxMemoryPoints);
+}
+
+// The fitted train-time model over the space: no pole, no non-positive compute time.
+void validate_train_model(const CostModel& model, const PlanSpace& s) {
   const TrainTimeModel& t = model.model().train;
   // T_train = a (B + b) / (M + m) + c has its pole at M = -m; inside the range it would make
   // predictions infinite and the model meaningless there.
@@ -92,6 +94,11 @@ void validate_request(const CostModel& model, const PlanRequest& request) {
                       at, batch, memory, t.a, t.b, t.m, t.c);
     }
   }
+}
+
+// The (W, K, Ba, Bn) combinations: the SLURM target needs measured sync times, and their
+// count stays within kMaxCombos.
+void validate_combinations(const CostModel& model, const PlanSpace& s) {
   std::uint64_t batches = s.batch_sizes.size();
   std::uint64_t combos = 0;
   bool any = false;
@@ -119,6 +126,18 @@ void validate_request(const CostModel& model, const PlanRequest& request) {
                   "the space has {} (workers, aggregators, batch) combinations; at most {} are "
                   "supported: lower the worker range or give fewer batch sizes",
                   combos, kMaxCombos);
+}
+
+}  // namespace
+
+void validate_request(const CostModel& model, const PlanRequest& request) {
+  CONFLUX_REQUIRE(std::isfinite(request.deadline_s) && request.deadline_s > 0,
+                  "deadline must be positive, got {} s", request.deadline_s);
+  CONFLUX_REQUIRE(request.alternatives >= 0 && request.alternatives <= 1000,
+                  "alternatives must lie in 0..1000, got {}", request.alternatives);
+  validate_space(request.space);
+  validate_train_model(model, request.space);
+  validate_combinations(model, request.space);
 }
 
 PlanResult plan(const CostModel& model, const PlanRequest& request) {

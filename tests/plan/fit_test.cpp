@@ -53,7 +53,7 @@ TEST(PlanFit, RecoversTheConstantOfTheAlternativeForm) {
 TEST(PlanFit, NoisyPointsFitWithinTheNoise) {
   const TrainTimeModel truth{.a = 30.0, .b = 12.0, .m = 40.0};
   const auto pts = grid(truth, 0.03, 3);
-  const FitResult r = fit_profile(profile_of(pts, 60000), TrainForm::kAuto, "test");
+  const FitResult r = fit_sweep(profile_of(pts, 60000), TrainForm::kAuto, "test");
   EXPECT_LT(r.fasdl.quality.median_abs_error, 0.03);
   EXPECT_LT(r.fasdl.quality.loo_median_abs_error, 0.05);
   EXPECT_GT(r.fasdl.quality.r2, 0.99);
@@ -66,7 +66,7 @@ TEST(PlanFit, NoisyPointsFitWithinTheNoise) {
 TEST(PlanFit, OffersTheConstantFormWhenItFitsClearlyBetter) {
   // A large fixed cost per iteration: FasDL's form cannot bend to it.
   const TrainTimeModel truth{.a = 10.0, .b = 2.0, .m = 0.0, .c = 0.05};
-  const FitResult r = fit_profile(profile_of(grid(truth, 0.01, 4), 1000), TrainForm::kAuto, "test");
+  const FitResult r = fit_sweep(profile_of(grid(truth, 0.01, 4), 1000), TrainForm::kAuto, "test");
   EXPECT_TRUE(r.chose_constant);
   EXPECT_NE(r.choice.find("clearly better"), std::string::npos);
   EXPECT_NEAR(r.model.train.c, 0.05, 0.005);
@@ -108,7 +108,7 @@ TEST(PlanFit, TooFewPointsAreAClearError) {
                                 {.workers = 1, .memory_mb = 512, .batch = 16, .iteration_s = 0.05}};
   EXPECT_THROW(fit_train_time(pts, false), InputError);
   EXPECT_THROW(fit_transfer_time({pts[0]}), InputError);
-  EXPECT_THROW(fit_profile(Sweep{}, TrainForm::kAuto, "empty.toml"), InputError);
+  EXPECT_THROW(fit_sweep(Sweep{}, TrainForm::kAuto, "empty.toml"), InputError);
 }
 
 TEST(PlanFit, SyncTableAveragesBatchesPerWorkerCountAndMemory) {
@@ -118,7 +118,7 @@ TEST(PlanFit, SyncTableAveragesBatchesPerWorkerCountAndMemory) {
     p.sync_s = 0.001 * (p.batch == 16 ? 1 : 3);
     pts.push_back(p);
   }
-  const FitResult r = fit_profile(profile_of(pts, 10), TrainForm::kFasdl, "test");
+  const FitResult r = fit_sweep(profile_of(pts, 10), TrainForm::kFasdl, "test");
   ASSERT_EQ(r.model.sync.rows.size(), 1u);
   EXPECT_EQ(r.model.sync.rows[0].workers, 2);
   EXPECT_EQ(r.model.sync.rows[0].memory_mb.size(), 4u);

@@ -56,7 +56,7 @@ struct FitResult {
 
 /// Fits `profile`; InputError when it cannot: too few distinct memory sizes or batches, or a
 /// fit that does not converge (parameters at the edge of their range, a ≤ 0), saying why.
-FitResult fit_profile(const Sweep& profile, TrainForm form, const std::string& source);
+FitResult fit_sweep(const Sweep& sweep, TrainForm form, const std::string& source);
 
 /// Fits T_train = a (B + b) / (M + m) [+ c] to (B, M, seconds) points, minimising relative
 /// errors; exposed for tests. InputError when it does not converge.
