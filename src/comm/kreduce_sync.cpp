@@ -159,27 +159,47 @@ Merged KReduceSync::exchange_impl(std::span<float> gradients, bool late) {
   // The previous contribution is on its way (it left a step ago): its buffer is needed again.
   wait(outgoing_requests_, deadline, send_what_);
   std::copy(gradients.begin(), gradients.end(), outgoing_.begin());
-  const auto me = static_cast<std::size_t>(rank_);
-  if (is_aggregator()) {
-    // Posted before anyone's contribution can arrive at them: no unexpected-message copies.
-    const std::size_t chunk = chunks_[me].size;
-    for (int t = 0; t < size_; ++t) {
-      if (t == rank_ || chunk == 0) continue;
-      CONFLUX_MPI_CHECK(MPI_Irecv(incoming_.data() + static_cast<std::size_t>(t) * chunk,
-                                  static_cast<int>(chunk), MPI_FLOAT, t, kContributionTag, comm,
-                                  &incoming_requests_[static_cast<std::size_t>(t)]));
-    }
-  }
+  // Posted before anyone's contribution can arrive at them: no unexpected-message copies.
+  if (is_aggregator()) post_contribution_receives(comm);
+  // The merged chunks land straight in the caller's buffer (copied out above).
+  if (!late) post_merged_receives(gradients, comm, merged_receives_);
+  send_contributions(comm);
+  if (is_aggregator()) reduce_own_chunk(gradients, deadline);
   if (!late) {
-    // The merged chunks land straight in the caller's buffer (copied out above).
-    for (int k = 0; k < aggregators_; ++k) {
-      const GradientChunk& c = chunks_[static_cast<std::size_t>(k)];
-      if (k == rank_ || c.size == 0) continue;
-      CONFLUX_MPI_CHECK(MPI_Irecv(gradients.data() + c.offset, static_cast<int>(c.size), MPI_FLOAT,
-                                  k, kMergedTag, comm,
-                                  &merged_receives_[static_cast<std::size_t>(k)]));
-    }
+    wait_merged(merged_receives_, deadline);
+    return Merged::kCurrent;
   }
+  // A stale non-aggregator: apply the previous step's merged gradient (long arrived, as a rule)
+  // and leave this step's to arrive while it computes the next one.
+  const Merged result = take_owed(gradients, deadline);
+  post_merged_receives(owed_, comm, owed_receives_);
+  owed_pending_ = true;
+  return result;
+}
+
+void KReduceSync::post_contribution_receives(MPI_Comm comm) {
+  const std::size_t chunk = chunks_[static_cast<std::size_t>(rank_)].size;
+  for (int t = 0; t < size_; ++t) {
+    if (t == rank_ || chunk == 0) continue;
+    CONFLUX_MPI_CHECK(MPI_Irecv(incoming_.data() + static_cast<std::size_t>(t) * chunk,
+                                static_cast<int>(chunk), MPI_FLOAT, t, kContributionTag, comm,
+                                &incoming_requests_[static_cast<std::size_t>(t)]));
+  }
+}
+
+// The merged chunk of every other aggregator into `into` (an aggregator merges its own in
+// place; a stale trainer is never an aggregator).
+void KReduceSync::post_merged_receives(std::span<float> into, MPI_Comm comm,
+                                       std::vector<MPI_Request>& reqs) {
+  for (int k = 0; k < aggregators_; ++k) {
+    const GradientChunk& c = chunks_[static_cast<std::size_t>(k)];
+    if (k == rank_ || c.size == 0) continue;
+    CONFLUX_MPI_CHECK(MPI_Irecv(into.data() + c.offset, static_cast<int>(c.size), MPI_FLOAT, k,
+                                kMergedTag, comm, &reqs[static_cast<std::size_t>(k)]));
+  }
+}
+
+void KReduceSync::send_contributions(MPI_Comm comm) {
   for (int k = 0; k < aggregators_; ++k) {
     const GradientChunk& c = chunks_[static_cast<std::size_t>(k)];
     if (k == rank_ || c.size == 0) continue;
@@ -187,33 +207,21 @@ Merged KReduceSync::exchange_impl(std::span<float> gradients, bool late) {
                                 kContributionTag, comm,
                                 &outgoing_requests_[static_cast<std::size_t>(k)]));
   }
-  if (is_aggregator()) reduce_own_chunk(gradients, deadline);
-  if (!late) {
-    for (int k = 0; k < aggregators_; ++k) {
-      wait(std::span(merged_receives_).subspan(static_cast<std::size_t>(k), 1), deadline,
-           merged_what_[static_cast<std::size_t>(k)]);
-    }
-    return Merged::kCurrent;
-  }
-  // A stale non-aggregator: apply the previous step's merged gradient (long arrived, as a rule)
-  // and leave this step's to arrive while it computes the next one.
-  Merged result = Merged::kNone;
-  if (owed_pending_) {
-    for (int k = 0; k < aggregators_; ++k) {
-      wait(std::span(owed_receives_).subspan(static_cast<std::size_t>(k), 1), deadline,
-           merged_what_[static_cast<std::size_t>(k)]);
-    }
-    std::copy(owed_.begin(), owed_.end(), gradients.begin());
-    result = Merged::kPrevious;
-  }
+}
+
+void KReduceSync::wait_merged(std::vector<MPI_Request>& reqs, Clock::time_point deadline) {
   for (int k = 0; k < aggregators_; ++k) {
-    const GradientChunk& c = chunks_[static_cast<std::size_t>(k)];
-    if (c.size == 0) continue;
-    CONFLUX_MPI_CHECK(MPI_Irecv(owed_.data() + c.offset, static_cast<int>(c.size), MPI_FLOAT, k,
-                                kMergedTag, comm, &owed_receives_[static_cast<std::size_t>(k)]));
+    wait(std::span(reqs).subspan(static_cast<std::size_t>(k), 1), deadline,
+         merged_what_[static_cast<std::size_t>(k)]);
   }
-  owed_pending_ = true;
-  return result;
+}
+
+// The previous step's merged gradient, when one is owed.
+Merged KReduceSync::take_owed(std::span<float> gradients, Clock::time_point deadline) {
+  if (!owed_pending_) return Merged::kNone;
+  wait_merged(owed_receives_, deadline);
+  std::copy(owed_.begin(), owed_.end(), gradients.begin());
+  return Merged::kPrevious;
 }
 
 void KReduceSync::reduce_own_chunk(std::span<float> gradients, Clock::time_point deadline) {

@@ -134,6 +134,87 @@ void check_grid(const SweepOptions& o) {
   CONFLUX_REQUIRE(o.steps >= 1 && o.warmup_steps >= 0, "--steps must be ≥ 1 and --warmup ≥ 0");
 }
 
+// What every point of one sweep shares.
+struct SweepContext {
+  const SweepOptions& options;
+  const data::DatasetSplits& data;
+  std::optional<ResourceLimits>& limits;  // created at the first point, resized after
+};
+
+// Runs one point on a trainer of it (under the point's limits) and fills its measurements;
+// false when it ran out of memory under the cap.
+bool measure_point(const SweepContext& ctx, const comm::Communicator& trainers, SweepPoint& point,
+                   double& gradient_mb) {
+  const SweepOptions& o = ctx.options;
+  const Config& base = *o.config;
+  const FunctionSize size{point.memory_mb, base.limits().mb_per_vcpu};
+  const Config config = point_config(base, point.workers, point.batch, point.memory_mb);
+  bool fitted = true;
+  try {
+    if (ctx.limits) {
+      ctx.limits->resize(size);
+    } else {
+      ctx.limits.emplace(size, std::chrono::duration<double>(base.limits().cpu_period_ms / 1000));
+    }
+    // A short calibration run says how many steps fill --seconds: a throttled rank runs in
+    // bursts of one period, so a mean needs many periods to settle.
+    const std::size_t epoch_steps =
+        ctx.data.train.size() / (static_cast<std::size_t>(point.workers) * point.batch);
+    const Measured calibration = measure(config, trainers, ctx.data, o.warmup_steps,
+                                         std::min<int>(10, o.steps), epoch_steps);
+    std::array<double, 1> step_s{calibration.step_s()};
+    trainers.allreduce_sum(std::span<double>(step_s), std::chrono::hours(1));
+    const double mean_step = std::max(step_s[0] / point.workers, 1e-6);
+    const int wanted = std::max(o.steps, static_cast<int>(o.min_seconds / mean_step) + 1);
+    const int steps = static_cast<int>(
+        std::min<std::size_t>(static_cast<std::size_t>(wanted), epoch_steps - o.warmup_steps - 1));
+    const Measured m = measure(config, trainers, ctx.data, o.warmup_steps, steps, epoch_steps);
+    point.steps = steps;
+    point.iteration_s = m.iteration_s();
+    point.compute_s = m.compute_s();
+    point.sync_s = m.sync_s();
+    point.transfer_s = serialisation_seconds(m.params, o.transfer_seconds);
+    const CpuThrottleStats used = ctx.limits->throttle().stats();
+    point.cpu_share_used = used.cpu_seconds / used.wall_seconds;
+    gradient_mb = 4e-6 * static_cast<double>(m.params.size());
+  } catch (const std::bad_alloc&) {
+    fitted = false;
+  }
+  ctx.limits->resize({10240, base.limits().mb_per_vcpu});  // between points: the largest
+  return fitted;
+}
+
+// The mean over the point's trainers (idle ranks add zeros), on every rank; the gradient size
+// as rank 0 measured it.
+void average_point(const comm::Communicator& world, SweepPoint& point, bool out_of_memory,
+                   double& gradient_mb) {
+  std::array<double, 5> sum{point.iteration_s, point.compute_s, point.sync_s, point.transfer_s,
+                            out_of_memory ? 1.0 : 0.0};
+  world.allreduce_sum(std::span<double>(sum), std::chrono::hours(1));
+  point.out_of_memory = sum[4] > 0;
+  point.iteration_s = sum[0] / point.workers;
+  point.compute_s = sum[1] / point.workers;
+  point.sync_s = sum[2] / point.workers;
+  point.transfer_s = sum[3] / point.workers;
+  std::array<double, 1> gradient{world.rank() == 0 ? gradient_mb : 0.0};
+  world.allreduce_sum(std::span<double>(gradient), std::chrono::hours(1));
+  gradient_mb = gradient[0];
+}
+
+void log_point(const Logger& log, const SweepPoint& point, double mb_per_vcpu) {
+  if (point.out_of_memory) {
+    log.warn("W={} M={} MB B={}: out of memory under the cap", point.workers, point.memory_mb,
+             point.batch);
+    return;
+  }
+  log.info(
+      "W={} M={} MB ({:.2f} vCPU) B={}: iteration {:.2f} ms (compute {:.2f}), sync {:.2f} ms, "
+      "serialise {:.3f} ms; CPU used {:.2f} vCPU",
+      point.workers, point.memory_mb, FunctionSize{point.memory_mb, mb_per_vcpu}.cpu_share(),
+      point.batch, 1e3 * point.iteration_s, 1e3 * point.compute_s, 1e3 * point.sync_s,
+      1e3 * point.transfer_s, point.cpu_share_used);
+}
+
 }  // namespace
 
 Sweep run_sweep(const SweepOptions& o) {
@@ -141,86 +222,28 @@ Sweep run_sweep(const SweepOptions& o) {
   const Config& base = *o.config;
   const comm::Communicator& world = *o.world;
   const data::DatasetSplits data = train::load_training_data(base);
-  Sweep profile;
-  profile.config_name = base.run().name;
-  profile.dataset = base.data().dataset;
-  profile.epoch_samples = data.train.size();
-  profile.mb_per_vcpu = base.limits().mb_per_vcpu;
-
+  Sweep sweep;
+  sweep.config_name = base.run().name;
+  sweep.dataset = base.data().dataset;
+  sweep.epoch_samples = data.train.size();
+  sweep.mb_per_vcpu = base.limits().mb_per_vcpu;
   std::optional<ResourceLimits> limits;
+  const SweepContext ctx{o, data, limits};
   for (const int workers : o.worker_counts) {
     // Ranks beyond W sit the point out on a polled wait, not a spinning barrier.
     const bool active = world.rank() < workers;
     const comm::Communicator trainers = world.split(active ? 0 : 1, world.rank());
     for (const int memory : o.memory_mb) {
-      const FunctionSize size{memory, base.limits().mb_per_vcpu};
       for (const int batch : o.batch_sizes) {
         SweepPoint point{.workers = workers, .memory_mb = memory, .batch = batch};
-        double oom = 0;
-        if (active) {
-          const Config config = point_config(base, workers, batch, memory);
-          try {
-            if (limits) {
-              limits->resize(size);
-            } else {
-              limits.emplace(size,
-                             std::chrono::duration<double>(base.limits().cpu_period_ms / 1000));
-            }
-            // A short calibration run says how many steps fill --seconds: a throttled rank
-            // runs in bursts of one period, so a mean needs many periods to settle.
-            const std::size_t epoch_steps =
-                data.train.size() / (static_cast<std::size_t>(workers) * batch);
-            const Measured calibration = measure(config, trainers, data, o.warmup_steps,
-                                                 std::min<int>(10, o.steps), epoch_steps);
-            std::array<double, 1> step_s{calibration.step_s()};
-            trainers.allreduce_sum(std::span<double>(step_s), std::chrono::hours(1));
-            const double mean_step = std::max(step_s[0] / workers, 1e-6);
-            const int wanted = std::max(o.steps, static_cast<int>(o.min_seconds / mean_step) + 1);
-            const int steps = static_cast<int>(std::min<std::size_t>(
-                static_cast<std::size_t>(wanted), epoch_steps - o.warmup_steps - 1));
-            const Measured m = measure(config, trainers, data, o.warmup_steps, steps, epoch_steps);
-            point.steps = steps;
-            point.iteration_s = m.iteration_s();
-            point.compute_s = m.compute_s();
-            point.sync_s = m.sync_s();
-            point.transfer_s = serialisation_seconds(m.params, o.transfer_seconds);
-            const CpuThrottleStats used = limits->throttle().stats();
-            point.cpu_share_used = used.cpu_seconds / used.wall_seconds;
-            profile.gradient_mb = 4e-6 * static_cast<double>(m.params.size());
-          } catch (const std::bad_alloc&) {
-            oom = 1;
-          }
-          limits->resize({10240, base.limits().mb_per_vcpu});  // between points: the largest
-        }
-        // The mean over the point's trainers (idle ranks add zeros).
-        std::array<double, 5> sum{point.iteration_s, point.compute_s, point.sync_s,
-                                  point.transfer_s, oom};
-        world.allreduce_sum(std::span<double>(sum), std::chrono::hours(1));
-        point.out_of_memory = sum[4] > 0;
-        point.iteration_s = sum[0] / workers;
-        point.compute_s = sum[1] / workers;
-        point.sync_s = sum[2] / workers;
-        point.transfer_s = sum[3] / workers;
-        std::array<double, 1> gradient{world.rank() == 0 ? profile.gradient_mb : 0.0};
-        world.allreduce_sum(std::span<double>(gradient), std::chrono::hours(1));
-        profile.gradient_mb = gradient[0];
-        if (o.log != nullptr && world.rank() == 0) {
-          if (point.out_of_memory) {
-            o.log->warn("W={} M={} MB B={}: out of memory under the cap", workers, memory, batch);
-          } else {
-            o.log->info(
-                "W={} M={} MB ({:.2f} vCPU) B={}: iteration {:.2f} ms (compute {:.2f}), sync "
-                "{:.2f} ms, serialise {:.3f} ms; CPU used {:.2f} vCPU",
-                workers, memory, size.cpu_share(), batch, 1e3 * point.iteration_s,
-                1e3 * point.compute_s, 1e3 * point.sync_s, 1e3 * point.transfer_s,
-                point.cpu_share_used);
-          }
-        }
-        profile.points.push_back(point);
+        const bool fitted = !active || measure_point(ctx, trainers, point, sweep.gradient_mb);
+        average_point(world, point, !fitted, sweep.gradient_mb);
+        if (o.log != nullptr && world.rank() == 0) log_point(*o.log, point, sweep.mb_per_vcpu);
+        sweep.points.push_back(point);
       }
     }
   }
-  return profile;
+  return sweep;
 }
 
 }  // namespace conflux::plan

@@ -1,7 +1,7 @@
 #pragma once
 /// @file gradient_sync.hpp
 /// Gradient synchronisation strategies among trainer ranks behind one interface: MPI allreduce
-/// (here) and K-Reduce (kreduce_sync.hpp); NCCL plugs in here later.
+/// (here) and K-Reduce (kreduce_sync.hpp). GPU trainers sum with NCCL instead (gpu/nccl_allreduce).
 
 #include <chrono>
 #include <memory>

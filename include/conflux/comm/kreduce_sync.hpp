@@ -67,6 +67,12 @@ class KReduceSync final : public GradientSync {
   using Clock = std::chrono::steady_clock;
   Merged exchange_impl(std::span<float> gradients, bool late);
   void reduce_own_chunk(std::span<float> gradients, Clock::time_point deadline);
+  // The steps of one exchange, in the order they post their MPI operations.
+  void post_contribution_receives(MPI_Comm comm);
+  void post_merged_receives(std::span<float> into, MPI_Comm comm, std::vector<MPI_Request>& reqs);
+  void send_contributions(MPI_Comm comm);
+  void wait_merged(std::vector<MPI_Request>& reqs, Clock::time_point deadline);
+  Merged take_owed(std::span<float> gradients, Clock::time_point deadline);
   void wait(std::span<MPI_Request> requests, Clock::time_point deadline, const std::string& what);
   void connect();
 

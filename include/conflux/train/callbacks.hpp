@@ -1,7 +1,7 @@
 #pragma once
 /// @file callbacks.hpp
-/// The training loop's callback interface: cross-cutting features (progress, metrics, later
-/// checkpointing, profiling, rebalancing) hook in here so that the loop stays short.
+/// The training loop's callback interface: cross-cutting features (progress, metrics,
+/// checkpointing, profiling and offload control) hook in here so that the loop stays short.
 
 #include <cstddef>
 #include <string>
