@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real, throw-away SLURM cluster on this machine (slurmctld + slurmd + munged, run as root)
-# for the test suite and for trying the sbatch scripts. Based on ../shared/notes/local-slurm.md.
+# for the test suite and for trying the sbatch scripts (docs/launching.md describes it).
 #
 #   tools/local-slurm.sh install              # apt packages slurm-wlm and munge (once)
 #   tools/local-slurm.sh start [--nodes N]    # write the config, start the daemons, wait idle
