@@ -8,9 +8,9 @@
 #include <algorithm>
 
 #include "conflux/comm/agreement.hpp"
-#include "conflux/offload/step_profiler.hpp"
+#include "conflux/offload/window_meter.hpp"
 #include "conflux/telemetry/timeline.hpp"
-#include "conflux/train/pipeline_profiler.hpp"
+#include "conflux/train/pipeline_monitor.hpp"
 #include "conflux/train/trainer.hpp"
 #include "conflux/train/training_data.hpp"
 #include "report.hpp"
@@ -42,7 +42,7 @@ Config load(const Options& o, const comm::Communicator& world, bool profiled) {
 // and, once per window of `steps_per_window` steps, closing it against pipeline counters with
 // two workers.
 double profiler_ns_per_step(std::size_t steps_per_window) {
-  offload::StepProfiler profiler(1e9);  // windows closed by hand below
+  offload::WindowMeter meter(1e9);  // windows closed by hand below
   telemetry::Timeline timeline(telemetry::TimelineOptions{.enabled = true, .max_events = 1u << 22});
   offload::PipelineCounters counters;
   counters.workers.resize(2);
@@ -60,10 +60,10 @@ double profiler_ns_per_step(std::size_t steps_per_window) {
     timeline.span("compute", "train", t[1], t[2]);
     timeline.span("gradient sync", "comm", t[2], t[3]);
     timeline.span("optimizer", "train", t[3], t[4]);
-    profiler.record(times, t[5]);
+    meter.record(times, t[5]);
     if (i % steps_per_window == 0) {
       ++counters.delivered;
-      sink += profiler.close(counters, 0, start).total.compute;
+      sink += meter.close(counters, 0, start).total.compute;
     }
   }
   const double seconds = seconds_since(start);
@@ -104,12 +104,11 @@ int run_profiler_overhead(const std::vector<std::string>& args, const comm::Comm
       telemetry::Timeline timeline(telemetry::TimelineOptions{.enabled = with});
       train::Trainer trainer(
           train::TrainerSetup{config, trainers, data, {}, nullptr, with ? &timeline : nullptr});
-      std::optional<train::PipelineProfiler> profiler;
+      std::optional<train::PipelineMonitor> monitor;
       std::vector<train::TrainingCallback*> callbacks;
       if (with) {
-        profiler.emplace(
-            train::PipelineProfilerOptions{config, trainers.rank(), nullptr, &timeline});
-        callbacks.push_back(&*profiler);
+        monitor.emplace(train::PipelineMonitorOptions{config, trainers.rank(), nullptr, &timeline});
+        callbacks.push_back(&*monitor);
       }
       trainers.barrier();
       const train::TrainSummary summary = trainer.run(callbacks);

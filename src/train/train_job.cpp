@@ -15,7 +15,7 @@
 #include "conflux/telemetry/timeline.hpp"
 #include "conflux/train/checkpointer.hpp"
 #include "conflux/train/device_choice.hpp"
-#include "conflux/train/pipeline_profiler.hpp"
+#include "conflux/train/pipeline_monitor.hpp"
 #include "conflux/train/progress_printer.hpp"
 #include "conflux/train/resume.hpp"
 #include "conflux/train/run_recorder.hpp"
@@ -200,10 +200,10 @@ ExitCode run_train_job(const Config& config, const comm::Communicator& world, co
   // The checkpointer goes first: its on_train_end makes the final checkpoint durable before
   // the recorder writes model.h5.
   std::vector<TrainingCallback*> callbacks{&checkpointer};
-  std::optional<PipelineProfiler> profiler;
+  std::optional<PipelineMonitor> monitor;
   if (config.profile().enabled) {
-    profiler.emplace(PipelineProfilerOptions{config, layout.role_rank, &log, &timeline});
-    callbacks.push_back(&*profiler);
+    monitor.emplace(PipelineMonitorOptions{config, layout.role_rank, &log, &timeline});
+    callbacks.push_back(&*monitor);
   }
   if (is_root) {
     recorder.emplace(config);
