@@ -168,14 +168,14 @@ double Trainer::stage_ahead(bool epoch_goes_on) {
 }
 
 void Trainer::fold_window() {
-  Tally& window = clocks_.window;
+  Tally& window = reporting_.window;
   std::array<double, 3> totals{window.loss, window.correct, window.samples};
   trainers_.allreduce_sum(totals, timeout_);
   progress_.epoch_tally.loss += totals[0];
   progress_.epoch_tally.correct += totals[1];
   progress_.epoch_tally.samples += totals[2];
   window = Tally{};
-  clocks_.window_start = Clock::now();
+  reporting_.window_start = Clock::now();
 }
 
 TrainSummary Trainer::run(Callbacks callbacks) {
@@ -184,7 +184,7 @@ TrainSummary Trainer::run(Callbacks callbacks) {
   log_gradient_sync();
   backend_->connect();  // collective; every trainer has been built
   begin_callbacks(callbacks);
-  clocks_.train_start = Clock::now();
+  reporting_.train_start = Clock::now();
   const auto epochs = static_cast<std::uint32_t>(config_.train().epochs);
   TrainSummary summary;
   summary.epochs = config_.train().epochs;
@@ -243,10 +243,10 @@ void Trainer::begin_callbacks(Callbacks callbacks) {
   for (auto* cb : callbacks) cb->on_train_begin(backend_->sync_host_model());
 }
 
-// The steps of the current epoch from the current one on; returns the loader's counters at
-// its start.
+// Trains the current epoch from its current step on (a resumed run starts mid-epoch); returns
+// the loader's counters at the start.
 data::LoaderStats Trainer::train_epoch(Context& context, Callbacks callbacks) {
-  clocks_.epoch_start = clocks_.window_start = Clock::now();
+  reporting_.epoch_start = reporting_.window_start = Clock::now();
   const data::LoaderStats stats_before = loader_->stats();
   const std::size_t steps_per_epoch = loader_->steps_per_epoch();
   while (progress_.position.step < steps_per_epoch && !context.stop_requested()) {
@@ -288,9 +288,9 @@ Trainer::Clock::time_point Trainer::train_step() {
   const auto t_end = Clock::now();
   record_step_phases(t_start, t_data, t_backward, t_sync, t_end, next_batch_wait);
   step_.prefetch_wait = next_batch_wait;
-  clocks_.window.loss += result.loss_sum;
-  clocks_.window.correct += result.correct;
-  clocks_.window.samples += static_cast<double>(samples);
+  reporting_.window.loss += result.loss_sum;
+  reporting_.window.correct += result.correct;
+  reporting_.window.samples += static_cast<double>(samples);
   ++p.step;
   ++p.global_step;
   return t_end;
@@ -304,7 +304,7 @@ void Trainer::report_steps(std::size_t step, Callbacks callbacks) {
   const std::size_t done = progress_.position.step;
   const bool last = done == steps_per_epoch;
   if (!(cfg.log_every > 0 && done % static_cast<std::size_t>(cfg.log_every) == 0) && !last) return;
-  const double window_seconds = seconds_since(clocks_.window_start);
+  const double window_seconds = seconds_since(reporting_.window_start);
   const Tally before = progress_.epoch_tally;
   fold_window();
   const Tally& after = progress_.epoch_tally;
@@ -326,7 +326,7 @@ TrainSummary Trainer::end_run(const Context& context, Callbacks callbacks, Train
       nullptr;  // a stopped run's next batch, fetched ahead: dropped with the loader's
   summary.stopped = context.stop_requested();
   summary.global_step = progress_.position.global_step;
-  summary.total_seconds = progress_.elapsed_seconds_before + seconds_since(clocks_.train_start);
+  summary.total_seconds = progress_.elapsed_seconds_before + seconds_since(reporting_.train_start);
   loader_->finish();
   report_data_service(loader_->stats());
   summary.digest = model::weights_digest(backend_->sync_host_model());  // the GPU's, downloaded
@@ -344,7 +344,7 @@ EpochReport Trainer::finish_epoch(const data::LoaderStats& stats_before) {
   EpochReport report;
   report.epoch = static_cast<int>(progress_.position.epoch);
   report.epochs = cfg.epochs;
-  report.epoch_seconds = progress_.epoch_seconds_before + seconds_since(clocks_.epoch_start);
+  report.epoch_seconds = progress_.epoch_seconds_before + seconds_since(reporting_.epoch_start);
   progress_.epoch_seconds_before = 0;
   report.samples = static_cast<std::size_t>(tally.samples);
   report.train_loss = tally.loss / tally.samples;
@@ -379,7 +379,7 @@ EpochReport Trainer::finish_epoch(const data::LoaderStats& stats_before) {
     report.test_loss = eval.loss;
     report.test_accuracy = eval.accuracy;
   }
-  report.elapsed_seconds = progress_.elapsed_seconds_before + seconds_since(clocks_.train_start);
+  report.elapsed_seconds = progress_.elapsed_seconds_before + seconds_since(reporting_.train_start);
   return report;
 }
 

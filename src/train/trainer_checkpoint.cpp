@@ -86,8 +86,8 @@ void Trainer::capture(ckpt::TrainingState& s) {
   s.epoch_loss_sum = progress_.epoch_tally.loss;
   s.epoch_correct = progress_.epoch_tally.correct;
   s.epoch_samples = progress_.epoch_tally.samples;
-  s.epoch_seconds = progress_.epoch_seconds_before + seconds_since(clocks_.epoch_start);
-  s.elapsed_seconds = progress_.elapsed_seconds_before + seconds_since(clocks_.train_start);
+  s.epoch_seconds = progress_.epoch_seconds_before + seconds_since(reporting_.epoch_start);
+  s.elapsed_seconds = progress_.elapsed_seconds_before + seconds_since(reporting_.train_start);
   s.created = local_time("%Y-%m-%dT%H:%M:%S");
   s.metrics = progress_.metrics;
   s.lr = backend_->lr();

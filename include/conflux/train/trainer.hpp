@@ -103,8 +103,8 @@ class Trainer {
     double prefetch_wait = 0;                 // the time that fetch waited
     double callbacks_seconds = 0;             // the previous step's callbacks
   };
-  // The clocks of the reports, and this trainer's steps since the last report.
-  struct ReportClocks {
+  // What the reports measure from: their clocks, and this trainer's steps since the last report.
+  struct Reporting {
     Clock::time_point train_start, epoch_start, window_start;
     Tally window;
   };
@@ -154,7 +154,7 @@ class Trainer {
   std::optional<model::LrSchedule> lr_schedule_;  // set by run()
   Progress progress_;
   StepInFlight step_;
-  ReportClocks clocks_;
+  Reporting reporting_;
   AuditState audit_;
   // Built by run(); after progress_, whose offload schedule it uses.
   std::unique_ptr<data::BatchLoader> loader_;
