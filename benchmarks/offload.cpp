@@ -15,8 +15,8 @@
 
 #include "conflux/core/error.hpp"
 #include "conflux/data/io/catalog.hpp"
-#include "conflux/offload/offload_controller.hpp"
-#include "conflux/offload/step_profiler.hpp"
+#include "conflux/offload/ratio_controller.hpp"
+#include "conflux/offload/window_meter.hpp"
 #include "conflux/telemetry/timeline.hpp"
 #include "pipeline_harness.hpp"
 #include "report.hpp"
@@ -49,7 +49,7 @@ struct Options : PipelineSettings {
 class AutoOffload {
  public:
   AutoOffload(double interval_s, telemetry::Timeline* timeline)
-      : profiler_(interval_s, {5, 25}),
+      : meter_(interval_s, {5, 25}),
         controller_({.initial_steps = 5, .profile_steps = 20}),
         timeline_(timeline),
         start_(SteadyClock::now()) {}
@@ -65,13 +65,13 @@ class AutoOffload {
       timeline_->span("data wait", "data", begin, wait_end);
       timeline_->span("SIMULATED GPU step", "train", wait_end, end);
     }
-    if (!profiler_.record({.data_wait = t.wait_s, .compute = t.compute_s}, now)) return;
-    const offload::ProfileWindow w =
-        profiler_.close(loader.pipeline_counters(), loader.offload_ratio(), now);
+    if (!meter_.record({.data_wait = t.wait_s, .compute = t.compute_s}, now)) return;
+    const offload::WindowReport w =
+        meter_.close(loader.pipeline_counters(), loader.offload_ratio(), now);
     if (timeline_ != nullptr) {
       timeline_->counter("steps per s", w.seconds > 0 ? w.steps / w.seconds : 0);
     }
-    if (const auto d = controller_.on_window(w.sample)) {
+    if (const auto d = controller_.on_window(w.input)) {
       loader.set_offload_ratio(d->ratio);
       if (timeline_ != nullptr) timeline_->counter("offload ratio", d->ratio);
       if (d->probe) return;  // a trial of the search
@@ -91,8 +91,8 @@ class AutoOffload {
   const std::vector<Logged>& decisions() const { return decisions_; }
 
  private:
-  offload::StepProfiler profiler_;
-  offload::OffloadController controller_;
+  offload::WindowMeter meter_;
+  offload::RatioController controller_;
   telemetry::Timeline* timeline_;
   SteadyClock::time_point start_;
   std::vector<Logged> decisions_;

@@ -58,7 +58,8 @@ PipelineRun train(const PipelineRunOptions& opt) {
   o.global_batch = static_cast<std::size_t>(opt.batch);
   o.threads = opt.local_threads;
   o.prefetch = 4;
-  o.offload_ratio = opt.offload_ratio;
+  offload::RemoteSchedule schedule(opt.offload_ratio);  // on_step may change its ratio
+  o.schedule = &schedule;
   o.client.comm = opt.service;
   o.client.credits = opt.credits;
   o.client.timeout = std::chrono::duration<double>(opt.worker_timeout_s);

@@ -12,7 +12,7 @@
 #include "conflux/core/crc32c.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/core/resource_limits.hpp"
-#include "conflux/offload/step_profiler.hpp"
+#include "conflux/offload/step_times.hpp"
 #include "conflux/train/trainer.hpp"
 #include "conflux/train/training_data.hpp"
 

@@ -15,7 +15,7 @@
 #include "conflux/telemetry/timeline.hpp"
 #include "conflux/train/checkpointer.hpp"
 #include "conflux/train/device_choice.hpp"
-#include "conflux/train/pipeline_profiler.hpp"
+#include "conflux/train/pipeline_monitor.hpp"
 #include "conflux/train/progress_printer.hpp"
 #include "conflux/train/resume.hpp"
 #include "conflux/train/run_recorder.hpp"
@@ -40,30 +40,41 @@ data::WorkerFault worker_fault(const FaultSection& f, int worker) {
   return fault;
 }
 
+// What a worker rank serves with.
+struct WorkerSetup {
+  const Config& config;
+  const comm::RoleLayout& layout;
+  const comm::Communicator& service;  // the data service's communicator
+  const data::Dataset& train;
+  const data::SampleTransform& transform;
+  const Logger& log;
+  telemetry::Timeline& timeline;
+};
+
 // Serves batches to the trainers until each has said goodbye, then reports what it did.
-void serve_batches(const Config& config, const comm::RoleLayout& layout,
-                   const comm::Communicator& service, const data::Dataset& train,
-                   const data::SampleTransform& transform, const Logger& log,
-                   telemetry::Timeline& timeline) {
+void serve_batches(const WorkerSetup& w) {
+  const Config& config = w.config;
   data::BatchServerOptions o;
-  o.comm = &service;
-  for (int t = 0; t < layout.trainers; ++t) o.trainer_ranks.push_back(layout.trainer_world_rank(t));
-  o.worker = layout.role_rank;
-  o.dataset = &train;
-  o.transform = &transform;
+  o.comm = &w.service;
+  for (int t = 0; t < w.layout.trainers; ++t) {
+    o.trainer_ranks.push_back(w.layout.trainer_world_rank(t));
+  }
+  o.worker = w.layout.role_rank;
+  o.dataset = &w.train;
+  o.transform = &w.transform;
   o.threads = config.cluster().worker_threads;
   o.seed = config.run().seed;
   o.global_batch = static_cast<std::size_t>(config.train().batch_size);
   o.send_buffers = config.data().worker_send_buffers;
   o.drain_timeout = std::chrono::duration<double>(config.cluster().peer_timeout_s);
-  o.fault = worker_fault(config.fault(), layout.role_rank);
-  o.log = &log;
-  o.timeline = &timeline;
+  o.fault = worker_fault(config.fault(), w.layout.role_rank);
+  o.log = &w.log;
+  o.timeline = &w.timeline;
   const data::BatchServerStats stats = data::BatchServer(std::move(o)).serve();
-  log.info(
+  w.log.info(
       "worker {}: served {} batches ({} samples; per trainer {}), cancelled {}; building {:.0f} "
       "%, CPU {:.0f} % of {:.1f} s; at most {:.1f} MiB in flight (bound: {} send buffers)",
-      layout.role_rank, stats.batches, stats.samples, fmt::join(stats.per_trainer, "/"),
+      w.layout.role_rank, stats.batches, stats.samples, fmt::join(stats.per_trainer, "/"),
       stats.cancelled,
       stats.total_seconds > 0 ? 100 * stats.build_seconds / stats.total_seconds : 0.0,
       stats.total_seconds > 0 ? 100 * stats.cpu_seconds / stats.total_seconds : 0.0,
@@ -88,10 +99,18 @@ void report_checkpoints(const CheckpointerStats& s, const Logger& log) {
       s.persist.write_seconds > 0 ? mib / s.persist.write_seconds : 0.0, 1e3 * s.agree_seconds);
 }
 
-}  // namespace
+// This rank's place in the job, which every phase of run_train_job reads.
+struct JobRank {
+  const Config& config;
+  const comm::Communicator& world;
+  const Logger& log;
+  const comm::RoleSplit& roles;
+  bool is_trainer() const noexcept { return roles.layout.role == comm::Role::kTrainer; }
+  bool is_root() const noexcept { return world.rank() == 0; }
+};
 
-ExitCode run_train_job(const Config& config, const comm::Communicator& world, const Logger& log,
-                       const ckpt::StopSignals* signals) {
+// Checks on every rank that the rank count fits the config; returns the worker count.
+int agree_on_workers(const Config& config, const comm::Communicator& world) {
   int workers = 0;
   comm::run_agreed(world, [&] {
     workers = config.workers_for(world.size());
@@ -100,122 +119,177 @@ ExitCode run_train_job(const Config& config, const comm::Communicator& world, co
                     "rank(s))",
                     config.where("fault.worker"), config.fault().worker, workers);
   });
-  const comm::RoleSplit roles = comm::split_roles(world, config.cluster().trainers, workers);
-  const comm::RoleLayout& layout = roles.layout;
-  openblas_set_num_threads(config.cluster().blas_threads);
-  const bool is_trainer = layout.role == comm::Role::kTrainer;
-  std::optional<ResourceLimits> limits;
-  if (limits_apply(config.limits(), is_trainer)) {
-    limits.emplace(FunctionSize{config.limits().memory_mb, config.limits().mb_per_vcpu},
-                   std::chrono::duration<double>(config.limits().cpu_period_ms / 1000));
-  }
-  const bool is_root = world.rank() == 0;
+  return workers;
+}
 
-  log.info("{} {}/{} (pid {}, node-local rank {}/{}){}", comm::role_name(layout.role),
-           layout.role_rank, is_trainer ? layout.trainers : layout.workers, ::getpid(),
-           layout.node_local_rank, layout.node_local_size,
-           limits ? fmt::format(", Lambda-like limit {}", limits->size().describe()) : "");
-  // train.device: the trainers agree on the CPU or a GPU each (workers compute on the CPU).
+// [limits] for this rank's role, in force while the result lives; none when they do not apply.
+std::optional<ResourceLimits> function_limits(const JobRank& job) {
+  const LimitsSection& l = job.config.limits();
+  if (!limits_apply(l, job.is_trainer())) return std::nullopt;
+  return std::optional<ResourceLimits>(std::in_place, FunctionSize{l.memory_mb, l.mb_per_vcpu},
+                                       std::chrono::duration<double>(l.cpu_period_ms / 1000));
+}
+
+void log_rank(const JobRank& job, const std::optional<ResourceLimits>& limits) {
+  const comm::RoleLayout& layout = job.roles.layout;
+  job.log.info("{} {}/{} (pid {}, node-local rank {}/{}){}", comm::role_name(layout.role),
+               layout.role_rank, job.is_trainer() ? layout.trainers : layout.workers, ::getpid(),
+               layout.node_local_rank, layout.node_local_size,
+               limits ? fmt::format(", Lambda-like limit {}", limits->size().describe()) : "");
+}
+
+// train.device: the trainers agree on the CPU or a GPU each (workers compute on the CPU).
+DeviceChoice agree_on_device(const JobRank& job) {
   DeviceChoice device;
-  comm::run_agreed(world, [&] {
-    if (is_trainer) device = choose_device(config, roles.role_comm, &log);
+  comm::run_agreed(job.world, [&] {
+    if (job.is_trainer()) device = choose_device(job.config, job.roles.role_comm, &job.log);
   });
-  std::optional<ckpt::FoundCheckpoint> found;
-  comm::run_agreed(world, [&] {
-    if (!is_root) return;
-    prepare_run_dir(config);
-    found = find_resume_checkpoint(config, log);
+  return device;
+}
+
+// The checkpoint the run continues from: its path on every rank, its contents where rank 0
+// has read them already.
+struct ResumePoint {
+  std::optional<ckpt::FoundCheckpoint> found;  // rank 0
+  std::string path;                            // empty: a fresh start
+};
+
+// Rank 0 creates the run directory and, for checkpoint.resume, picks the checkpoint to
+// continue from; every rank learns its path.
+ResumePoint prepare_run(const JobRank& job) {
+  ResumePoint resume;
+  comm::run_agreed(job.world, [&] {
+    if (!job.is_root()) return;
+    prepare_run_dir(job.config);
+    resume.found = find_resume_checkpoint(job.config, job.log);
   });
-  const std::string resume_path = world.broadcast(found ? found->path.string() : "", 0);
-  telemetry::Timeline timeline(telemetry::TimelineOptions{
-      .enabled = config.profile().timeline,
-      .process_name = fmt::format("{} {} (rank {})", comm::role_name(layout.role), layout.role_rank,
-                                  world.rank()),
-      .max_events = static_cast<std::size_t>(config.profile().timeline_max_events)});
+  resume.path = job.world.broadcast(resume.found ? resume.found->path.string() : "", 0);
+  return resume;
+}
+
+telemetry::TimelineOptions timeline_options(const JobRank& job) {
+  const comm::RoleLayout& layout = job.roles.layout;
+  return {.enabled = job.config.profile().timeline,
+          .process_name = fmt::format("{} {} (rank {})", comm::role_name(layout.role),
+                                      layout.role_rank, job.world.rank()),
+          .max_events = static_cast<std::size_t>(job.config.profile().timeline_max_events)};
+}
+
+DataServiceLink service_link(const comm::Communicator& service, const comm::RoleLayout& layout) {
+  DataServiceLink link{&service, {}};
+  for (int w = 0; w < layout.workers; ++w) link.worker_ranks.push_back(layout.worker_world_rank(w));
+  return link;
+}
+
+// Continues `trainer` from the resume point, when there is one.
+void resume_trainer(const JobRank& job, Trainer& trainer, ResumePoint& resume) {
+  if (resume.path.empty()) return;
+  // Every trainer reads the file itself: the checkpoint directory is shared.
+  const ckpt::TrainingState state =
+      resume.found ? std::move(resume.found->state) : ckpt::read_checkpoint(resume.path);
+  trainer.restore(state, resume.path);  // the model's shape first: the clearest error
+  check_resume_compatible(job.config, state, resume.path);
+  if (job.is_root()) {
+    job.log.info(
+        "resuming from {}: epoch {} step {} (global step {}; written by {} trainer(s) "
+        "and {} worker(s))",
+        resume.path, state.epoch, state.step, state.global_step, state.trainers, state.workers);
+  }
+}
+
+void log_dataset(const JobRank& job, const data::DatasetSplits& data) {
+  if (!job.is_root()) return;
+  job.log.info("dataset {}: {} training / {} test samples of {}x{}x{}", job.config.data().dataset,
+               data.train.size(), data.test.size(), data.train.shape.channels,
+               data.train.shape.height, data.train.shape.width);
+}
+
+// Every rank learns whether training stopped on a signal, so all exit alike; the timeline is
+// merged first (a collective of every rank).
+ExitCode agreed_exit(const JobRank& job, telemetry::Timeline& timeline, bool stopped) {
+  const Config& config = job.config;
+  if (config.profile().timeline) {
+    const std::size_t events = timeline.write_merged(job.world, config.run().dir / "timeline.json");
+    if (job.is_root()) {
+      job.log.info("timeline: {} events in {}", events,
+                   (config.run().dir / "timeline.json").string());
+    }
+  }
+  return job.world.allreduce_max(stopped ? static_cast<int>(ExitCode::kRequeue) : 0) != 0
+             ? ExitCode::kRequeue
+             : ExitCode::kSuccess;
+}
+
+// Trains with the job's callbacks, reports, and exits with the other ranks (the callbacks
+// live until every rank has agreed).
+ExitCode train_and_exit(const JobRank& job, Trainer& trainer, const std::string& resume_path,
+                        telemetry::Timeline& timeline, const ckpt::StopSignals* signals) {
+  const Config& config = job.config;
+  ProgressPrinter progress(job.log);
+  std::optional<RunRecorder> recorder;
+  Checkpointer checkpointer(
+      CheckpointerOptions{config, job.roles.role_comm, signals, &job.log, resume_path, &timeline});
+  // The checkpointer goes first: its on_train_end makes the final checkpoint durable before
+  // the recorder writes model.h5.
+  std::vector<TrainingCallback*> callbacks{&checkpointer};
+  std::optional<PipelineMonitor> monitor;
+  if (config.profile().enabled) {
+    monitor.emplace(
+        PipelineMonitorOptions{config, job.roles.layout.role_rank, &job.log, &timeline});
+    callbacks.push_back(&*monitor);
+  }
+  if (job.is_root()) {
+    recorder.emplace(config);
+    callbacks.insert(callbacks.end(), {&progress, &*recorder});
+  }
+  const TrainSummary summary = trainer.run(callbacks);
+  if (job.is_root()) {
+    report_checkpoints(checkpointer.stats(), job.log);
+    if (!summary.stopped) fmt::print("model digest: {}\n", summary.digest);
+    job.log.info("results in {}", config.run().dir.string());
+  }
+  return agreed_exit(job, timeline, summary.stopped);
+}
+
+}  // namespace
+
+ExitCode run_train_job(const Config& config, const comm::Communicator& world, const Logger& log,
+                       const ckpt::StopSignals* signals) {
+  const int workers = agree_on_workers(config, world);
+  const comm::RoleSplit roles = comm::split_roles(world, config.cluster().trainers, workers);
+  const JobRank job{config, world, log, roles};
+  openblas_set_num_threads(config.cluster().blas_threads);
+  const std::optional<ResourceLimits> limits = function_limits(job);
+  log_rank(job, limits);
+  const DeviceChoice device = agree_on_device(job);
+  ResumePoint resume = prepare_run(job);
+  telemetry::Timeline timeline(timeline_options(job));
   timeline.name_thread("main");
-  if (is_root) {
+  if (job.is_root()) {
     log.info("run '{}': {} trainer(s), {} worker(s); run directory {}", config.run().name,
-             layout.trainers, layout.workers, config.run().dir.string());
+             roles.layout.trainers, roles.layout.workers, config.run().dir.string());
   }
 
   // The data service talks on its own communicator, so its tags never meet anyone else's.
   const comm::Communicator service = world.split(0, world.rank());
-  DataServiceLink link{&service, {}};
-  for (int w = 0; w < layout.workers; ++w) link.worker_ranks.push_back(layout.worker_world_rank(w));
-
   data::DatasetSplits data;
   std::optional<Trainer> trainer;
   std::optional<data::SampleTransform> worker_transform;
   comm::run_agreed(world, [&] {
     data = load_training_data(config);
-    if (is_trainer) {
-      trainer.emplace(TrainerSetup{config, roles.role_comm, data, link, &log, &timeline, device});
-      if (!resume_path.empty()) {
-        // Every trainer reads the file itself: the checkpoint directory is shared.
-        const ckpt::TrainingState state =
-            found ? std::move(found->state) : ckpt::read_checkpoint(resume_path);
-        trainer->restore(state, resume_path);  // the model's shape first: the clearest error
-        check_resume_compatible(config, state, resume_path);
-        if (is_root) {
-          log.info(
-              "resuming from {}: epoch {} step {} (global step {}; written by {} trainer(s) "
-              "and {} worker(s))",
-              resume_path, state.epoch, state.step, state.global_step, state.trainers,
-              state.workers);
-        }
-      }
+    if (job.is_trainer()) {
+      trainer.emplace(TrainerSetup{config, roles.role_comm, data,
+                                   service_link(service, roles.layout), &log, &timeline, device});
+      resume_trainer(job, *trainer, resume);
     } else {
       worker_transform.emplace(make_transform(config, data.train));
       data.test = data::Dataset{};  // workers only build training batches
     }
   });
-  if (is_root) {
-    log.info("dataset {}: {} training / {} test samples of {}x{}x{}", config.data().dataset,
-             data.train.size(), data.test.size(), data.train.shape.channels,
-             data.train.shape.height, data.train.shape.width);
-  }
-
-  // Every rank learns whether training stopped on a signal, so all exit alike; the timeline
-  // is merged first (a collective of every rank).
-  const auto agreed_exit = [&](bool stopped) {
-    if (config.profile().timeline) {
-      const std::size_t events = timeline.write_merged(world, config.run().dir / "timeline.json");
-      if (is_root) {
-        log.info("timeline: {} events in {}", events,
-                 (config.run().dir / "timeline.json").string());
-      }
-    }
-    return world.allreduce_max(stopped ? static_cast<int>(ExitCode::kRequeue) : 0) != 0
-               ? ExitCode::kRequeue
-               : ExitCode::kSuccess;
-  };
-  if (!is_trainer) {
-    serve_batches(config, layout, service, data.train, *worker_transform, log, timeline);
-    return agreed_exit(false);
-  }
-  ProgressPrinter progress(log);
-  std::optional<RunRecorder> recorder;
-  Checkpointer checkpointer(
-      CheckpointerOptions{config, roles.role_comm, signals, &log, resume_path, &timeline});
-  // The checkpointer goes first: its on_train_end makes the final checkpoint durable before
-  // the recorder writes model.h5.
-  std::vector<TrainingCallback*> callbacks{&checkpointer};
-  std::optional<PipelineProfiler> profiler;
-  if (config.profile().enabled) {
-    profiler.emplace(PipelineProfilerOptions{config, layout.role_rank, &log, &timeline});
-    callbacks.push_back(&*profiler);
-  }
-  if (is_root) {
-    recorder.emplace(config);
-    callbacks.insert(callbacks.end(), {&progress, &*recorder});
-  }
-  const TrainSummary summary = trainer->run(callbacks);
-  if (is_root) {
-    report_checkpoints(checkpointer.stats(), log);
-    if (!summary.stopped) fmt::print("model digest: {}\n", summary.digest);
-    log.info("results in {}", config.run().dir.string());
-  }
-  return agreed_exit(summary.stopped);
+  log_dataset(job, data);
+  if (job.is_trainer()) return train_and_exit(job, *trainer, resume.path, timeline, signals);
+  serve_batches({config, roles.layout, service, data.train, *worker_transform, log, timeline});
+  return agreed_exit(job, timeline, false);
 }
 
 }  // namespace conflux::train

@@ -95,7 +95,8 @@ Outcome run_layout(int trainers, const Scenario& scenario) {
   o.trainers = trainers;
   o.trainer = t;
   o.prefetch = 3;
-  o.offload_ratio = scenario.ratio;
+  offload::RemoteSchedule schedule(scenario.ratio);
+  o.schedule = &schedule;
   o.client.comm = &service;
   for (int w = 0; w < workers; ++w) o.client.worker_ranks.push_back(trainers + w);
   o.client.timeout = std::chrono::duration<double>(scenario.timeout_s);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "conflux/offload/offload_schedule.hpp"
+#include "conflux/offload/remote_schedule.hpp"
 
 namespace conflux::ckpt {
 

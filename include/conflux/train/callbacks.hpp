@@ -10,9 +10,9 @@ namespace conflux::model {
 class Model;
 }
 namespace conflux::offload {
-class OffloadControl;
+class RatioControl;
 struct StepTimes;
-}
+}  // namespace conflux::offload
 namespace conflux::ckpt {
 struct TrainingState;
 }
@@ -66,8 +66,8 @@ class StepContext {
   virtual std::size_t global_step() const noexcept = 0;
   /// Steps of the whole run.
   virtual std::size_t total_steps() const noexcept = 0;
-  /// The offload ratio of the batches scheduled from now on.
-  virtual offload::OffloadControl& offload() noexcept = 0;
+  /// The input pipeline's offload ratio (of the batches scheduled from now on) and counters.
+  virtual offload::RatioControl& offload() noexcept = 0;
   /// Where the step just finished spent its time (its callbacks: those of the step before).
   virtual const offload::StepTimes& times() const noexcept = 0;
   /// Collective over the trainers (all call it after the same step): the complete training

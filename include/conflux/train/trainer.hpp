@@ -4,26 +4,26 @@
 /// preprocessing, forward/backward, gradient sum over trainers (comm.strategy: MPI allreduce
 /// or K-Reduce; NCCL on GPUs), SGD, evaluation, on the CPU or a GPU (compute_backend.hpp).
 
-#include <memory>
-#include <span>
-#include <vector>
-
 #include <chrono>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "conflux/ckpt/training_state.hpp"
 #include "conflux/comm/gradient_sync.hpp"
 #include "conflux/config/config.hpp"
 #include "conflux/core/elapsed.hpp"
 #include "conflux/core/log.hpp"
-#include "conflux/data/service/batch_loader.hpp"
 #include "conflux/data/io/dataset.hpp"
+#include "conflux/data/service/batch_loader.hpp"
 #include "conflux/data/transform/transforms.hpp"
 #include "conflux/model/lr_schedule.hpp"
 #include "conflux/model/model.hpp"
 #include "conflux/model/sgd.hpp"
-#include "conflux/offload/step_profiler.hpp"
+#include "conflux/offload/remote_schedule.hpp"
+#include "conflux/offload/step_times.hpp"
 #include "conflux/telemetry/timeline.hpp"
 #include "conflux/train/callbacks.hpp"
 #include "conflux/train/compute_backend.hpp"
@@ -43,10 +43,10 @@ struct TrainerSetup {
   const Config& config;
   const comm::Communicator& trainers;  ///< the trainer ranks (this rank is trainers.rank())
   const data::DatasetSplits& data;
-  DataServiceLink service = {};           ///< worker ranks to offload preprocessing to
-  const Logger* log = nullptr;            ///< for warnings and data-service summaries; null: silent
+  DataServiceLink service = {};  ///< worker ranks to offload preprocessing to
+  const Logger* log = nullptr;   ///< for warnings and data-service summaries; null: silent
   telemetry::Timeline* timeline = nullptr;  ///< records each step's phases; null: none
-  DeviceChoice device = {};               ///< from choose_device(); default: the CPU
+  DeviceChoice device = {};                 ///< from choose_device(); default: the CPU
 };
 
 /// Runs training on one trainer rank; all trainer ranks run it together.
@@ -69,6 +69,7 @@ class Trainer {
  private:
   class Context;
   using Clock = SteadyClock;
+  using Callbacks = std::span<TrainingCallback* const>;
   struct EvalResult {
     double loss = 0;
     double accuracy = 0;
@@ -83,9 +84,51 @@ class Trainer {
     std::size_t step = 0;
     std::size_t global_step = 0;
   };
+  // What a checkpoint saves of the run's progress: restore() sets it, capture() reads it.
+  struct Progress {
+    Position position;
+    Tally epoch_tally;                  // global, reported steps of the epoch so far
+    double epoch_seconds_before = 0;    // this epoch's training time in earlier launches
+    double elapsed_seconds_before = 0;  // the run's training time in earlier launches
+    std::vector<std::string> metrics;   // metrics lines of the finished epochs
+    // This trainer's offload ratio and credit: the loader's schedule, set by the ratio
+    // controller, saved per trainer (docs/design.md, "Profiling and the offload controller").
+    offload::RemoteSchedule offload;
+    bool resumed = false;  // restored from a checkpoint
+  };
+  // The step in flight: where its time went, and the next batch when it is staged ahead.
+  struct StepInFlight {
+    offload::StepTimes times;                 // of the step just finished
+    const data::Batch* prefetched = nullptr;  // fetched and staged during this step
+    double prefetch_wait = 0;                 // the time that fetch waited
+    double callbacks_seconds = 0;             // the previous step's callbacks
+  };
+  // What the reports measure from: their clocks, and this trainer's steps since the last report.
+  struct Reporting {
+    Clock::time_point train_start, epoch_start, window_start;
+    Tally window;
+  };
+  // data.audit: the exactly-once audit and what the checkpoint said of it.
+  struct AuditState {
+    std::optional<SampleAudit> audit;
+    std::vector<double> restored_counts;  // sums over the trainers, restored on trainer 0
+    std::int64_t unaudited_epoch = -1;    // resumed mid-epoch from a checkpoint without counts
+  };
+
+  // run()'s steps.
+  std::size_t start_input();
+  void log_gradient_sync() const;
+  void begin_callbacks(Callbacks callbacks);
+  data::LoaderStats train_epoch(Context& context, Callbacks callbacks);
+  Clock::time_point train_step();
+  void report_steps(std::size_t step, Callbacks callbacks);
+  TrainSummary end_run(const Context& context, Callbacks callbacks, TrainSummary summary);
+  EpochReport finish_epoch(const data::LoaderStats& stats_before);
+
+  void check_restorable(const ckpt::TrainingState& state, const std::string& source) const;
   EvalResult evaluate();
   void check_replicas_agree(const std::string& digest) const;
-  std::unique_ptr<data::BatchLoader> make_loader() const;
+  std::unique_ptr<data::BatchLoader> make_loader();
   data::BatchSplit batch_split() const;
   void apply_merged(std::size_t global_step);
   void drain_sync();
@@ -98,7 +141,6 @@ class Trainer {
   // stages it while the device computes; returns the time the fetch waited (else 0).
   double stage_ahead(bool epoch_goes_on);
   void capture(ckpt::TrainingState& state);
-  EpochReport finish_epoch(const data::LoaderStats& stats_before);
 
   const Config& config_;
   const comm::Communicator& trainers_;
@@ -108,30 +150,14 @@ class Trainer {
   telemetry::Timeline* timeline_;
   std::chrono::duration<double> timeout_;
   data::SampleTransform transform_;
-  std::unique_ptr<ComputeBackend> backend_;    // the model, optimiser and gradient exchange
-  std::optional<model::LrSchedule> schedule_;  // set by run()
-
-  // Training progress; restore() sets it from a checkpoint.
-  Position position_;
-  offload::StepTimes step_times_;  // of the step just finished
-  // The next step's batch, fetched and staged during this step (backends that stage ahead),
-  // and the time its fetch waited for it.
-  const data::Batch* prefetched_ = nullptr;
-  double prefetch_wait_ = 0;
-  double callbacks_seconds_ = 0;  // the previous step's callbacks
-  Tally epoch_tally_;             // global, reported steps of the epoch so far
-  Tally window_;                  // this trainer's steps since the last report
-  double restored_epoch_seconds_ = 0;
-  double restored_elapsed_seconds_ = 0;
-  double offload_ratio_ = 0;
-  double offload_credit_ = 0;
-  std::vector<double> restored_audit_counts_;
-  bool resumed_ = false;
-  std::int64_t unaudited_epoch_ = -1;  // resumed mid-epoch from a checkpoint without audit
-  std::vector<std::string> metrics_;   // metrics lines of the finished epochs
-  Clock::time_point train_start_, epoch_start_, window_start_;
+  std::unique_ptr<ComputeBackend> backend_;       // the model, optimiser and gradient exchange
+  std::optional<model::LrSchedule> lr_schedule_;  // set by run()
+  Progress progress_;
+  StepInFlight step_;
+  Reporting reporting_;
+  AuditState audit_;
+  // Built by run(); after progress_, whose offload schedule it uses.
   std::unique_ptr<data::BatchLoader> loader_;
-  std::optional<SampleAudit> audit_;
 };
 
 }  // namespace conflux::train

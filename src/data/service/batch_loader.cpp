@@ -45,13 +45,11 @@ BatchLoader::BatchLoader(BatchLoaderOptions options)
       max_samples_(split_.max_batch(options_.trainer)),
       batch_bytes_(max_samples_ * (options_.transform->output_shape().size() * sizeof(float) + 1 +
                                    sizeof(std::uint32_t))),
-      schedule_(options_.offload_ratio),
       producer_(*options_.dataset, *options_.transform, options_.threads, options_.seed,
                 options_.timeline),
       client_(client_options(options_, max_samples_)),
       next_epoch_(options_.start_epoch),
       next_step_(options_.start_step) {
-  schedule_.restore(options_.offload_ratio, options_.offload_credit);
   if (next_step_ >= steps_per_epoch_) {  // a checkpoint taken after an epoch's last step
     next_step_ = 0;
     ++next_epoch_;
@@ -92,7 +90,8 @@ void BatchLoader::fill_window() {
     slot->batch.step = next_step_;
     slot->batch.step_samples = plan(next_epoch_).step_samples(next_step_);
     slot->batch.origin = BatchOrigin::kLocal;
-    if (client_.workers() > 0 && schedule_.next_is_remote()) {
+    if (client_.workers() > 0 && options_.schedule != nullptr &&
+        options_.schedule->next_is_remote()) {
       slot->source = Source::kUnassigned;
     } else {
       build_locally(*slot, false);
@@ -214,6 +213,16 @@ LoaderStats BatchLoader::stats() const {
   LoaderStats s = stats_;
   s.client = client_.stats();
   return s;
+}
+
+double BatchLoader::offload_ratio() const {
+  return options_.schedule != nullptr ? options_.schedule->ratio() : 0;
+}
+
+void BatchLoader::set_offload_ratio(double ratio) {
+  CONFLUX_CHECK(options_.schedule != nullptr,
+                "set_offload_ratio({}): this batch loader has no remote schedule", ratio);
+  options_.schedule->set_ratio(ratio);
 }
 
 offload::PipelineCounters BatchLoader::pipeline_counters() const {

@@ -172,80 +172,102 @@ bool BatchServer::build_next() {
   auto free_slot =
       std::find_if(slots_.begin(), slots_.end(), [](const SendSlot& s) { return !s.busy; });
   if (free_slot == slots_.end()) return false;
+  const std::optional<std::size_t> trainer = next_queue();
+  if (!trainer) return false;
+  SendSlot& slot = *free_slot;
+  slot.request = queues_[*trainer].front();
+  queues_[*trainer].pop_front();
+  slot.trainer = static_cast<int>(*trainer);
+
+  const auto start = Clock::now();
+  const bool delayed = options_.fault.mode == WorkerFault::Mode::kDelay && faulty_now();
+  const auto samples =
+      plan(slot.request.epoch)
+          .samples(BatchRange{slot.request.begin, slot.request.begin + slot.request.samples});
+  build_and_send(slot, samples, delayed);
+  if (options_.fault.mode == WorkerFault::Mode::kSlow && faulty_now()) slow_down(start);
+  const double build_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  load_.record(start, Clock::now());
+  if (options_.timeline != nullptr && options_.timeline->enabled()) {
+    options_.timeline->span(
+        "build batch", "data", start, Clock::now(),
+        fmt::format("{{\"trainer\": {}, \"epoch\": {}, \"step\": {}, \"queued\": {}}}",
+                    slot.trainer, slot.request.epoch, slot.request.step, queued_requests()));
+  }
+  answer(slot, samples, build_seconds, delayed);
+  count_answer(*trainer, samples.size());
+  return true;
+}
+
+std::optional<std::size_t> BatchServer::next_queue() {
   const std::size_t n = queues_.size();
   for (std::size_t k = 0; k < n; ++k) {
     const std::size_t t = (next_trainer_ + k) % n;
     if (queues_[t].empty()) continue;
     next_trainer_ = (t + 1) % n;
-    SendSlot& slot = *free_slot;
-    slot.request = queues_[t].front();
-    queues_[t].pop_front();
-    slot.trainer = static_cast<int>(t);
-
-    const auto start = Clock::now();
-    const bool delayed = options_.fault.mode == WorkerFault::Mode::kDelay && faulty_now();
-    const auto samples =
-        plan(slot.request.epoch)
-            .samples(BatchRange{slot.request.begin, slot.request.begin + slot.request.samples});
-    const std::size_t fps = builder_.floats_per_sample();
-    const std::size_t per_chunk = chunk_samples(fps);
-    slot.images.resize(samples.size() * fps);
-    slot.labels.resize(samples.size());
-    slot.requests.clear();
-    // Send each chunk as soon as it is built, so the trainer copies it while it is still in
-    // cache and while the next chunk is being built.
-    for (std::size_t c = 0, first = 0; first < samples.size(); ++c, first += per_chunk) {
-      const std::size_t n = std::min(per_chunk, samples.size() - first);
-      builder_.build_train_into(samples.subspan(first, n), options_.seed, slot.request.epoch,
-                                slot.images.data() + first * fps, slot.labels.data() + first);
-      if (!delayed) post_chunk(slot, c);
-    }
-    if (options_.fault.mode == WorkerFault::Mode::kSlow && faulty_now()) {
-      // A slower worker: the build takes `factor` times as long (the extra as a wait that
-      // keeps the sends of earlier answers moving, as a worker busy building would).
-      const auto until = Clock::now() + (Clock::now() - start) * (options_.fault.factor - 1);
-      while (Clock::now() < until) {
-        complete_sends();
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      }
-    }
-    const double build_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    load_.record(start, Clock::now());
-    if (options_.timeline != nullptr && options_.timeline->enabled()) {
-      options_.timeline->span(
-          "build batch", "data", start, Clock::now(),
-          fmt::format("{{\"trainer\": {}, \"epoch\": {}, \"step\": {}, \"queued\": {}}}",
-                      slot.trainer, slot.request.epoch, slot.request.step, queued_requests()));
-    }
-    ReplyHeader header{slot.request.sequence,
-                       slot.request.step,
-                       slot.request.epoch,
-                       slot.request.trainer,
-                       static_cast<std::uint32_t>(samples.size()),
-                       ReplyStatus::kBatch,
-                       fps};
-    header.build_seconds = static_cast<float>(build_seconds);
-    header.busy_fraction = static_cast<float>(load_.busy_fraction(Clock::now()));
-    header.queued = static_cast<std::uint32_t>(queued_requests());
-    encode_meta(header, samples, slot.labels, slot.meta);
-    if (!delayed) post_meta(slot);
-    stats_.build_seconds += build_seconds;
-    slot.busy = true;
-    slot.not_before =
-        Clock::now() + (delayed ? std::chrono::duration_cast<Clock::duration>(options_.fault.delay)
-                                : Clock::duration::zero());
-    ++answers_;
-    ++stats_.batches;
-    ++stats_.per_trainer[t];
-    stats_.samples += samples.size();
-    std::uint64_t in_flight = 0;
-    for (const auto& s : slots_) {
-      if (s.busy) in_flight += s.images.size() * sizeof(float) + s.meta.size();
-    }
-    stats_.peak_bytes_in_flight = std::max(stats_.peak_bytes_in_flight, in_flight);
-    return true;
+    return t;
   }
-  return false;
+  return std::nullopt;
+}
+
+void BatchServer::build_and_send(SendSlot& slot, std::span<const std::uint32_t> samples,
+                                 bool delayed) {
+  const std::size_t fps = builder_.floats_per_sample();
+  const std::size_t per_chunk = chunk_samples(fps);
+  slot.images.resize(samples.size() * fps);
+  slot.labels.resize(samples.size());
+  slot.requests.clear();
+  // Send each chunk as soon as it is built, so the trainer copies it while it is still in
+  // cache and while the next chunk is being built.
+  for (std::size_t c = 0, first = 0; first < samples.size(); ++c, first += per_chunk) {
+    const std::size_t n = std::min(per_chunk, samples.size() - first);
+    builder_.build_train_into(samples.subspan(first, n), options_.seed, slot.request.epoch,
+                              slot.images.data() + first * fps, slot.labels.data() + first);
+    if (!delayed) post_chunk(slot, c);
+  }
+}
+
+void BatchServer::slow_down(Clock::time_point build_start) {
+  // A slower worker: the build takes `factor` times as long (the extra as a wait that keeps
+  // the sends of earlier answers moving, as a worker busy building would).
+  const auto until = Clock::now() + (Clock::now() - build_start) * (options_.fault.factor - 1);
+  while (Clock::now() < until) {
+    complete_sends();
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+void BatchServer::answer(SendSlot& slot, std::span<const std::uint32_t> samples,
+                         double build_seconds, bool delayed) {
+  ReplyHeader header{slot.request.sequence,
+                     slot.request.step,
+                     slot.request.epoch,
+                     slot.request.trainer,
+                     static_cast<std::uint32_t>(samples.size()),
+                     ReplyStatus::kBatch,
+                     builder_.floats_per_sample()};
+  header.build_seconds = static_cast<float>(build_seconds);
+  header.busy_fraction = static_cast<float>(load_.busy_fraction(Clock::now()));
+  header.queued = static_cast<std::uint32_t>(queued_requests());
+  encode_meta(header, samples, slot.labels, slot.meta);
+  if (!delayed) post_meta(slot);
+  stats_.build_seconds += build_seconds;
+  slot.busy = true;
+  slot.not_before =
+      Clock::now() + (delayed ? std::chrono::duration_cast<Clock::duration>(options_.fault.delay)
+                              : Clock::duration::zero());
+}
+
+void BatchServer::count_answer(std::size_t trainer, std::size_t samples) {
+  ++answers_;
+  ++stats_.batches;
+  ++stats_.per_trainer[trainer];
+  stats_.samples += samples;
+  std::uint64_t in_flight = 0;
+  for (const auto& s : slots_) {
+    if (s.busy) in_flight += s.images.size() * sizeof(float) + s.meta.size();
+  }
+  stats_.peak_bytes_in_flight = std::max(stats_.peak_bytes_in_flight, in_flight);
 }
 
 BatchServerStats BatchServer::serve() {

@@ -28,7 +28,8 @@ TEST(BatchLoader, WithoutWorkersDeliversThePlanInOrderAcrossEpochs) {
   o.trainer = 1;
   o.threads = 2;
   o.prefetch = 3;
-  o.offload_ratio = 1;  // no workers: still built locally
+  offload::RemoteSchedule all_remote(1);
+  o.schedule = &all_remote;  // no workers: still built locally
   BatchLoader loader(std::move(o));
   ASSERT_EQ(loader.steps_per_epoch(), 5u);
   BatchBuilder reference(dataset, transform, 1);

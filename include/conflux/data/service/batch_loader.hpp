@@ -1,8 +1,8 @@
 #pragma once
 /// @file batch_loader.hpp
 /// A trainer's source of training batches, in plan order across epochs. It keeps a window of
-/// upcoming batches in preparation; the offload schedule sends a share of them to the data
-/// service's workers and the rest to the trainer's own preprocessing thread. A worker that
+/// upcoming batches in preparation; the trainer's remote schedule sends a share of them to the
+/// data service's workers and the rest to the trainer's own preprocessing thread. A worker that
 /// misses its deadline is replaced by a local build of the same batch, which is bit-identical
 /// (docs/design.md invariant 2), so where a batch was built never changes the model.
 
@@ -15,9 +15,9 @@
 #include "conflux/data/pipeline/batch.hpp"
 #include "conflux/data/pipeline/epoch_plan.hpp"
 #include "conflux/data/pipeline/local_producer.hpp"
-#include "conflux/offload/offload_control.hpp"
-#include "conflux/offload/offload_schedule.hpp"
 #include "conflux/data/service/worker_client.hpp"
+#include "conflux/offload/ratio_control.hpp"
+#include "conflux/offload/remote_schedule.hpp"
 #include "conflux/telemetry/timeline.hpp"
 
 namespace conflux::data {
@@ -35,11 +35,12 @@ struct BatchLoaderOptions {
   std::size_t nonaggregator_batch = 0;  ///< comm.nonaggregator_batch_size (0: equal batches)
   int threads = 1;                      ///< local preprocessing threads
   int prefetch = 4;                     ///< batches in preparation at once
-  double offload_ratio = 0;             ///< initial share of batches from workers
-  double offload_credit = 0;            ///< initial error-diffusion credit (from a checkpoint)
-  std::uint32_t start_epoch = 0;        ///< first batch delivered: (start_epoch, start_step);
-  std::size_t start_step = 0;           ///< start_step == steps per epoch means the next epoch
-  WorkerClientOptions client;  ///< workers, credits, deadlines (shape fields are filled in)
+  /// Which batches go to the workers: the trainer's schedule, which outlives the loader (the
+  /// loader reads and sets its ratio and advances its credit). Null: every batch is local.
+  offload::RemoteSchedule* schedule = nullptr;
+  std::uint32_t start_epoch = 0;  ///< first batch delivered: (start_epoch, start_step);
+  std::size_t start_step = 0;     ///< start_step == steps per epoch means the next epoch
+  WorkerClientOptions client;     ///< workers, credits, deadlines (shape fields are filled in)
   telemetry::Timeline* timeline = nullptr;  ///< records local builds; null: none
 };
 
@@ -55,7 +56,7 @@ struct LoaderStats {
 };
 
 /// Delivers this trainer's batches in plan order.
-class BatchLoader : public offload::OffloadControl {
+class BatchLoader : public offload::RatioControl {
  public:
   explicit BatchLoader(BatchLoaderOptions options);
   ~BatchLoader() override;
@@ -70,11 +71,10 @@ class BatchLoader : public offload::OffloadControl {
   /// Counters so far.
   LoaderStats stats() const;
 
-  double offload_ratio() const override { return schedule_.ratio(); }
-  void set_offload_ratio(double ratio) override { schedule_.set_ratio(ratio); }
+  double offload_ratio() const override;
+  /// RuntimeError without a schedule (BatchLoaderOptions::schedule).
+  void set_offload_ratio(double ratio) override;
   offload::PipelineCounters pipeline_counters() const override;
-  /// The offload schedule's credit (for checkpoints).
-  double offload_credit() const noexcept { return schedule_.credit(); }
 
  private:
   enum class Source { kLocal, kRemote, kUnassigned };
@@ -94,7 +94,6 @@ class BatchLoader : public offload::OffloadControl {
   std::size_t steps_per_epoch_ = 0;
   std::size_t max_samples_ = 0;  // largest batch of this trainer
   std::size_t batch_bytes_ = 0;  // images, labels and indices of such a batch
-  offload::OffloadSchedule schedule_;
   std::map<std::uint32_t, EpochPlan> plans_;
   // The slots outlive the producer and the client below, which may still write into them.
   std::deque<std::unique_ptr<Slot>> window_;

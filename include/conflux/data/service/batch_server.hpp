@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -94,6 +96,12 @@ class BatchServer {
   void handle(const Request& request, int source);
   bool complete_sends();
   bool build_next();
+  std::optional<std::size_t> next_queue();
+  void build_and_send(SendSlot& slot, std::span<const std::uint32_t> samples, bool delayed);
+  void slow_down(Clock::time_point build_start);
+  void answer(SendSlot& slot, std::span<const std::uint32_t> samples, double build_seconds,
+              bool delayed);
+  void count_answer(std::size_t trainer, std::size_t samples);
   void post_chunk(SendSlot& slot, std::size_t chunk);
   void post_meta(SendSlot& slot);
   void cancel_queued(int trainer);

@@ -20,8 +20,8 @@
 #include "conflux/core/log.hpp"
 #include "conflux/data/pipeline/batch.hpp"
 #include "conflux/data/pipeline/epoch_plan.hpp"
-#include "conflux/offload/offload_control.hpp"
 #include "conflux/data/service/service_protocol.hpp"
+#include "conflux/offload/pipeline_counters.hpp"
 
 namespace conflux::data {
 

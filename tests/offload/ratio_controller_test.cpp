@@ -1,4 +1,4 @@
-#include "conflux/offload/offload_controller.hpp"
+#include "conflux/offload/ratio_controller.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +10,10 @@ namespace {
 
 // A window of `steps` steps of a trainer whose compute takes `compute_s` per step, whose own
 // threads build a batch in `local_s`, and whose workers build one in `worker_s` each.
-WindowSample window(std::size_t steps, double compute_s, double local_s,
-                    std::vector<double> worker_s, double wait_local = 0, double wait_remote = 0) {
-  WindowSample w;
+ControllerInput window(std::size_t steps, double compute_s, double local_s,
+                       std::vector<double> worker_s, double wait_local = 0,
+                       double wait_remote = 0) {
+  ControllerInput w;
   w.steps = steps;
   w.busy_s = compute_s * static_cast<double>(steps);
   w.wait_local_s = wait_local;
@@ -25,22 +26,22 @@ WindowSample window(std::size_t steps, double compute_s, double local_s,
 }
 
 // Runs the warm-up and the start-up measurement; returns the start-up decision.
-Decision start(OffloadController& c, const WindowSample& w) {
+RatioDecision start(RatioController& c, const ControllerInput& w) {
   EXPECT_FALSE(c.on_window(w).has_value());  // 5 warm-up steps (the defaults)
   const auto d = c.on_window(w);             // 20 measured steps
   EXPECT_TRUE(d.has_value());
   EXPECT_TRUE(c.profiled());
-  return d.value_or(Decision{});
+  return d.value_or(RatioDecision{});
 }
 
-ControllerOptions options() {
+RatioControllerOptions options() {
   return {.initial_steps = 5, .profile_steps = 20};
 }
 
-TEST(OffloadController, ComputeBoundJobIsNotOffloaded) {
-  OffloadController c(options());
+TEST(RatioController, ComputeBoundJobIsNotOffloaded) {
+  RatioController c(options());
   // Compute 10 ms per step, local builds 4 ms: the pipeline is 2.5x faster than needed.
-  const Decision d = start(c, window(20, 0.010, 0.004, {0.004, 0.004}));
+  const RatioDecision d = start(c, window(20, 0.010, 0.004, {0.004, 0.004}));
   EXPECT_EQ(d.ratio, 0);
   EXPECT_NE(d.reason.find("not input-bound"), std::string::npos) << d.reason;
   // Running on, with no waits, the ratio stays 0.
@@ -48,17 +49,17 @@ TEST(OffloadController, ComputeBoundJobIsNotOffloaded) {
   EXPECT_EQ(c.ratio(), 0);
 }
 
-TEST(OffloadController, BelowTheThresholdStaysLocalAtStartUp) {
-  OffloadController c(options());
+TEST(RatioController, BelowTheThresholdStaysLocalAtStartUp) {
+  RatioController c(options());
   // C / L = 1.2 <= 1.3: FastFlow's rule says compute-bound.
-  const Decision d = start(c, window(20, 0.010, 0.012, {0.012}));
+  const RatioDecision d = start(c, window(20, 0.010, 0.012, {0.012}));
   EXPECT_EQ(d.ratio, 0);
 }
 
-TEST(OffloadController, InputBoundWithAmpleWorkersOffloadsTheLeastThatReachesCompute) {
-  OffloadController c(options());
+TEST(RatioController, InputBoundWithAmpleWorkersOffloadsTheLeastThatReachesCompute) {
+  RatioController c(options());
   // C = 500/s, L = 100/s, workers 4 x 200/s: r = 1 - L / (1.05 C).
-  const Decision d = start(c, window(20, 0.002, 0.010, {0.005, 0.005, 0.005, 0.005}));
+  const RatioDecision d = start(c, window(20, 0.002, 0.010, {0.005, 0.005, 0.005, 0.005}));
   EXPECT_NEAR(d.ratio, 1 - 100.0 / (1.05 * 500.0), 1e-9);
   EXPECT_NE(d.reason.find("input-bound"), std::string::npos) << d.reason;
   EXPECT_NEAR(d.estimates.compute, 500, 1e-6);
@@ -66,25 +67,25 @@ TEST(OffloadController, InputBoundWithAmpleWorkersOffloadsTheLeastThatReachesCom
   EXPECT_NEAR(d.estimates.remote, 800, 1e-6);
 }
 
-TEST(OffloadController, ScarceWorkersBalanceBothSources) {
-  OffloadController c(options());
+TEST(RatioController, ScarceWorkersBalanceBothSources) {
+  RatioController c(options());
   // C = 500/s, L = 100/s, one worker at 100/s: L + R < C, so r = R / (L + R) = 0.5.
-  const Decision d = start(c, window(20, 0.002, 0.010, {0.010}));
+  const RatioDecision d = start(c, window(20, 0.002, 0.010, {0.010}));
   EXPECT_NEAR(d.ratio, 0.5, 1e-9);
 }
 
-TEST(OffloadController, WorkersAreSharedAmongTrainers) {
-  OffloadController c(options());
-  WindowSample w = window(20, 0.002, 0.010, {0.005});  // one worker at 200/s, 4 trainers
+TEST(RatioController, WorkersAreSharedAmongTrainers) {
+  RatioController c(options());
+  ControllerInput w = window(20, 0.002, 0.010, {0.005});  // one worker at 200/s, 4 trainers
   w.trainers = 4;
-  const Decision d = start(c, w);
+  const RatioDecision d = start(c, w);
   EXPECT_NEAR(d.estimates.remote, 50, 1e-6);
   EXPECT_NEAR(d.ratio, 50.0 / 150.0, 1e-9);
 }
 
-TEST(OffloadController, InputBoundWithoutWorkersSaysSo) {
-  OffloadController c(options());
-  const Decision d = start(c, window(20, 0.002, 0.010, {}));
+TEST(RatioController, InputBoundWithoutWorkersSaysSo) {
+  RatioController c(options());
+  const RatioDecision d = start(c, window(20, 0.002, 0.010, {}));
   EXPECT_EQ(d.ratio, 0);
   EXPECT_NE(d.reason.find("no worker"), std::string::npos) << d.reason;
 }
@@ -102,9 +103,9 @@ struct Plant {
     if (r > 0) x = std::min(x, remote / r);
     return x;
   }
-  WindowSample window(double r) const {
+  ControllerInput window(double r) const {
     const double x = rate(r);
-    WindowSample w;
+    ControllerInput w;
     w.seconds = 1;
     w.steps = static_cast<std::size_t>(x);
     w.busy_s = static_cast<double>(w.steps) / compute;
@@ -126,12 +127,12 @@ struct Plant {
 };
 
 // Runs `windows` windows of `plant` through `c`, applying every decision.
-void drive(OffloadController& c, const Plant& plant, int windows) {
+void drive(RatioController& c, const Plant& plant, int windows) {
   for (int i = 0; i < windows; ++i) c.on_window(plant.window(c.ratio()));
 }
 
-TEST(OffloadController, TheSearchFindsTheBestRatioAndFollowsASlowerWorker) {
-  OffloadController c(options());
+TEST(RatioController, TheSearchFindsTheBestRatioAndFollowsASlowerWorker) {
+  RatioController c(options());
   Plant plant{.compute = 500, .local = 100, .workers = {150, 150}};
   // The start-up measurement (at ratio 0), then the search from the model's seed.
   EXPECT_FALSE(c.on_window(plant.window(0)));
@@ -146,8 +147,8 @@ TEST(OffloadController, TheSearchFindsTheBestRatioAndFollowsASlowerWorker) {
   EXPECT_GE(plant.rate(c.ratio()), 0.95 * plant.rate(plant.best_ratio()));
 }
 
-TEST(OffloadController, OnceSettledTheSearchProbesOnlyNowAndThen) {
-  OffloadController c(options());
+TEST(RatioController, OnceSettledTheSearchProbesOnlyNowAndThen) {
+  RatioController c(options());
   const Plant plant{.compute = 500, .local = 100, .workers = {150, 150}};
   c.on_window(plant.window(0));
   c.on_window(plant.window(0));
@@ -161,8 +162,8 @@ TEST(OffloadController, OnceSettledTheSearchProbesOnlyNowAndThen) {
   EXPECT_GE(plant.rate(c.ratio()), 0.95 * plant.rate(plant.best_ratio()));
 }
 
-TEST(OffloadController, WithCapacityToSpareTheSearchSettlesOnTheLeastOffloading) {
-  OffloadController c(options());
+TEST(RatioController, WithCapacityToSpareTheSearchSettlesOnTheLeastOffloading) {
+  RatioController c(options());
   Plant plant{.compute = 300, .local = 200, .workers = {400, 400}};
   EXPECT_FALSE(c.on_window(plant.window(0)));
   ASSERT_TRUE(c.on_window(plant.window(0)));  // C / L = 1.5: input-bound
@@ -172,10 +173,10 @@ TEST(OffloadController, WithCapacityToSpareTheSearchSettlesOnTheLeastOffloading)
   EXPECT_GE(plant.rate(c.ratio()), 0.95 * 300);
 }
 
-TEST(OffloadController, AWorkerThatStopsAnsweringReseedsAtOnceAndNoneLeftMeansZero) {
-  OffloadController c(options());
+TEST(RatioController, AWorkerThatStopsAnsweringReseedsAtOnceAndNoneLeftMeansZero) {
+  RatioController c(options());
   start(c, window(20, 0.002, 0.010, {0.010, 0.010}));  // L = 100, R = 200: r = 2/3
-  WindowSample w = window(50, 0.002, 0.010, {0.010, 0.010});
+  ControllerInput w = window(50, 0.002, 0.010, {0.010, 0.010});
   w.workers[1].live = false;  // in back-off after a missed deadline
   const auto reseeded = c.on_window(w);
   ASSERT_TRUE(reseeded.has_value());
@@ -190,13 +191,13 @@ TEST(OffloadController, AWorkerThatStopsAnsweringReseedsAtOnceAndNoneLeftMeansZe
   EXPECT_NE(none->reason.find("no worker is available"), std::string::npos) << none->reason;
 }
 
-TEST(OffloadController, AJobThatBecomesInputBoundStartsOffloading) {
-  OffloadController c(options());
+TEST(RatioController, AJobThatBecomesInputBoundStartsOffloading) {
+  RatioController c(options());
   // Compute-bound at start-up: ratio 0.
   EXPECT_EQ(start(c, window(20, 0.010, 0.004, {0.004})).ratio, 0);
   // The augmentation gets heavier: local builds take 20 ms, steps wait for them.
   Plant heavy{.compute = 100, .local = 50, .workers = {50}};
-  std::optional<Decision> started;
+  std::optional<RatioDecision> started;
   for (int i = 0; i < 6 && !started; ++i) started = c.on_window(heavy.window(c.ratio()));
   ASSERT_TRUE(started.has_value());
   EXPECT_GT(started->ratio, 0.2);

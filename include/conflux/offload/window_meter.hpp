@@ -1,8 +1,8 @@
 #pragma once
-/// @file step_profiler.hpp
-/// The always-on step profiler: adds up where each training step's time went and, once per
+/// @file window_meter.hpp
+/// The always-on window meter: adds up where each training step's time went and, once per
 /// window, turns the input pipeline's counters into rates (local build rate, per-worker
-/// service rate, busy share and queue depth). A window feeds the offload controller and becomes
+/// service rate, busy share and queue depth). A window feeds the ratio controller and becomes
 /// one line of profile.jsonl. Per step it costs a few additions; the counters are read once per
 /// window.
 
@@ -11,21 +11,14 @@
 #include <vector>
 
 #include "conflux/core/elapsed.hpp"
-#include "conflux/offload/offload_control.hpp"
-#include "conflux/offload/offload_controller.hpp"
+#include "conflux/offload/pipeline_counters.hpp"
+#include "conflux/offload/ratio_controller.hpp"
+#include "conflux/offload/step_times.hpp"
 
 namespace conflux::offload {
 
-/// Where one training step's time went, in seconds.
-struct StepTimes {
-  double data_wait = 0;  ///< waiting for the batch
-  double compute = 0;    ///< forward, backward, optimiser
-  double sync = 0;       ///< gradient allreduce
-  double callbacks = 0;  ///< callbacks of the previous step (checkpoint stall, profiler, ...)
-};
-
 /// One worker in a window, as seen by one trainer.
-struct WorkerWindow {
+struct WorkerReport {
   bool live = true;
   std::uint64_t answers = 0;      ///< answers used in the window
   std::uint64_t timeouts = 0;     ///< requests given up in the window
@@ -35,9 +28,9 @@ struct WorkerWindow {
   std::uint32_t in_flight = 0;    ///< this trainer's requests outstanding at it
 };
 
-/// One profiling window of one trainer.
-struct ProfileWindow {
-  double start_s = 0;  ///< since the profiler started
+/// One measured window of one trainer.
+struct WindowReport {
+  double start_s = 0;  ///< since the meter started
   double seconds = 0;
   std::size_t first_step = 0;
   std::size_t steps = 0;
@@ -46,34 +39,36 @@ struct ProfileWindow {
   double local_build_rate = 0;  ///< batches/s the trainer's own threads can build
   std::size_t local_built = 0;  ///< batches they built in the window
   std::size_t delivered = 0;    ///< batches the loop received in the window
-  std::vector<WorkerWindow> workers;
-  WindowSample sample;  ///< the same window as the controller sees it
+  std::vector<WorkerReport> workers;
+  ControllerInput input;  ///< the same window as the ratio controller sees it
 };
 
-/// Per-trainer step profiler.
-class StepProfiler {
+/// Per-trainer window meter.
+class WindowMeter {
  public:
   /// Windows of `interval_s` seconds; a window also ends after each step count listed in
   /// `boundaries` (e.g. the end of the controller's warm-up and start-up measurement).
-  StepProfiler(double interval_s, std::vector<std::size_t> boundaries = {});
+  WindowMeter(double interval_s, std::vector<std::size_t> boundaries = {});
   /// Records one step; true when the window is complete (then call close()).
   bool record(const StepTimes& times, SteadyClock::time_point now);
   /// Ends the window with the pipeline's counters now; the next window starts.
-  ProfileWindow close(const offload::PipelineCounters& counters, double offload_ratio,
-                      SteadyClock::time_point now);
+  WindowReport close(const PipelineCounters& counters, double offload_ratio,
+                     SteadyClock::time_point now);
   /// Steps recorded so far.
   std::size_t steps() const noexcept { return steps_; }
 
  private:
+  void add_workers(const PipelineCounters& counters, WindowReport& window) const;
+
   SteadyClock::duration interval_;
   std::vector<std::size_t> boundaries_;
   SteadyClock::time_point origin_, window_start_;
   std::size_t steps_ = 0, window_first_step_ = 0;
   StepTimes window_;
-  offload::PipelineCounters previous_;
+  PipelineCounters previous_;
 };
 
 /// The window as one JSON object (a profile.jsonl line) of trainer `trainer`.
-std::string profile_json_line(const ProfileWindow& window, int trainer);
+std::string profile_json_line(const WindowReport& window, int trainer);
 
 }  // namespace conflux::offload

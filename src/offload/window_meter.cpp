@@ -1,4 +1,4 @@
-#include "conflux/offload/step_profiler.hpp"
+#include "conflux/offload/window_meter.hpp"
 
 #include <fmt/format.h>
 
@@ -8,14 +8,14 @@
 
 namespace conflux::offload {
 
-StepProfiler::StepProfiler(double interval_s, std::vector<std::size_t> boundaries)
+WindowMeter::WindowMeter(double interval_s, std::vector<std::size_t> boundaries)
     : interval_(std::chrono::duration_cast<SteadyClock::duration>(
           std::chrono::duration<double>(interval_s))),
       boundaries_(std::move(boundaries)),
       origin_(SteadyClock::now()),
       window_start_(origin_) {}
 
-bool StepProfiler::record(const StepTimes& t, SteadyClock::time_point now) {
+bool WindowMeter::record(const StepTimes& t, SteadyClock::time_point now) {
   ++steps_;
   window_.data_wait += t.data_wait;
   window_.compute += t.compute;
@@ -25,9 +25,9 @@ bool StepProfiler::record(const StepTimes& t, SteadyClock::time_point now) {
          std::find(boundaries_.begin(), boundaries_.end(), steps_) != boundaries_.end();
 }
 
-ProfileWindow StepProfiler::close(const offload::PipelineCounters& c, double offload_ratio,
-                                  SteadyClock::time_point now) {
-  ProfileWindow w;
+WindowReport WindowMeter::close(const PipelineCounters& c, double offload_ratio,
+                                SteadyClock::time_point now) {
+  WindowReport w;
   w.start_s = std::chrono::duration<double>(window_start_ - origin_).count();
   w.seconds = std::chrono::duration<double>(now - window_start_).count();
   w.first_step = window_first_step_;
@@ -39,22 +39,31 @@ ProfileWindow StepProfiler::close(const offload::PipelineCounters& c, double off
   w.local_build_rate = w.local_built > 0 && local_seconds > 0 ? w.local_built / local_seconds : 0;
   w.delivered = c.delivered - previous_.delivered;
 
-  WindowSample& s = w.sample;
-  s.seconds = w.seconds;
-  s.steps = w.steps;
+  ControllerInput& in = w.input;
+  in.seconds = w.seconds;
+  in.steps = w.steps;
   // Waits as the loader measured them, split by source; the loop's own measurement
   // (total.data_wait) includes them.
-  s.wait_local_s = c.wait_local_seconds - previous_.wait_local_seconds;
-  s.wait_remote_s = c.wait_remote_seconds - previous_.wait_remote_seconds;
-  s.busy_s = window_.compute + window_.sync + window_.callbacks;
-  s.local_built = w.local_built;
-  s.local_build_s = local_seconds;
-  s.trainers = c.trainers;
+  in.wait_local_s = c.wait_local_seconds - previous_.wait_local_seconds;
+  in.wait_remote_s = c.wait_remote_seconds - previous_.wait_remote_seconds;
+  in.busy_s = window_.compute + window_.sync + window_.callbacks;
+  in.local_built = w.local_built;
+  in.local_build_s = local_seconds;
+  in.trainers = c.trainers;
+  add_workers(c, w);
+  previous_ = c;
+  window_ = {};
+  window_start_ = now;
+  window_first_step_ = steps_;
+  return w;
+}
+
+void WindowMeter::add_workers(const PipelineCounters& c, WindowReport& w) const {
   for (std::size_t i = 0; i < c.workers.size(); ++i) {
-    const offload::WorkerCounters& now_c = c.workers[i];
-    const offload::WorkerCounters before =
-        i < previous_.workers.size() ? previous_.workers[i] : offload::WorkerCounters{};
-    WorkerWindow ww;
+    const WorkerCounters& now_c = c.workers[i];
+    const WorkerCounters before =
+        i < previous_.workers.size() ? previous_.workers[i] : WorkerCounters{};
+    WorkerReport ww;
     ww.live = now_c.live;
     ww.answers = now_c.answers - before.answers;
     ww.timeouts = now_c.timeouts - before.timeouts;
@@ -65,22 +74,17 @@ ProfileWindow StepProfiler::close(const offload::PipelineCounters& c, double off
     w.workers.push_back(ww);
     // The mean service time over the window's answers; the latest one when it had none.
     const double window_build = now_c.total_build_seconds - before.total_build_seconds;
-    s.workers.push_back({.live = now_c.live,
-                         .build_seconds = ww.answers > 0
-                                              ? window_build / static_cast<double>(ww.answers)
-                                              : now_c.last_build_seconds});
+    w.input.workers.push_back({.live = now_c.live,
+                               .build_seconds = ww.answers > 0
+                                                    ? window_build / static_cast<double>(ww.answers)
+                                                    : now_c.last_build_seconds});
   }
-  previous_ = c;
-  window_ = {};
-  window_start_ = now;
-  window_first_step_ = steps_;
-  return w;
 }
 
-std::string profile_json_line(const ProfileWindow& w, int trainer) {
+std::string profile_json_line(const WindowReport& w, int trainer) {
   std::string workers;
   for (std::size_t i = 0; i < w.workers.size(); ++i) {
-    const WorkerWindow& k = w.workers[i];
+    const WorkerReport& k = w.workers[i];
     workers += fmt::format(
         "{}{{\"worker\": {}, \"live\": {}, \"answers\": {}, \"timeouts\": {}, "
         "\"service_batches_per_s\": {}, \"busy_fraction\": {}, \"queue_depth\": {}, "
@@ -99,7 +103,7 @@ std::string profile_json_line(const ProfileWindow& w, int trainer) {
       json_number(w.seconds > 0 ? static_cast<double>(w.steps) / w.seconds : 0),
       json_number(1e3 * w.total.data_wait / steps), json_number(1e3 * w.total.compute / steps),
       json_number(1e3 * w.total.sync / steps), json_number(1e3 * w.total.callbacks / steps),
-      json_number(w.sample.wait_local_s), json_number(w.sample.wait_remote_s),
+      json_number(w.input.wait_local_s), json_number(w.input.wait_remote_s),
       json_number(w.offload_ratio), w.local_built, json_number(w.local_build_rate), w.delivered,
       workers);
 }

@@ -1,7 +1,7 @@
 #pragma once
-/// @file offload_control.hpp
-/// The knob a controller turns while training runs (the share of batches built by workers),
-/// and the pipeline counters it reads to decide.
+/// @file pipeline_counters.hpp
+/// The cumulative counters of a trainer's input pipeline that the offload measurements are
+/// taken from (the window meter turns their differences into rates).
 
 #include <cstdint>
 #include <vector>
@@ -29,18 +29,6 @@ struct PipelineCounters {
   double wait_remote_seconds = 0;  ///< next() waited for a batch from a worker
   int trainers = 1;                ///< trainers sharing the workers
   std::vector<WorkerCounters> workers;
-};
-
-/// Reads and changes a trainer's offload ratio between steps.
-class OffloadControl {
- public:
-  virtual ~OffloadControl() = default;
-  /// Fraction of batches requested from worker ranks, in [0, 1].
-  virtual double offload_ratio() const = 0;
-  /// Sets the fraction for batches scheduled from now on (clamped to [0, 1]).
-  virtual void set_offload_ratio(double ratio) = 0;
-  /// The pipeline's counters so far.
-  virtual PipelineCounters pipeline_counters() const = 0;
 };
 
 }  // namespace conflux::offload
