@@ -55,8 +55,9 @@ void File::write_elements(const std::string& path, const ElementType& type,
         H5Pset_chunk(create.get(), static_cast<int>(options.chunk.size()), options.chunk.data()),
         label_, path);
   }
-  if (options.deflate > 0)
+  if (options.deflate > 0) {
     CONFLUX_H5_CHECK(H5Pset_deflate(create.get(), options.deflate), label_, path);
+  }
   if (options.skip_fill) {
     CONFLUX_H5_CHECK(H5Pset_fill_time(create.get(), H5D_FILL_TIME_NEVER), label_, path);
   }

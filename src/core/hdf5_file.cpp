@@ -39,8 +39,9 @@ File File::create(const fs::path& path, const CreateOptions& options) {
     if (options.create_parent_groups) {
       CONFLUX_H5_CHECK(H5Pset_create_intermediate_group(lcpl, 1), label, "");
     }
-    if (options.utf8_link_names)
+    if (options.utf8_link_names) {
       CONFLUX_H5_CHECK(H5Pset_char_encoding(lcpl, H5T_CSET_UTF8), label, "");
+    }
   }
   file.file_ = Handle{CONFLUX_H5_CHECK(
       H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()), label, "")};
@@ -105,6 +106,7 @@ bool File::exists(const std::string& path) const {
       return false;
     }
     if (end == std::string::npos) return true;
+    // Only a group leads further; a component that cannot be opened as one leads nowhere.
     const Handle object{H5Oopen(file_.get(), prefix.c_str(), H5P_DEFAULT)};
     if (!object || H5Iget_type(object.get()) != H5I_GROUP) return false;
     begin = end + 1;
