@@ -54,8 +54,8 @@ enum class StringStorage {
   kVariableLength,  ///< UTF-8 in HDF5's global heap (what h5py reads as str)
 };
 
-/// A dataset opened for reading: its element type checked and its dimensions known. Read it
-/// while the File it came from is open.
+/// A dataset opened for reading: its element type checked and its dimensions known. Use and
+/// destroy it while the File it came from is open (the File holds the library lock).
 class Dataset {
  public:
   /// Its path in the file.
