@@ -1,14 +1,20 @@
 #pragma once
 /// @file hdf5.hpp
-/// Move-only RAII ownership of HDF5 identifiers and a checked-call macro, shared by dataset
-/// files, model files and (later) checkpoints.
+/// The base of the one typed HDF5 layer every on-disk format uses (docs/design.md, area core):
+/// move-only ownership of HDF5 identifiers, the library lock, and the error policy. Files,
+/// datasets and attributes are in hdf5_file.hpp, the element types in hdf5_types.hpp.
+///
+/// Error policy: every HDF5 call is checked (CONFLUX_H5_CHECK). A failed call is a
+/// RuntimeError (exit 3) naming the file, the object and the call, with HDF5's own reason
+/// (e.g. "No space left on device"); content that is not what a format expects (a missing
+/// dataset, a wrong type, rank or shape) is an InputError (exit 2) naming the file and object.
 
 #include <hdf5.h>
 
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
-#include <vector>
 
 #include "conflux/core/error.hpp"
 
@@ -19,6 +25,8 @@ namespace conflux::h5 {
 class Handle {
  public:
   Handle() = default;
+  /// Adopts `id` as it is: one already checked, e.g. by CONFLUX_H5_CHECK (negative: holds none).
+  explicit Handle(hid_t id) noexcept : id_(id) {}
   /// Takes ownership of id; throws RuntimeError naming `what` when id is negative.
   Handle(hid_t id, const char* what);
   ~Handle();
@@ -38,31 +46,35 @@ class Handle {
 };
 
 /// Serialises HDF5 use: Debian's HDF5 is built without thread safety, and the checkpoint
-/// writer's thread uses it while the main thread may write model.h5. Every entry point that
-/// calls HDF5 holds this (recursive) lock for its whole duration.
+/// writer's thread uses it while the main thread may write model.h5. Every h5::File holds this
+/// (recursive) lock for its whole life.
 [[nodiscard]] std::unique_lock<std::recursive_mutex> lock_library();
 
 /// Turns off HDF5's automatic error-stack printing (conflux reports errors itself). Idempotent.
 void silence_error_stack() noexcept;
 
-/// A variable-length UTF-8 string type: read as str by h5py and printed plainly by h5dump.
-Handle string_type();
+/// The innermost message of HDF5's error stack, reduced to the system error where there is one
+/// (e.g. "No space left on device"). Call right after the failing call: the next API call
+/// clears the stack.
+std::string error_cause();
 
-/// Creates the scalar string attribute `name` on `loc` (a file, group or dataset).
-void write_string_attribute(hid_t loc, const char* name, const std::string& value);
+/// Throws the RuntimeError of a failed HDF5 call: "<file>: <object>: <call> failed: <cause>"
+/// (no object part when `object` is empty). `call` may be the call's whole source text.
+[[noreturn]] void throw_failed_call(std::string_view call, std::string_view file,
+                                    std::string_view object, const char* source, int line);
 
-/// Creates the 1-D string-array attribute `name` on `loc`.
-void write_strings_attribute(hid_t loc, const char* name, const std::vector<std::string>& values);
-
-/// Reads the scalar string attribute `name` of `loc`, fixed- or variable-length; "" when the
-/// attribute is not a string. Throws RuntimeError when it is missing or unreadable.
-std::string read_string_attribute(hid_t loc, const char* name);
+/// Returns `result` unless it is negative (HDF5's failure value), then throw_failed_call().
+template <typename T>
+T checked(T result, std::string_view call, std::string_view file, std::string_view object,
+          const char* source, int line) {
+  if (result < 0) [[unlikely]]
+    throw_failed_call(call, file, object, source, line);
+  return result;
+}
 
 }  // namespace conflux::h5
 
-/// Checks an herr_t/hid_t result of an HDF5 call: negative throws RuntimeError naming the call.
-#define CONFLUX_H5_CHECK(call)                              \
-  do {                                                      \
-    if ((call) < 0) [[unlikely]]                            \
-      CONFLUX_RUNTIME_ERROR("HDF5 call failed: {}", #call); \
-  } while (0)
+/// Checks the herr_t/hid_t/htri_t result of an HDF5 call and yields it: a negative result
+/// throws RuntimeError naming `file`, `object` (its HDF5 path) and the call, with HDF5's reason.
+#define CONFLUX_H5_CHECK(call, file, object) \
+  ::conflux::h5::checked((call), #call, (file), (object), __FILE__, __LINE__)
