@@ -81,6 +81,9 @@
       "How long a trainer sends nothing to a worker that missed the deadline.")                 \
   KEY(data, worker_send_buffers, int, 2, in(1, 64), (),                                         \
       "Batches a worker holds while sending (bounds its memory in flight).")                    \
+  KEY(data, cache_mb, int, 0, in(0, 1048576), (),                                               \
+      "Most memory in MB a rank may use for decoded/encoded samples read ahead; 0 = no bound. " \
+      "Not yet used: the streaming readers of the next data issue will honour it.")             \
   KEY(data, audit, bool, false, unbounded, (),                                                  \
       "Record the samples every trainer consumed and check each sample of each epoch was "      \
       "used exactly once (writes audit-trainer<t>.csv in the run directory).")
