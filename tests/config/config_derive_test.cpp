@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../support/config_text.hpp"
 #include "../support/temp_dir.hpp"
 #include "conflux/config/config.hpp"
 #include "conflux/config/schema.hpp"
@@ -14,25 +15,17 @@
 namespace conflux {
 namespace {
 
-constexpr const char* kConfig = R"(
+const std::string kConfig = std::string(testing::kMinimalConfig) + R"(
 [run]
 name = "t"
 dir = "runs/{name}-{time}"
 [cluster]
 trainers = 2
 peer_timeout_s = 60.0
-[data]
-dataset = "mnist"
-dir = "/data"
 [transform]
 mean = [0.1307, 0]
 std = [0.3081]
 rotation_degrees = 15
-[[model.layers]]
-type = "flatten"
-[[model.layers]]
-type = "linear"
-out = 10
 [train]
 lr = 0.05
 )";

@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 #include <string>
 
+#include "../support/config_text.hpp"
 #include "../support/s3_table.hpp"
 #include "../support/temp_dir.hpp"
 #include "conflux/config/config.hpp"
@@ -102,20 +103,12 @@ TEST(PlanOutput, FormatsSecondsAndDollars) {
   EXPECT_EQ(format_usd(0), "$0");
 }
 
-constexpr const char* kBase = R"(
+const std::string kBase = std::string(testing::kMinimalConfig) + R"(
 [run]
 name = "cifar"
 dir = "runs/{name}-{time}"
 [cluster]
 trainers = 2
-[data]
-dataset = "mnist"
-dir = "/data"
-[[model.layers]]
-type = "flatten"
-[[model.layers]]
-type = "linear"
-out = 10
 [train]
 batch_size = 128
 epochs = 3

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/config_text.hpp"
 #include "../support/temp_dir.hpp"
 
 namespace conflux::train {
@@ -12,19 +13,11 @@ namespace {
 
 using testing::expect_input_error;
 
-constexpr const char* kConfig = R"(
+const std::string kConfig = std::string(testing::kMinimalConfig) + R"(
 [run]
 name = "r"
-[data]
-dataset = "mnist"
-dir = "/data"
 [transform]
 mean = [0.5]
-[[model.layers]]
-type = "flatten"
-[[model.layers]]
-type = "linear"
-out = 10
 [train]
 lr = 0.05
 epochs = 2
