@@ -4,7 +4,6 @@
 #include <boost/program_options.hpp>
 
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -16,8 +15,8 @@
 #include "conflux/plan/fit_file.hpp"
 #include "conflux/plan/plan_output.hpp"
 #include "conflux/plan/planner.hpp"
-#include "conflux/plan/sweep.hpp"
 #include "conflux/plan/s3_transfer.hpp"
+#include "conflux/plan/sweep.hpp"
 
 namespace po = boost::program_options;
 
@@ -243,11 +242,8 @@ int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sou
   std::cout << plan::render_plan_report(result, cost, request);
   const plan::Candidate& best = result.ranked.front().first;
   if (!emit_config.empty()) {
-    // The user's own config file with the chosen keys set: ready to run as it is.
-    std::ifstream in(config_option.path);
-    std::stringstream base;
-    base << in.rdbuf();
-    publish_text_file(emit_config, plan::emit_toml(best, cost.options().target, base.str()));
+    // The user's config (with its --set overrides) with the chosen keys set: ready to run.
+    publish_text_file(emit_config, plan::emit_config(best, cost.options().target, config));
     fmt::print("configuration written to {}\n", emit_config);
   }
   if (!emit_sbatch.empty()) {

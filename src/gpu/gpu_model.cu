@@ -30,7 +30,7 @@ void validate(const model::SgdOptions& o) {
 }  // namespace
 
 struct GpuModel::Impl {
-  Impl(const std::vector<model::LayerSpec>& specs, const model::Model& reference,
+  Impl(const std::vector<LayerSpec>& specs, const model::Model& reference,
        const model::SgdOptions& options, int dev)
       : device(dev),
         sgd(options),
@@ -55,9 +55,8 @@ struct GpuModel::Impl {
   int loss_n = -1;  // batch of the pending loss, -1 when none
 };
 
-GpuModel::GpuModel(const std::vector<model::LayerSpec>& specs,
-                   const model::SampleShape& input_shape, int num_classes, std::uint64_t seed,
-                   const model::SgdOptions& sgd) {
+GpuModel::GpuModel(const std::vector<LayerSpec>& specs, const model::SampleShape& input_shape,
+                   int num_classes, std::uint64_t seed, const model::SgdOptions& sgd) {
   validate(sgd);
   // The CPU model validates the specs and yields the layout and the initial parameters, so
   // both implementations start from the same bits.

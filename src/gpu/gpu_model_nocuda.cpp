@@ -21,7 +21,7 @@ const model::SgdOptions kNoOptions;
 
 }  // namespace
 
-GpuModel::GpuModel(const std::vector<model::LayerSpec>& /*specs*/,
+GpuModel::GpuModel(const std::vector<LayerSpec>& /*specs*/,
                    const model::SampleShape& /*input_shape*/, int /*num_classes*/,
                    std::uint64_t /*seed*/, const model::SgdOptions& /*sgd*/) {
   no_cuda();

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <toml++/toml.h>
 #include <cmath>
 #include <cstdint>
 #include <sstream>
@@ -155,45 +154,23 @@ std::string render_infeasible(const PlanResult& result, const PlanRequest& reque
   return out;
 }
 
-std::string emit_toml(const Candidate& c, Target target, std::string_view base_toml) {
+std::vector<Setting> planned_settings(const Candidate& c, Target target) {
   // K = W is plain allreduce (also on Lambda: every worker aggregates its own chunk). The
-  // allreduce keys are written explicitly so that merging clears earlier K-Reduce settings.
+  // allreduce keys are set explicitly so that a base's K-Reduce settings are cleared.
   const bool kreduce = target == Target::kLambda && c.aggregators < c.workers;
-  const std::int64_t batch = global_batch(c);
-  if (base_toml.empty()) {
-    std::string out = fmt::format("# conflux plan ({}): {}\n", to_string(target), describe(c));
-    out += fmt::format("[cluster]\ntrainers = {}\n\n", c.workers);
-    out += fmt::format("[train]\nbatch_size = {}  # global: K Ba + (W - K) Bn\n\n", batch);
-    out += fmt::format(
-        "[comm]\nstrategy = \"{}\"\naggregators = {}\nnonaggregator_batch_size = {}\n"
-        "stale_nonaggregators = {}\n\n",
-        kreduce ? "kreduce" : "allreduce", kreduce ? c.aggregators : 0,
-        kreduce ? c.nonaggregator_batch : 0, kreduce ? "true" : "false");
-    out += fmt::format("[limits]\nmemory_mb = {}\n", c.memory_mb);
-    return out;
-  }
-  toml::table root;
-  try {
-    root = toml::parse(base_toml);
-  } catch (const toml::parse_error& e) {
-    CONFLUX_INPUT_ERROR("the base config is not valid TOML: {} (line {})", e.description(),
-                        e.source().begin.line);
-  }
-  const auto section = [&root](const char* name) -> toml::table& {
-    if (!root[name].is_table()) root.insert_or_assign(name, toml::table{});
-    return *root[name].as_table();
-  };
-  section("cluster").insert_or_assign("trainers", c.workers);
-  section("train").insert_or_assign("batch_size", batch);
-  toml::table& comm = section("comm");
-  comm.insert_or_assign("strategy", kreduce ? "kreduce" : "allreduce");
-  comm.insert_or_assign("aggregators", kreduce ? c.aggregators : 0);
-  comm.insert_or_assign("nonaggregator_batch_size", kreduce ? c.nonaggregator_batch : 0);
-  comm.insert_or_assign("stale_nonaggregators", kreduce);
-  section("limits").insert_or_assign("memory_mb", c.memory_mb);
-  std::ostringstream out;
-  out << "# conflux plan (" << to_string(target) << "): " << describe(c) << "\n" << root << "\n";
-  return out.str();
+  return {{"cluster.trainers", c.workers},
+          {"train.batch_size", global_batch(c)},
+          {"comm.strategy", kreduce ? "kreduce" : "allreduce"},
+          {"comm.aggregators", kreduce ? c.aggregators : 0},
+          {"comm.nonaggregator_batch_size", kreduce ? c.nonaggregator_batch : 0},
+          {"comm.stale_nonaggregators", kreduce},
+          {"limits.memory_mb", c.memory_mb}};
+}
+
+std::string emit_config(const Candidate& c, Target target, const Config& base) {
+  const Config planned = base.with(planned_settings(c, target), "conflux plan");
+  return fmt::format("# conflux plan ({}): {}\n", to_string(target), describe(c)) +
+         planned.resolved_toml();
 }
 
 std::string emit_sbatch_header(const Candidate& c, double predicted_total_s,

@@ -82,23 +82,20 @@ Measured measure(const Config& config, const comm::Communicator& trainers,
 // The config of one grid point: the profiled config with W trainers and batch W*B, nothing
 // that writes files or evaluates.
 Config point_config(const Config& base, int workers, int batch, int memory_mb) {
-  ConfigSources sources;
-  sources.overrides = {
-      fmt::format("cluster.trainers={}", workers),
-      "cluster.workers=0",
-      fmt::format("train.batch_size={}", workers * batch),
-      "train.epochs=1",
-      "train.eval=false",
-      "train.log_every=0",
-      "data.offload_ratio=0.0",
-      "comm.strategy=\"allreduce\"",
-      "comm.aggregators=0",
-      "comm.nonaggregator_batch_size=0",
-      "comm.stale_nonaggregators=false",
-      fmt::format("limits.memory_mb={}", memory_mb),
-      "profile.timeline=false",
-  };
-  return load_config_string(base.resolved_toml(), "profile point", sources);
+  return base.with({{"cluster.trainers", workers},
+                    {"cluster.workers", 0},
+                    {"train.batch_size", workers * batch},
+                    {"train.epochs", 1},
+                    {"train.eval", false},
+                    {"train.log_every", 0},
+                    {"data.offload_ratio", 0.0},
+                    {"comm.strategy", "allreduce"},
+                    {"comm.aggregators", 0},
+                    {"comm.nonaggregator_batch_size", 0},
+                    {"comm.stale_nonaggregators", false},
+                    {"limits.memory_mb", memory_mb},
+                    {"profile.timeline", false}},
+                   "profile point");
 }
 
 // Mean time to serialise the parameters once (copy into a send buffer plus its checksum, what

@@ -1,42 +1,39 @@
 #include "conflux/train/resume.hpp"
 
-#include <toml++/toml.h>
+#include <algorithm>
 
-#include <sstream>
+#include "conflux/config/schema.hpp"
 
 namespace conflux::train {
 
 namespace {
 
-// The keys whose values shape the trained model; a checkpoint must agree on all of them.
-const char* const kSameKeys[] = {"run.seed",           "data.dataset",   "data.train_limit",
-                                 "train.batch_size",   "train.lr",       "train.lr_schedule",
-                                 "train.warmup_steps", "train.momentum", "train.weight_decay",
-                                 "train.epochs"};
-
-std::string value_text(const toml::table& root, std::string_view path) {
-  const toml::node_view<const toml::node> node = root.at_path(path);
-  if (!node) return "(unset)";
-  std::ostringstream out;
-  if (const auto* table = node.as_table()) {
-    out << *table;
-  } else if (const auto* array = node.as_array()) {
-    out << *array;
-  } else {
-    node.visit([&](const auto& v) {
-      if constexpr (toml::is_value<decltype(v)>) out << v;
-    });
+// The keys whose values shape the trained model; a checkpoint must agree on all of them:
+// these, every transform.* key but the plugin's path (alphabetically), then model.layers.
+std::vector<std::string> same_keys() {
+  std::vector<std::string> keys = {"run.seed",           "data.dataset",   "data.train_limit",
+                                   "train.batch_size",   "train.lr",       "train.lr_schedule",
+                                   "train.warmup_steps", "train.momentum", "train.weight_decay",
+                                   "train.epochs"};
+  std::vector<std::string> transform;
+  for (const KeySpec& spec : config_keys()) {
+    if (section_of(spec.path) == "transform" && spec.path != "transform.plugin") {
+      transform.push_back(spec.path);
+    }
   }
-  return out.str();
+  std::sort(transform.begin(), transform.end());
+  keys.insert(keys.end(), transform.begin(), transform.end());
+  return keys;
 }
 
-toml::table parse_resolved(const std::string& text, const std::string& source) {
+// The checkpoint's config, loaded the way this run's was (same environment, no overrides).
+Config stored_config(const Config& config, const ckpt::TrainingState& state,
+                     const std::string& source) {
   try {
-    return toml::parse(text);
-  } catch (const toml::parse_error& e) {
+    return load_config_string(state.config_toml, "checkpoint " + source, config.sources());
+  } catch (const InputError& e) {
     throw ckpt::CorruptCheckpoint(
-        fmt::format("checkpoint {}: its stored config is not valid TOML: {}", source,
-                    e.description()),
+        fmt::format("checkpoint {}: its stored config is not valid: {}", source, e.what()),
         __FILE__, __LINE__);
   }
 }
@@ -60,32 +57,24 @@ std::optional<ckpt::FoundCheckpoint> find_resume_checkpoint(const Config& config
 
 void check_resume_compatible(const Config& config, const ckpt::TrainingState& state,
                              const std::string& source) {
-  const toml::table saved = parse_resolved(state.config_toml, source);
-  const toml::table current = toml::parse(config.resolved_toml());
-  std::vector<std::string> keys(std::begin(kSameKeys), std::end(kSameKeys));
-  for (const auto& [key, node] : *current["transform"].as_table()) {
-    if (key.str() != "plugin") keys.push_back("transform." + std::string(key.str()));
-  }
-  keys.push_back("model.layers");
+  const Config saved = stored_config(config, state, source);
   const bool constant_lr = config.train().lr_schedule == "constant";
-  for (const std::string& key : keys) {
-    const std::string was = value_text(saved, key), now = value_text(current, key);
-    if (was == now) continue;
+  for (const std::string& key : same_keys()) {
+    const KeySpec& spec = *find_key(key);
+    if (spec.binding.get(saved) == spec.binding.get(config)) continue;
     if (key == "train.epochs" && constant_lr &&
         config.train().epochs * state.steps_per_epoch >= state.global_step) {
       continue;  // training longer under a constant rate changes nothing already done
     }
-    if (key == "model.layers") {
-      CONFLUX_INPUT_ERROR(
-          "checkpoint {} was made with other model.layers than this run's ({}); resume with "
-          "the same layers or start a new run",
-          source, config.where(key));
-    }
     CONFLUX_INPUT_ERROR(
         "checkpoint {} was made with {} = {}, but this run has {} = {} ({}); resume with the "
         "same value or start a new run",
-        source, key, was, key, now, config.where(key));
+        source, key, saved.value_text(key), key, config.value_text(key), config.where(key));
   }
+  CONFLUX_REQUIRE(saved.layers() == config.layers(),
+                  "checkpoint {} was made with other model.layers than this run's ({}); resume "
+                  "with the same layers or start a new run",
+                  source, config.where("model.layers"));
 }
 
 }  // namespace conflux::train

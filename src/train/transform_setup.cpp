@@ -7,10 +7,10 @@ namespace conflux::train {
 data::TransformOptions transform_options(const Config& config) {
   const auto& t = config.transform();
   data::TransformOptions o;
-  static_cast<data::TransformParams&>(o) = t;
+  static_cast<TransformSection&>(o) = t;
   if (!t.plugin.empty()) {
     try {
-      o.plugin = data::TransformPlugin::load(t.plugin, t.plugin_args);
+      o.loaded_plugin = data::TransformPlugin::load(t.plugin, t.plugin_args);
     } catch (const InputError& e) {
       CONFLUX_INPUT_ERROR("{}: {}", config.where("transform.plugin"), e.what());
     }

@@ -3,23 +3,16 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/config_text.hpp"
 #include "conflux/config/config.hpp"
 #include "conflux/core/error.hpp"
 
 namespace conflux {
 namespace {
 
-constexpr const char* kConfig = R"(
+const std::string kConfig = std::string(testing::kMinimalConfig) + R"(
 [cluster]
 trainers = 4
-[data]
-dataset = "mnist"
-dir = "/data"
-[[model.layers]]
-type = "flatten"
-[[model.layers]]
-type = "linear"
-out = 10
 [train]
 batch_size = 128
 [comm]

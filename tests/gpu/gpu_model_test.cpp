@@ -87,7 +87,7 @@ TEST(GpuModel, SameLayoutAndInitialParametersAsCpuModel) {
   EXPECT_FALSE(gpu.sgd_started());
 }
 
-void check_training_matches_cpu(const std::vector<model::LayerSpec>& specs,
+void check_training_matches_cpu(const std::vector<LayerSpec>& specs,
                                 const model::SampleShape& input) {
   const int classes = 10;
   const model::SgdOptions opt{.lr = 0.05f, .momentum = 0.9f, .weight_decay = 5e-4f};

@@ -106,7 +106,7 @@ struct LayerResult {
 
 /// One layer of `spec` on a batch `x` of `sample` shape: CPU forward and backward from dy,
 /// with the parameters `params` (initialised like a Model's when empty; returned).
-inline LayerResult cpu_layer(const model::LayerSpec& spec, const model::SampleShape& sample, int n,
+inline LayerResult cpu_layer(const LayerSpec& spec, const model::SampleShape& sample, int n,
                              const std::vector<float>& x, const std::vector<float>& dy,
                              bool input_grad, std::vector<float>& params) {
   Rng rng{7, 7};
@@ -235,7 +235,7 @@ void check_maxpool(Backend& backend, int n, int c, int h, int w, int kernel, int
   if (ties) {
     for (float& v : x) v = std::round(v * 2.0f);  // few distinct values: many tied maxima
   }
-  const model::LayerSpec spec{.type = "maxpool", .kernel = kernel, .stride = stride};
+  const LayerSpec spec{.type = "maxpool", .kernel = kernel, .stride = stride};
   const model::SampleShape out_shape = model::make_layer(spec)->output_shape({c, h, w});
   const math::PoolShape s{.planes = static_cast<std::size_t>(n) * c,
                           .height = h,
@@ -338,7 +338,7 @@ void check_sgd(Backend& backend, float momentum, float weight_decay) {
 // ---- whole models ----------------------------------------------------------------------
 
 /// A small MLP and a small CNN covering every layer type (strided, padded and overlapping).
-inline std::vector<model::LayerSpec> mlp_specs() {
+inline std::vector<LayerSpec> mlp_specs() {
   return {{.type = "flatten"},
           {.type = "linear", .out = 24},
           {.type = "relu"},
@@ -348,7 +348,7 @@ inline model::SampleShape mlp_input() {
   return {1, 6, 6};
 }
 
-inline std::vector<model::LayerSpec> cnn_specs() {
+inline std::vector<LayerSpec> cnn_specs() {
   return {{.type = "conv2d", .out = 4, .kernel = 3, .stride = 1, .padding = 1},
           {.type = "relu"},
           {.type = "maxpool", .kernel = 2, .stride = 0},

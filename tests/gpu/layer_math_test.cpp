@@ -169,7 +169,7 @@ std::vector<float> host_copy(const float* p, std::size_t n) {
   return {p, p + n};
 }
 
-void check_engine_matches_cpu(const std::vector<model::LayerSpec>& specs,
+void check_engine_matches_cpu(const std::vector<LayerSpec>& specs,
                               const model::SampleShape& input) {
   const int classes = 10;
   const std::uint64_t seed = 5;
@@ -219,7 +219,7 @@ TEST(GpuMath, ModelEngineMatchesCpuModelCnn) {
 }
 
 TEST(GpuMath, ModelEngineEmptyBatchGivesZeroGradients) {
-  const std::vector<model::LayerSpec> specs = cnn_specs();
+  const std::vector<LayerSpec> specs = cnn_specs();
   ModelEngine<HostExecutor> gpu(HostExecutor{}, specs, model::Model(specs, cnn_input(), 10, 1));
   const Batch batch = make_batch(cnn_input(), 4, 10, 1);
   gpu.forward(batch.images.data(), 4);
@@ -235,7 +235,7 @@ TEST(GpuMath, ModelEngineEmptyBatchGivesZeroGradients) {
 
 TEST(GpuMath, ModelEngineFlattenIsExact) {
   // Parameter-free model: the logits are relu(flatten(x)), bit for bit.
-  const std::vector<model::LayerSpec> specs{{.type = "flatten"}, {.type = "relu"}};
+  const std::vector<LayerSpec> specs{{.type = "flatten"}, {.type = "relu"}};
   const model::SampleShape input{2, 1, 3};
   ModelEngine<HostExecutor> gpu(HostExecutor{}, specs, model::Model(specs, input, 6, 1));
   const Batch batch = make_batch(input, 3, 6, 2);
@@ -248,7 +248,7 @@ TEST(GpuMath, ModelEngineFlattenIsExact) {
 TEST(GpuMath, ModelEngineResumesBitIdentically) {
   // Continuing a run and restoring (params, velocity, started) into a fresh engine give the same
   // bits: what GpuModel's download/upload of params and velocity rely on.
-  const std::vector<model::LayerSpec> specs = mlp_specs();
+  const std::vector<LayerSpec> specs = mlp_specs();
   const model::Model reference(specs, mlp_input(), 10, 3);
   ModelEngine<HostExecutor> a(HostExecutor{}, specs, reference);
   const auto step = [](ModelEngine<HostExecutor>& m, int i) {

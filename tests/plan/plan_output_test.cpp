@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 #include <string>
 
+#include "../support/config_text.hpp"
 #include "../support/s3_table.hpp"
 #include "../support/temp_dir.hpp"
 #include "conflux/config/config.hpp"
@@ -102,42 +103,12 @@ TEST(PlanOutput, FormatsSecondsAndDollars) {
   EXPECT_EQ(format_usd(0), "$0");
 }
 
-TEST(PlanOutput, TomlSnippetSetsKReduceKeys) {
-  const std::string text = emit_toml({6, 1536, 2, 32, 128}, Target::kLambda);
-  const toml::table t = toml::parse(text);
-  EXPECT_EQ(t["cluster"]["trainers"].value<int>(), 6);
-  EXPECT_EQ(t["train"]["batch_size"].value<int>(), 2 * 32 + 4 * 128);
-  EXPECT_EQ(t["comm"]["strategy"].value<std::string>(), "kreduce");
-  EXPECT_EQ(t["comm"]["aggregators"].value<int>(), 2);
-  EXPECT_EQ(t["comm"]["nonaggregator_batch_size"].value<int>(), 128);
-  EXPECT_EQ(t["comm"]["stale_nonaggregators"].value<bool>(), true);
-  EXPECT_EQ(t["limits"]["memory_mb"].value<int>(), 1536);
-}
-
-TEST(PlanOutput, TomlSnippetUsesAllreduceWhenEveryWorkerAggregates) {
-  for (const Target target : {Target::kLambda, Target::kSlurm}) {
-    const toml::table t = toml::parse(emit_toml({4, 2048, 4, 64, 64}, target));
-    EXPECT_EQ(t["comm"]["strategy"].value<std::string>(), "allreduce");
-    EXPECT_EQ(t["comm"]["aggregators"].value<int>(), 0);
-    EXPECT_EQ(t["comm"]["stale_nonaggregators"].value<bool>(), false);
-    EXPECT_EQ(t["train"]["batch_size"].value<int>(), 256);
-  }
-}
-
-constexpr const char* kBase = R"(
+const std::string kBase = std::string(testing::kMinimalConfig) + R"(
 [run]
 name = "cifar"
 dir = "runs/{name}-{time}"
 [cluster]
 trainers = 2
-[data]
-dataset = "mnist"
-dir = "/data"
-[[model.layers]]
-type = "flatten"
-[[model.layers]]
-type = "linear"
-out = 10
 [train]
 batch_size = 128
 epochs = 3
@@ -148,10 +119,39 @@ nonaggregator_batch_size = 96
 stale_nonaggregators = true
 )";
 
-TEST(PlanOutput, MergedTomlIsAValidConfigWithThePlannedKeys) {
-  const ConfigSources sources{{}, "", "20260101-000000"};
-  const std::string merged = emit_toml({6, 1536, 2, 32, 128}, Target::kLambda, kBase);
-  const Config c = load_config_string(merged, "merged.toml", sources);
+const ConfigSources kSources{{}, "", "20260101-000000"};
+
+Config base_config(std::vector<std::string> overrides = {}) {
+  return load_config_string(kBase, "base.toml",
+                            ConfigSources{std::move(overrides), "", "20260101-000000"});
+}
+
+TEST(PlanOutput, EmittedConfigSetsKReduceKeys) {
+  const std::string text = emit_config({6, 1536, 2, 32, 128}, Target::kLambda, base_config());
+  EXPECT_TRUE(text.starts_with("# conflux plan (lambda): ")) << text;
+  const toml::table t = toml::parse(text);
+  EXPECT_EQ(t["cluster"]["trainers"].value<int>(), 6);
+  EXPECT_EQ(t["train"]["batch_size"].value<int>(), 2 * 32 + 4 * 128);
+  EXPECT_EQ(t["comm"]["strategy"].value<std::string>(), "kreduce");
+  EXPECT_EQ(t["comm"]["aggregators"].value<int>(), 2);
+  EXPECT_EQ(t["comm"]["nonaggregator_batch_size"].value<int>(), 128);
+  EXPECT_EQ(t["comm"]["stale_nonaggregators"].value<bool>(), true);
+  EXPECT_EQ(t["limits"]["memory_mb"].value<int>(), 1536);
+}
+
+TEST(PlanOutput, EmittedConfigUsesAllreduceWhenEveryWorkerAggregates) {
+  for (const Target target : {Target::kLambda, Target::kSlurm}) {
+    const toml::table t = toml::parse(emit_config({4, 2048, 4, 64, 64}, target, base_config()));
+    EXPECT_EQ(t["comm"]["strategy"].value<std::string>(), "allreduce");
+    EXPECT_EQ(t["comm"]["aggregators"].value<int>(), 0);
+    EXPECT_EQ(t["comm"]["stale_nonaggregators"].value<bool>(), false);
+    EXPECT_EQ(t["train"]["batch_size"].value<int>(), 256);
+  }
+}
+
+TEST(PlanOutput, EmittedConfigIsAValidConfigWithThePlannedKeys) {
+  const std::string merged = emit_config({6, 1536, 2, 32, 128}, Target::kLambda, base_config());
+  const Config c = load_config_string(merged, "merged.toml", kSources);
   EXPECT_EQ(c.cluster().trainers, 6);
   EXPECT_EQ(c.train().batch_size, 576);
   EXPECT_EQ(c.train().epochs, 3);  // untouched keys stay
@@ -161,16 +161,20 @@ TEST(PlanOutput, MergedTomlIsAValidConfigWithThePlannedKeys) {
   EXPECT_TRUE(c.comm().stale_nonaggregators);
   EXPECT_EQ(c.limits().memory_mb, 1536);
   // Allreduce clears the base's K-Reduce settings (the loader rejects them otherwise).
-  const Config a = load_config_string(emit_toml({4, 2048, 4, 64, 64}, Target::kSlurm, kBase),
-                                      "merged.toml", sources);
+  const Config a = load_config_string(
+      emit_config({4, 2048, 4, 64, 64}, Target::kSlurm, base_config()), "merged.toml", kSources);
   EXPECT_EQ(a.comm().strategy, "allreduce");
   EXPECT_EQ(a.comm().aggregators, 0);
   EXPECT_EQ(a.train().batch_size, 256);
+  // A base that is not a config, or that the candidate does not fit, is refused.
+  expect_input_error([] { load_config_string("[cluster\n", "base.toml", kSources); },
+                     {"TOML syntax error"});
   expect_input_error(
       [] {
-        emit_toml({1, 128, 1, 1, 1}, Target::kSlurm, "[cluster\n");
+        emit_config({4, 2048, 4, 64, 64}, Target::kSlurm,
+                    base_config({"data.offload_ratios=[0.5, 0.5]"}));
       },
-      {"not valid TOML"});
+      {"data.offload_ratios has 2 values but cluster.trainers = 4"});
 }
 
 TEST(PlanOutput, SbatchHeaderSizesTheJob) {

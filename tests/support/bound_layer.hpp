@@ -19,8 +19,7 @@ struct BoundLayer {
 };
 
 /// Makes the layer of `spec` for inputs of `sample`, binds storage and initialises it.
-inline BoundLayer bind_layer(const model::LayerSpec& spec, const model::SampleShape& sample,
-                             Rng& rng) {
+inline BoundLayer bind_layer(const LayerSpec& spec, const model::SampleShape& sample, Rng& rng) {
   BoundLayer b{model::make_layer(spec), {}, {}};
   std::size_t total = 0;
   for (const model::ParamInfo& p : b.layer->param_layout(sample))

@@ -1,17 +1,33 @@
 #pragma once
 /// @file schema.hpp
-/// The schema of experiment configs: every key with its type, range, default and meaning.
-/// The loader validates against it and `conflux config reference` prints it as Markdown.
+/// The schema of experiment configs: every key with its type, range, default, meaning and the
+/// binding to its typed member, expanded from keys.hpp. The loader and Config::with validate
+/// against it, the resolved TOML is written through it, and `conflux config reference` prints
+/// it as Markdown.
 
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "conflux/config/config.hpp"
+
 namespace conflux {
+
+class ConfigBuilder;  // src/config: the one place that fills a Config
 
 /// Value types a config key can hold.
 enum class ValueType { kInt, kFloat, kBool, kString, kFloatList, kFloatOrAuto };
+
+/// How a key's value reaches its typed member and comes back out.
+struct KeyBinding {
+  /// The value as resolved_toml() shows it.
+  KeyValue (*get)(const Config&) = nullptr;
+  /// Stores a checked value in the member; null for a hooked path, kept as written instead.
+  void (*set)(ConfigBuilder&, const KeyValue&) = nullptr;
+  /// Hooked keys: derives the member from what was written (and other keys, the sources).
+  void (*resolve)(ConfigBuilder&) = nullptr;
+};
 
 /// One documented config key.
 struct KeySpec {
@@ -23,13 +39,19 @@ struct KeySpec {
   std::vector<std::string> choices;  ///< allowed strings (empty = any)
   std::string doc;                   ///< one-sentence meaning
   bool min_exclusive = false;        ///< lower bound is exclusive (e.g. lr > 0)
+  KeyBinding binding;                ///< the typed member (none for layer keys)
+};
+
+/// One key of a [[model.layers]] table and the LayerSpec member it sets.
+struct LayerKey : KeySpec {
+  int LayerSpec::*member = nullptr;  ///< e.g. &LayerSpec::kernel
 };
 
 /// Keys allowed in one [[model.layers]] table, by layer type.
 struct LayerKeySpec {
-  std::string type;           ///< layer type
-  std::vector<KeySpec> keys;  ///< keys besides "type" (paths are bare names)
-  std::string doc;            ///< what the layer does
+  std::string type;            ///< layer type
+  std::vector<LayerKey> keys;  ///< keys besides "type" (paths are bare names)
+  std::string doc;             ///< what the layer does
 };
 
 /// All scalar keys, in documentation order.
@@ -38,6 +60,10 @@ const std::vector<KeySpec>& config_keys();
 const std::vector<LayerKeySpec>& layer_keys();
 /// The spec of a dotted key, or nullptr.
 const KeySpec* find_key(std::string_view path);
+/// Every dotted key a config may hold, model.layers included (for did-you-mean hints).
+const std::vector<std::string>& key_paths();
+/// The section part of a dotted key ("train" for "train.lr").
+std::string_view section_of(std::string_view path);
 /// Human name of a type, e.g. "an integer".
 std::string_view type_name(ValueType type);
 /// Describes the allowed range/choices of a key, e.g. "an integer in [1, 1024]".

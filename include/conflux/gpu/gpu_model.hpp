@@ -53,7 +53,7 @@ class GpuModel {
   /// the calling thread's current device. `sgd` gives the momentum and weight decay (validated
   /// as by model::Sgd) and the learning rate of sgd_step(). RuntimeError on CUDA errors (no GPU,
   /// out of memory) and in a CPU-only build.
-  GpuModel(const std::vector<model::LayerSpec>& specs, const model::SampleShape& input_shape,
+  GpuModel(const std::vector<LayerSpec>& specs, const model::SampleShape& input_shape,
            int num_classes, std::uint64_t seed, const model::SgdOptions& sgd = {});
   GpuModel(GpuModel&&) noexcept;
   GpuModel& operator=(GpuModel&&) noexcept;

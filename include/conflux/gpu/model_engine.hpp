@@ -51,12 +51,12 @@ struct LayerPlan {
 
 /// Plans `specs` for inputs of `input_shape` exactly as model::Model lays them out (the Model
 /// constructor has validated them); parameter offsets follow the Model's flat layout.
-inline std::vector<LayerPlan> plan_layers(const std::vector<model::LayerSpec>& specs,
+inline std::vector<LayerPlan> plan_layers(const std::vector<LayerSpec>& specs,
                                           const model::SampleShape& input_shape) {
   std::vector<LayerPlan> plans;
   model::SampleShape shape = input_shape;
   std::size_t offset = 0;
-  for (const model::LayerSpec& spec : specs) {
+  for (const LayerSpec& spec : specs) {
     const std::unique_ptr<model::Layer> layer = model::make_layer(spec);
     LayerPlan p;
     p.in_shape = shape;
@@ -134,7 +134,7 @@ class ModelEngine {
 
   /// Plans `specs` like `reference` (built from the same specs), checks that the parameter
   /// layouts agree and uploads the reference's parameters; gradients and momentum start at 0.
-  ModelEngine(Exec exec, const std::vector<model::LayerSpec>& specs, const model::Model& reference)
+  ModelEngine(Exec exec, const std::vector<LayerSpec>& specs, const model::Model& reference)
       : ex_(std::move(exec)), plans_(plan_layers(specs, reference.input_shape())) {
     CONFLUX_CHECK(!plans_.empty() && plans_.back().out_shape.size() == 1,
                   "GPU model: the last layer must give a class vector");

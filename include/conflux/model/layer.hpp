@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "conflux/config/layer_spec.hpp"
 #include "conflux/core/rng.hpp"
 #include "conflux/model/tensor.hpp"
 
@@ -49,15 +50,6 @@ class Layer {
   /// Given the forward input and dL/dout, writes dL/din into grad_in and overwrites (does not
   /// accumulate) this layer's parameter gradients. Must be called after forward(in, ...).
   virtual void backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) = 0;
-};
-
-/// Layer description as it comes from the config ([[model.layers]] tables).
-struct LayerSpec {
-  std::string type;  ///< linear | conv2d | maxpool | relu | flatten
-  int out = 0;       ///< linear: output features; conv2d: output channels
-  int kernel = 3;    ///< conv2d kernel size (square); maxpool window
-  int stride = 1;    ///< conv2d stride; maxpool stride (0 = same as kernel)
-  int padding = 0;   ///< conv2d zero padding
 };
 
 /// Creates a layer from its spec; InputError for an unknown type or bad values.

@@ -6,7 +6,9 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "conflux/config/config.hpp"
 #include "conflux/plan/cost_model.hpp"
 #include "conflux/plan/planner.hpp"
 
@@ -22,11 +24,15 @@ std::string render_plan_report(const PlanResult& result, const CostModel& model,
 /// an infeasible result.
 std::string render_infeasible(const PlanResult& result, const PlanRequest& request);
 
-/// The candidate as conflux config keys: [cluster] trainers, [train] batch_size (global:
-/// K Ba + (W - K) Bn), [comm] K-Reduce or allreduce settings, [limits] memory_mb. With an
-/// empty `base_toml` a snippet to merge; otherwise `base_toml` (e.g. a resolved config) with
-/// those keys replaced. InputError when `base_toml` is not valid TOML.
-std::string emit_toml(const Candidate& c, Target target, std::string_view base_toml = {});
+/// The config keys a candidate sets: cluster.trainers, train.batch_size (global: K Ba +
+/// (W - K) Bn), comm.* (K-Reduce, or allreduce with the K-Reduce keys reset) and
+/// limits.memory_mb.
+std::vector<Setting> planned_settings(const Candidate& c, Target target);
+
+/// `base` with the candidate's keys set (planned_settings), as its resolved TOML headed by
+/// "# conflux plan (target): the choice": a complete config, ready to train with. InputError
+/// when the candidate does not fit the rest of `base` (e.g. data.offload_ratios per trainer).
+std::string emit_config(const Candidate& c, Target target, const Config& base);
 
 /// #SBATCH lines for the candidate: W tasks of ceil(M / mb_per_vcpu) CPUs sharing M MB, a
 /// time limit of the predicted time plus 20 % rounded up to minutes, SIGUSR1 120 s before it

@@ -102,7 +102,7 @@ SampleTransform::SampleTransform(const TransformOptions& options, ImageShape inp
   validate_heavy();
   heavy_ = options.resized_crop > 0 || options.rotation_degrees > 0 || options.brightness > 0 ||
            options.contrast > 0 || options.saturation > 0 || options.blur_kernel > 0 ||
-           options.cutout_size > 0 || options.plugin != nullptr;
+           options.cutout_size > 0 || options.loaded_plugin != nullptr;
 }
 
 void SampleTransform::validate_heavy() const {
@@ -221,12 +221,12 @@ void SampleTransform::train_heavy(std::span<const std::uint8_t> image, std::uint
     }
   }
 
-  if (options_.plugin) {
+  if (options_.loaded_plugin) {
     // The plugin ABI promises [0, 1] pixels, so scale and normalise become two steps here.
     for (float& v : *work) v *= 1.0f / 255.0f;
     const std::uint64_t key =
         mix64(mix64(mix64(mix64(seed) ^ kPluginStream) ^ epoch) ^ sample_index);
-    options_.plugin->apply(img, output_, key);
+    options_.loaded_plugin->apply(img, output_, key);
     affine_per_channel(img, output_, inv_std_, shift_, out);
   } else {
     affine_per_channel(img, output_, scale_, shift_, out);

@@ -12,15 +12,15 @@
 #include <span>
 #include <vector>
 
+#include "conflux/config/sections.hpp"
 #include "conflux/data/io/dataset.hpp"
-#include "conflux/data/transform/transform_params.hpp"
 #include "conflux/data/transform/transform_plugin.hpp"
 
 namespace conflux::data {
 
-/// Transform settings plus the loaded user plugin.
-struct TransformOptions : TransformParams {
-  std::shared_ptr<const TransformPlugin> plugin = nullptr;  ///< user transform, or null
+/// The [transform] settings plus the loaded user plugin (TransformSection::plugin is its path).
+struct TransformOptions : TransformSection {
+  std::shared_ptr<const TransformPlugin> loaded_plugin = nullptr;  ///< user transform, or null
 };
 
 /// The per-sample transform. Training applies the random parts; evaluation takes the centre

@@ -1,0 +1,271 @@
+#pragma once
+/// @file keys.hpp
+/// Every config key, once: the one list that both the section structs (sections.hpp: the
+/// typed member and its C++ default) and the schema (schema.cpp: path, type, range, default as
+/// TOML text, choices, doc and the binding that stores a value into the member) are expanded
+/// from. Adding a key is one line group here plus its use; nothing else repeats it.
+///
+/// Each section has one list macro taking two macros, applied to every entry:
+///
+///   KEY(section, name, C++ type, default, range, choices, doc)
+///   HOOKED(section, name, C++ type, value type, default, range, choices, doc)
+///
+/// - `default` is a C++ initialiser that is also TOML: a number, `true`/`false`, a string
+///   literal, a braced list written `{}` or `{0.0}` (TOML `[]`, `[0.0]`), or CONFLUX_REQUIRED.
+///   The member is initialised from it and docs/config.md shows its spelling, so `600` and
+///   `600.0` stay what they are.
+/// - `range` is `unbounded`, `in(min, max)` (inclusive) or `above(min, max)` (min exclusive);
+///   list keys check every entry. `kIntMax` is shown as "inf".
+/// - `choices` is a parenthesised list of allowed strings, `()` for any.
+/// - HOOKED keys are stored by the hook `<section>_<name>` of the config builder
+///   (src/config/key_hooks.cpp) instead of plainly: paths resolved against the environment
+///   and other keys, `"auto"` or a number. `value type` is the ValueType enumerator of what
+///   the key accepts, which the member type alone does not say.
+
+/// The default of a key that every config must set.
+#define CONFLUX_REQUIRED \
+  {}
+
+// clang-format off
+#define CONFLUX_RUN_KEYS(KEY, HOOKED)                                                           \
+  KEY(run, name, std::string, "conflux", unbounded, (),                                         \
+      "Name of the experiment, shown in logs.")                                                 \
+  HOOKED(run, dir, std::filesystem::path, kString, "runs/{time}", unbounded, (),                \
+      "Run directory for the resolved config, metrics and model; `{time}` becomes the "         \
+      "launch date-time (agreed by all ranks), `{name}` the run name.")                         \
+  KEY(run, seed, std::uint64_t, 42, in(0, kIntMax), (),                                         \
+      "Seed of everything random: weight init, epoch order, augmentation.")
+
+#define CONFLUX_CLUSTER_KEYS(KEY, HOOKED)                                                       \
+  KEY(cluster, trainers, int, 1, in(1, 65536), (),                                              \
+      "Number of trainer ranks; the first ranks of MPI_COMM_WORLD train.")                      \
+  KEY(cluster, workers, int, -1, in(-1, 65536), (),                                             \
+      "Number of preprocessing-worker ranks; -1 means all ranks that are not trainers.")        \
+  KEY(cluster, preprocess_threads, int, 1, in(1, 256), (),                                      \
+      "Preprocessing threads per trainer rank.")                                                \
+  KEY(cluster, blas_threads, int, 1, in(1, 256), (),                                            \
+      "OpenBLAS threads per rank (keep 1 when ranks share cores).")                             \
+  KEY(cluster, peer_timeout_s, double, 600, in(0.1, 86400), (),                                 \
+      "Longest wait for another rank before failing with an error naming it.")                  \
+  KEY(cluster, worker_threads, int, 1, in(1, 256), (),                                          \
+      "Preprocessing threads per worker rank (the data service).")
+
+#define CONFLUX_DATA_KEYS(KEY, HOOKED)                                                          \
+  KEY(data, dataset, std::string, CONFLUX_REQUIRED, unbounded,                                  \
+      ("mnist", "fashion-mnist", "cifar10"), "Dataset to train on.")                            \
+  HOOKED(data, dir, std::filesystem::path, kString, "", unbounded, (),                          \
+      "Directory holding mnist/, fashion-mnist/, cifar-10/; empty means $CONFLUX_DATA, "        \
+      "else ../shared/data.")                                                                   \
+  HOOKED(data, hdf5_file, std::filesystem::path, kString, "", unbounded, (),                    \
+      "Read the dataset from this HDF5 file (made by `conflux data convert`) instead of "       \
+      "the original files.")                                                                    \
+  KEY(data, train_limit, std::int64_t, 0, in(0, kIntMax), (),                                   \
+      "Use only the first N training samples (0 = all); for quick tests.")                      \
+  KEY(data, test_limit, std::int64_t, 0, in(0, kIntMax), (),                                    \
+      "Use only the first N test samples (0 = all).")                                           \
+  HOOKED(data, offload_ratio, double, kFloatOrAuto, 0.0, in(0, 1), (),                          \
+      "Fraction of each trainer's batches built by worker ranks (the rest by its own "          \
+      "preprocessing threads); changeable at run time, never changes the trained model. "       \
+      "\"auto\": the profiler chooses each trainer's ratio and keeps adjusting it.")            \
+  KEY(data, offload_ratios, std::vector<float>, {}, in(0, 1), (),                               \
+      "Per-trainer offload ratios (one per trainer); empty = data.offload_ratio for all.")      \
+  KEY(data, prefetch_batches, int, 4, in(1, 1024), (),                                          \
+      "Batches a trainer prepares ahead (local or requested from workers); bounds its "         \
+      "memory in flight.")                                                                      \
+  KEY(data, worker_credits, int, 2, in(1, 64), (),                                              \
+      "Most requests a trainer has outstanding at one worker (back-pressure).")                 \
+  KEY(data, worker_timeout_s, double, 30, in(0.001, 86400), (),                                 \
+      "A worker that has not answered a request within this time is skipped: the trainer "      \
+      "builds the batch itself and drops the late answer.")                                     \
+  KEY(data, worker_backoff_s, double, 10, in(0, 86400), (),                                     \
+      "How long a trainer sends nothing to a worker that missed the deadline.")                 \
+  KEY(data, worker_send_buffers, int, 2, in(1, 64), (),                                         \
+      "Batches a worker holds while sending (bounds its memory in flight).")                    \
+  KEY(data, cache_mb, int, 0, in(0, 1048576), (),                                               \
+      "Most memory in MB a rank may use for decoded/encoded samples read ahead; 0 = no bound. " \
+      "Not yet used: the streaming readers of the next data issue will honour it.")             \
+  KEY(data, audit, bool, false, unbounded, (),                                                  \
+      "Record the samples every trainer consumed and check each sample of each epoch was "      \
+      "used exactly once (writes audit-trainer<t>.csv in the run directory).")
+
+#define CONFLUX_TRANSFORM_KEYS(KEY, HOOKED)                                                     \
+  KEY(transform, pad, int, 0, in(0, 64), (),                                                    \
+      "Zero padding added on each side before cropping.")                                       \
+  KEY(transform, crop, int, 0, in(0, 4096), (),                                                 \
+      "Random crop size (square); 0 = no crop, the image keeps its size.")                      \
+  KEY(transform, hflip, bool, false, unbounded, (),                                             \
+      "Random horizontal flip with p = 0.5.")                                                   \
+  KEY(transform, mean, std::vector<float>, {0.0}, in(-1e6, 1e6), (),                            \
+      "Per-channel mean subtracted after scaling pixels to [0, 1] (1 or C values).")            \
+  KEY(transform, std, std::vector<float>, {1.0}, in(1e-12, 1e6), (),                            \
+      "Per-channel standard deviation divided by after the mean (1 or C values, > 0).")         \
+  KEY(transform, resized_crop, int, 0, in(0, 4096), (),                                         \
+      "Random resized crop (bilinear) to this square size; 0 = off; excludes pad/crop.")        \
+  KEY(transform, resized_crop_scale_min, float, 0.08, in(1e-6, 1), (),                          \
+      "Smallest area fraction of a resized crop.")                                              \
+  KEY(transform, resized_crop_scale_max, float, 1.0, in(1e-6, 1), (),                           \
+      "Largest area fraction of a resized crop.")                                               \
+  KEY(transform, resized_crop_ratio_min, float, 0.75, in(1e-3, 1e3), (),                        \
+      "Smallest aspect ratio (w/h) of a resized crop.")                                         \
+  KEY(transform, resized_crop_ratio_max, float, 1.3333333, in(1e-3, 1e3), (),                   \
+      "Largest aspect ratio (w/h) of a resized crop.")                                          \
+  KEY(transform, rotation_degrees, float, 0.0, in(0, 180), (),                                  \
+      "Random rotation by U(-d, d) degrees, bilinear, zero fill; 0 = off.")                     \
+  KEY(transform, brightness, float, 0.0, in(0, 1), (),                                          \
+      "Colour jitter: brightness factor U(1-b, 1+b); 0 = off.")                                 \
+  KEY(transform, contrast, float, 0.0, in(0, 1), (),                                            \
+      "Colour jitter: contrast factor U(1-c, 1+c); 0 = off.")                                   \
+  KEY(transform, saturation, float, 0.0, in(0, 1), (),                                          \
+      "Colour jitter: saturation factor U(1-s, 1+s), 3-channel images only; 0 = off.")          \
+  KEY(transform, blur_kernel, int, 0, in(0, 63), (),                                            \
+      "Gaussian blur kernel size (odd); 0 = off.")                                              \
+  KEY(transform, blur_sigma_min, float, 0.1, in(1e-3, 100), (),                                 \
+      "Smallest blur sigma.")                                                                   \
+  KEY(transform, blur_sigma_max, float, 2.0, in(1e-3, 100), (),                                 \
+      "Largest blur sigma.")                                                                    \
+  KEY(transform, blur_probability, float, 0.5, in(0, 1), (),                                    \
+      "Chance a sample is blurred.")                                                            \
+  KEY(transform, cutout_size, int, 0, in(0, 4096), (),                                          \
+      "Cutout: side of a square set to 0 after normalisation; 0 = off.")                        \
+  KEY(transform, cutout_probability, float, 1.0, in(0, 1), (),                                  \
+      "Chance a sample gets the cutout square.")                                                \
+  HOOKED(transform, plugin, std::filesystem::path, kString, "", unbounded, (),                  \
+      "Shared library with a user transform (see examples/plugins); loaded on every rank "      \
+      "that preprocesses; empty = none.")                                                       \
+  KEY(transform, plugin_args, std::string, "", unbounded, (),                                   \
+      "Argument string handed to the plugin's create().")
+
+#define CONFLUX_TRAIN_KEYS(KEY, HOOKED)                                                         \
+  KEY(train, epochs, int, 1, in(1, 1e6), (),                                                    \
+      "Number of epochs.")                                                                      \
+  KEY(train, batch_size, int, 128, in(1, 1 << 24), (),                                          \
+      "Global batch size, split evenly over the trainer ranks.")                                \
+  KEY(train, lr, double, 0.01, above(0, 100), (),                                               \
+      "SGD learning rate.")                                                                     \
+  KEY(train, lr_schedule, std::string, "constant", unbounded, ("constant", "cosine"),           \
+      "Learning-rate schedule: constant, or cosine annealing from train.lr to 0 over the "      \
+      "whole run.")                                                                             \
+  KEY(train, warmup_steps, std::int64_t, 0, in(0, kIntMax), (),                                 \
+      "Steps of linear warm-up from 0 to train.lr before the schedule.")                        \
+  KEY(train, momentum, double, 0.0, in(0, 0.999999), (),                                        \
+      "SGD momentum.")                                                                          \
+  KEY(train, weight_decay, double, 0.0, in(0, 1), (),                                           \
+      "L2 weight decay added to gradients.")                                                    \
+  KEY(train, log_every, int, 100, in(0, kIntMax), (),                                           \
+      "Print a progress line every N steps on rank 0 (0 = only per epoch).")                    \
+  KEY(train, eval, bool, true, unbounded, (),                                                   \
+      "Evaluate on the test set after every epoch.")                                            \
+  KEY(train, device, std::string, "auto", unbounded, ("auto", "cpu", "gpu"),                    \
+      "Where trainer ranks compute: auto (a GPU when the node has one, else the CPU, said "     \
+      "once), cpu, or gpu (an error without one).")
+
+#define CONFLUX_CHECKPOINT_KEYS(KEY, HOOKED)                                                    \
+  KEY(checkpoint, every_steps, std::int64_t, 0, in(0, kIntMax), (),                             \
+      "Write a checkpoint every N training steps (0 = not by steps).")                          \
+  KEY(checkpoint, every_seconds, double, 0, in(0, 1e7), (),                                     \
+      "Write a checkpoint when this many seconds passed since the last one (0 = not by "        \
+      "time); decided by trainer 0 and agreed at a step boundary.")                             \
+  KEY(checkpoint, keep, int, 3, in(1, 100000), (),                                              \
+      "Keep the newest K checkpoints; older ones are deleted after a new one is durable.")      \
+  HOOKED(checkpoint, dir, std::filesystem::path, kString, "", unbounded, (),                    \
+      "Checkpoint directory; empty = <run.dir>/checkpoints. Must be visible to every "          \
+      "trainer rank (a shared file system on clusters).")                                       \
+  KEY(checkpoint, resume, std::string, "none", unbounded, (),                                   \
+      "Where to start: none (from scratch), auto (the newest valid checkpoint in "              \
+      "checkpoint.dir, else from scratch) or the path of a checkpoint file. "                   \
+      "`conflux train --resume X` sets it.")                                                    \
+  KEY(checkpoint, final, bool, true, unbounded, (),                                             \
+      "Also checkpoint after the last step, so that resuming a finished run only reports.")
+
+#define CONFLUX_PROFILE_KEYS(KEY, HOOKED)                                                       \
+  KEY(profile, enabled, bool, true, unbounded, (),                                              \
+      "Profile every step (data wait, compute, gradient sync, callbacks) and every worker "     \
+      "(service time, busy fraction, queue depth); writes <run.dir>/profile.jsonl.")            \
+  KEY(profile, initial_steps, std::int64_t, 5, in(0, kIntMax), (),                              \
+      "Warm-up steps before the start-up bottleneck measurement.")                              \
+  KEY(profile, steps, std::int64_t, 20, in(1, kIntMax), (),                                     \
+      "Steps of the start-up bottleneck measurement (then the controller runs every "           \
+      "profile.interval_s).")                                                                   \
+  KEY(profile, bottleneck_threshold, double, 1.3, in(1, 100), (),                               \
+      "The job is input-bound when the compute ceiling exceeds the local pipeline's rate "      \
+      "by this factor (FastFlow's threshold).")                                                 \
+  KEY(profile, interval_s, double, 0.5, in(0.01, 3600), (),                                     \
+      "Profiling window: one profile.jsonl record and one controller decision per "             \
+      "window.")                                                                                \
+  KEY(profile, hysteresis, double, 0.03, in(0, 1), (),                                          \
+      "The auto offload ratio moves only when its target differs by more than this.")           \
+  KEY(profile, timeline, bool, true, unbounded, (),                                             \
+      "Write <run.dir>/timeline.json (Chrome trace / Perfetto): steps, waits, requests, "       \
+      "checkpoints and decisions of every rank.")                                               \
+  KEY(profile, timeline_max_events, std::int64_t, 200000, in(0, kIntMax), (),                   \
+      "Most timeline events kept per rank (later ones are counted and dropped).")
+
+#define CONFLUX_COMM_KEYS(KEY, HOOKED)                                                          \
+  KEY(comm, strategy, std::string, "allreduce", unbounded, ("allreduce", "kreduce"),            \
+      "Gradient synchronisation among trainers: MPI allreduce, or K-Reduce (comm.aggregators "  \
+      "ranks each reduce one chunk of the flattened gradient).")                                \
+  KEY(comm, aggregators, int, 0, in(0, 65536), (),                                              \
+      "K-Reduce: number of aggregator trainers (the first K); 0 = every trainer (K = W).")      \
+  KEY(comm, nonaggregator_batch_size, int, 0, in(0, 1 << 24), (),                               \
+      "K-Reduce: per-step batch of each non-aggregator trainer; 0 = the aggregators' batch "    \
+      "(train.batch_size / cluster.trainers).")                                                 \
+  KEY(comm, stale_nonaggregators, bool, false, unbounded, (),                                   \
+      "K-Reduce: non-aggregators do not wait for the step's merged gradient and apply it one "  \
+      "step late (FasDL's one-step-stale model).")
+
+#define CONFLUX_LIMITS_KEYS(KEY, HOOKED)                                                        \
+  KEY(limits, memory_mb, int, 0, in(0, 10240), (),                                              \
+      "Lambda-like limit per rank: memory cap in MB with a CPU share of memory_mb / "           \
+      "limits.mb_per_vcpu; 0 = no limit. Lambda allows 128..10240.")                            \
+  KEY(limits, mb_per_vcpu, double, 1769, in(1, 1e6), (),                                        \
+      "Memory that buys one vCPU (AWS Lambda: 1769 MB).")                                       \
+  KEY(limits, cpu_period_ms, double, 20, in(1, 1000), (),                                       \
+      "CPU throttling period: each period the rank may use share x period of CPU time.")        \
+  KEY(limits, ranks, std::string, "all", unbounded, ("all", "trainers", "workers"),             \
+      "Which ranks run under limits.memory_mb.")
+
+#define CONFLUX_PRICES_KEYS(KEY, HOOKED)                                                        \
+  KEY(prices, lambda_x86_gb_s, double, 0.0000166667, in(0, 1e6), (),                            \
+      "Lambda x86 price per GB-second (USD).")                                                  \
+  KEY(prices, lambda_arm_gb_s, double, 0.0000133334, in(0, 1e6), (),                            \
+      "Lambda arm64 price per GB-second (USD).")                                                \
+  KEY(prices, lambda_request, double, 0.0000002, in(0, 1e6), (),                                \
+      "Lambda price per invocation (USD; 0.20 per million).")                                   \
+  KEY(prices, lambda_max_seconds, double, 900, in(1, 1e6), (),                                  \
+      "Longest Lambda invocation; a longer job re-invokes every function this often.")          \
+  KEY(prices, object_put, double, 0.000005, in(0, 1e6), (),                                     \
+      "Object store price per PUT request (USD; S3 standard 0.005 per 1000).")                  \
+  KEY(prices, object_get, double, 0.0000004, in(0, 1e6), (),                                    \
+      "Object store price per GET request (USD; S3 standard 0.0004 per 1000).")                 \
+  KEY(prices, slurm_core_hour, double, 0.05, in(0, 1e6), (),                                    \
+      "SLURM price per core-hour (USD).")                                                       \
+  KEY(prices, slurm_gpu_hour, double, 2.0, in(0, 1e6), (),                                      \
+      "SLURM price per GPU-hour (USD).")
+
+#define CONFLUX_FAULT_KEYS(KEY, HOOKED)                                                         \
+  KEY(fault, worker, int, -1, in(-1, 65536), (),                                                \
+      "Fault injection for tests: index of the worker rank to misbehave; -1 = none.")           \
+  KEY(fault, mode, std::string, "delay", unbounded, ("delay", "stop", "slow"),                  \
+      "Fault injection: delay every answer by fault.delay_s, stop answering, or build "         \
+      "fault.factor times slower.")                                                             \
+  KEY(fault, factor, double, 2.0, in(1, 1000), (),                                              \
+      "Fault injection (mode slow): how many times longer each build takes.")                   \
+  KEY(fault, delay_s, double, 1.0, in(0, 86400), (),                                            \
+      "Fault injection: delay per answer.")                                                     \
+  KEY(fault, after, std::int64_t, 0, in(0, kIntMax), (),                                        \
+      "Fault injection: the worker behaves for this many answers first.")
+// clang-format on
+
+/// Every key in documentation order (the order of docs/config.md and the loader's checks).
+#define CONFLUX_ALL_KEYS(KEY, HOOKED)  \
+  CONFLUX_RUN_KEYS(KEY, HOOKED)        \
+  CONFLUX_CLUSTER_KEYS(KEY, HOOKED)    \
+  CONFLUX_DATA_KEYS(KEY, HOOKED)       \
+  CONFLUX_TRANSFORM_KEYS(KEY, HOOKED)  \
+  CONFLUX_TRAIN_KEYS(KEY, HOOKED)      \
+  CONFLUX_CHECKPOINT_KEYS(KEY, HOOKED) \
+  CONFLUX_PROFILE_KEYS(KEY, HOOKED)    \
+  CONFLUX_COMM_KEYS(KEY, HOOKED)       \
+  CONFLUX_LIMITS_KEYS(KEY, HOOKED)     \
+  CONFLUX_PRICES_KEYS(KEY, HOOKED)     \
+  CONFLUX_FAULT_KEYS(KEY, HOOKED)

@@ -1,0 +1,242 @@
+// Turning TOML text plus --set overrides into a Config: parse, apply the overrides, refuse
+// unknown sections and keys, then hand every key of the schema (its value, else its default)
+// and every layer to the ConfigBuilder.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "config_builder.hpp"
+#include "conflux/config/config.hpp"
+#include "conflux/core/error.hpp"
+#include "conflux/core/suggest.hpp"
+#include "key_values.hpp"
+
+namespace conflux {
+
+namespace {
+
+// The tables a config may have, in documentation order.
+const std::vector<std::string>& section_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all;
+    for (const auto& k : config_keys()) {
+      const std::string section(section_of(k.path));
+      if (std::find(all.begin(), all.end(), section) == all.end()) all.push_back(section);
+    }
+    all.push_back("model");
+    return all;
+  }();
+  return names;
+}
+
+}  // namespace
+
+/// Turns TOML text plus overrides into a Config; one instance per load.
+class ConfigLoader {
+ public:
+  ConfigLoader(std::string source_name, const ConfigSources& sources)
+      : source_name_(std::move(source_name)), sources_(sources) {}
+
+  Config load(std::string_view text) {
+    parse(text);
+    for (const auto& override_text : sources_.overrides) apply_override(override_text);
+    check_unknown_keys();
+    ConfigBuilder builder(sources_);
+    for (const KeySpec& spec : config_keys()) read_key(builder, spec);
+    read_layers(builder);
+    return builder.finish();
+  }
+
+ private:
+  [[noreturn]] void fail_at(const toml::source_region& where, const std::string& message) const {
+    CONFLUX_INPUT_ERROR("{}: {}", location(where), message);
+  }
+
+  std::string location(const toml::source_region& where) const {
+    const std::string path = where.path ? std::string(*where.path) : source_name_;
+    if (path.rfind("--set", 0) == 0) return path;  // an override: its text is the best locator
+    if (where.begin.line == 0) return path;
+    return fmt::format("{}:{}:{}", path, where.begin.line, where.begin.column);
+  }
+
+  void parse(std::string_view text) {
+    try {
+      root_ = toml::parse(text, source_name_);
+    } catch (const toml::parse_error& e) {
+      fail_at(e.source(), fmt::format("TOML syntax error: {}", e.description()));
+    }
+  }
+
+  void apply_override(const std::string& text) {
+    const auto eq = text.find('=');
+    CONFLUX_REQUIRE(eq != std::string::npos && eq > 0,
+                    "--set '{}': expected key=value, e.g. --set train.lr=0.1", text);
+    std::string path = text.substr(0, eq);
+    path.erase(path.find_last_not_of(" \t") + 1);
+    const std::string value_text = text.substr(eq + 1);
+    const std::string origin = fmt::format("--set {}", text);
+    CONFLUX_REQUIRE(find_key(path) != nullptr, "{}: unknown key '{}'{}", origin, path,
+                    did_you_mean(path, key_paths()));
+    toml::table snippet;
+    try {
+      snippet = toml::parse(std::string_view("v = " + value_text), std::string_view(origin));
+    } catch (const toml::parse_error&) {
+      // Not a TOML value: take the text as a bare string (e.g. --set data.dataset=mnist).
+      snippet = toml::table{};
+      snippet.insert_or_assign("v", value_text);
+    }
+    const std::string section(section_of(path));
+    if (!root_.contains(section)) root_.insert(section, toml::table{});
+    toml::table* table = root_[section].as_table();
+    CONFLUX_REQUIRE(table != nullptr, "{}: '{}' is not a table in {}", origin, section,
+                    source_name_);
+    table->insert_or_assign(path.substr(section.size() + 1), *snippet.get("v"));
+    override_origin_[path] = origin;
+  }
+
+  void check_unknown_keys() const {
+    for (const auto& [section_key, section_node] : root_) {
+      const std::string section(section_key.str());
+      const auto& sections = section_names();
+      if (std::find(sections.begin(), sections.end(), section) == sections.end()) {
+        fail_at(section_key.source(),
+                fmt::format("unknown section '{}'{}", section, did_you_mean(section, sections)));
+      }
+      const toml::table* table = section_node.as_table();
+      if (table == nullptr) {
+        fail_at(section_node.source(),
+                fmt::format("'{}' must be a table ([{}]), not a value", section, section));
+      }
+      for (const auto& [key, node] : *table) {
+        const std::string path = section + "." + std::string(key.str());
+        if (path == "model.layers" || find_key(path) != nullptr) continue;
+        fail_at(key.source(),
+                fmt::format("unknown key '{}'{}", path, did_you_mean(path, key_paths())));
+      }
+    }
+  }
+
+  // Where a present value came from: the --set that gave it, else its place in the file.
+  std::string where_given(const std::string& path, const toml::node& node) const {
+    const auto it = override_origin_.find(path);
+    return it != override_origin_.end() ? it->second : location(node.source());
+  }
+
+  // The key's value (or its default) to the builder; InputError when a required key is absent.
+  void read_key(ConfigBuilder& builder, const KeySpec& spec) {
+    if (const toml::node* node = root_.at_path(spec.path).node()) {
+      builder.set(spec, *node, where_given(spec.path, *node));
+      return;
+    }
+    if (spec.default_toml.empty()) {
+      CONFLUX_INPUT_ERROR("{}: missing required key '{}' ({})", source_name_, spec.path, spec.doc);
+    }
+    builder.set(spec, *default_node(spec), "default");
+  }
+
+  const toml::node* default_node(const KeySpec& spec) {
+    defaults_ =
+        toml::parse(std::string_view("v = " + spec.default_toml), std::string_view("default"));
+    return defaults_.get("v");
+  }
+
+  void read_layers(ConfigBuilder& builder) {
+    const toml::node* node = root_.at_path("model.layers").node();
+    if (node == nullptr) {
+      CONFLUX_INPUT_ERROR(
+          "{}: missing required key 'model.layers' (a list of [[model.layers]] tables, e.g. "
+          "type = \"linear\", out = 10)",
+          source_name_);
+    }
+    const toml::array* layers = node->as_array();
+    if (layers == nullptr || !layers->is_array_of_tables() || layers->empty()) {
+      fail_at(node->source(), "model.layers: expected a non-empty list of [[model.layers]] tables");
+    }
+    std::vector<LayerSpec> specs;
+    for (std::size_t i = 0; i < layers->size(); ++i) {
+      specs.push_back(read_layer(*layers->at(i).as_table(), fmt::format("model.layers[{}]", i)));
+    }
+    builder.set_layers(std::move(specs), location(node->source()));
+  }
+
+  // The spec of a layer table's type; InputError for a missing or unknown type.
+  const LayerKeySpec& layer_type(const toml::table& table, const std::string& label) const {
+    std::vector<std::string> types;
+    for (const auto& l : layer_keys()) types.push_back(l.type);
+    const toml::node* type_node = table.get("type");
+    if (type_node == nullptr || !type_node->is_string()) {
+      fail_at(table.source(),
+              fmt::format("{}: missing 'type' (one of {})", label, fmt::join(types, ", ")));
+    }
+    const std::string type = *type_node->value<std::string>();
+    const auto spec = std::find_if(layer_keys().begin(), layer_keys().end(),
+                                   [&](const auto& l) { return l.type == type; });
+    if (spec == layer_keys().end()) {
+      fail_at(type_node->source(),
+              fmt::format("{}.type: unknown layer type \"{}\"{} (known: {})", label, type,
+                          did_you_mean(type, types), fmt::join(types, ", ")));
+    }
+    return *spec;
+  }
+
+  void check_layer_keys(const toml::table& table, const LayerKeySpec& spec,
+                        const std::string& label) const {
+    std::vector<std::string> allowed = {"type"};
+    for (const auto& k : spec.keys) allowed.push_back(k.path);
+    for (const auto& [key, value] : table) {
+      const std::string name(key.str());
+      if (std::find(allowed.begin(), allowed.end(), name) != allowed.end()) continue;
+      fail_at(key.source(),
+              fmt::format("{}: key '{}' is not valid for a {} layer{} (valid: {})", label, name,
+                          spec.type, did_you_mean(name, allowed), fmt::join(allowed, ", ")));
+    }
+  }
+
+  // One [[model.layers]] table: every key of its type, given or defaulted.
+  LayerSpec read_layer(const toml::table& table, const std::string& label) {
+    const LayerKeySpec& spec = layer_type(table, label);
+    check_layer_keys(table, spec, label);
+    LayerSpec layer;
+    layer.type = spec.type;
+    for (const LayerKey& k : spec.keys) {
+      const toml::node* value = table.get(k.path);
+      if (value == nullptr && k.default_toml.empty()) {
+        fail_at(table.source(),
+                fmt::format("{}: a {} layer needs '{}' ({})", label, spec.type, k.path, k.doc));
+      }
+      if (value != nullptr) {
+        check_value(*value, k, fmt::format("{}.{}", label, k.path), location(value->source()));
+      } else {
+        value = default_node(k);
+      }
+      layer.*k.member = static_cast<int>(*value->value<std::int64_t>());
+    }
+    if (layer.type == "maxpool" && layer.stride == 0) layer.stride = layer.kernel;  // "same"
+    return layer;
+  }
+
+  std::string source_name_;
+  const ConfigSources& sources_;
+  toml::table root_;
+  toml::table defaults_;  // the parsed default default_node() handed out last
+  std::map<std::string, std::string> override_origin_;
+};
+
+Config load_config_string(std::string_view toml_text, std::string_view source_name,
+                          const ConfigSources& sources) {
+  return ConfigLoader(std::string(source_name), sources).load(toml_text);
+}
+
+Config load_config_file(const std::filesystem::path& path, const ConfigSources& sources) {
+  std::ifstream in(path, std::ios::binary);
+  CONFLUX_REQUIRE(in.good(), "{}: cannot open config file ({})", path.string(),
+                  std::filesystem::exists(path) ? "permission denied" : "no such file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return load_config_string(text.str(), path.string(), sources);
+}
+
+}  // namespace conflux

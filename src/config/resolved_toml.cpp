@@ -1,0 +1,62 @@
+// The resolved config written from the typed sections: every key of the schema through its
+// binding (the same keys and values a run reads), then the layers.
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "config_builder.hpp"
+#include "conflux/core/error.hpp"
+#include "key_values.hpp"
+
+namespace conflux {
+
+namespace {
+
+// Each layer with the keys its type uses.
+toml::array layers_toml(const std::vector<LayerSpec>& layers) {
+  toml::array array;
+  for (const auto& l : layers) {
+    toml::table t{{"type", l.type}};
+    if (l.type == "linear" || l.type == "conv2d") t.insert("out", l.out);
+    if (l.type == "conv2d" || l.type == "maxpool") {
+      t.insert("kernel", l.kernel);
+      t.insert("stride", l.stride);
+    }
+    if (l.type == "conv2d") t.insert("padding", l.padding);
+    array.push_back(std::move(t));
+  }
+  return array;
+}
+
+}  // namespace
+
+void ConfigBuilder::put_key(toml::table& root, const Config& config, const KeySpec& spec) {
+  const std::string_view section = section_of(spec.path);
+  if (!root.contains(section)) root.insert(section, toml::table{});
+  const auto spelled_int = [&](int index) {
+    return config.integer_spelled_.contains(index < 0 ? spec.path
+                                                      : fmt::format("{}[{}]", spec.path, index));
+  };
+  insert_value(*root[section].as_table(), std::string_view(spec.path).substr(section.size() + 1),
+               spec.binding.get(config), spelled_int);
+}
+
+std::string ConfigBuilder::resolved_toml(const Config& config) {
+  toml::table root;
+  for (const KeySpec& spec : config_keys()) put_key(root, config, spec);
+  root.insert("model", toml::table{{"layers", layers_toml(config.layers())}});
+  std::ostringstream out;
+  out << "# Fully resolved conflux config (every key, defaults filled in).\n" << root << "\n";
+  return out.str();
+}
+
+std::string Config::value_text(std::string_view key_path) const {
+  const KeySpec* spec = find_key(key_path);
+  CONFLUX_REQUIRE(spec != nullptr, "unknown config key '{}'", key_path);
+  toml::table root;
+  ConfigBuilder::put_key(root, *this, *spec);
+  return node_text(*root.at_path(key_path).node());
+}
+
+}  // namespace conflux
