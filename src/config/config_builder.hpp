@@ -131,6 +131,8 @@ class ConfigBuilder {
   static void put_key(toml::table& root, const Config& config, const KeySpec& spec);
   /// The resolved TOML of `config`: every key through its binding, then model.layers.
   static std::string resolved_toml(const Config& config);
+  /// Every key through its binding, then the layers.
+  static toml::table resolved_table(const Config& config);
 
   // The hooked keys of keys.hpp, named <section>_<name> (key_hooks.cpp).
   static KeyBinding run_dir();             ///< {time} and {name} substituted

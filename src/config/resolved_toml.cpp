@@ -42,12 +42,26 @@ void ConfigBuilder::put_key(toml::table& root, const Config& config, const KeySp
                spec.binding.get(config), spelled_int);
 }
 
-std::string ConfigBuilder::resolved_toml(const Config& config) {
+toml::table ConfigBuilder::resolved_table(const Config& config) {
   toml::table root;
   for (const KeySpec& spec : config_keys()) put_key(root, config, spec);
   root.insert("model", toml::table{{"layers", layers_toml(config.layers())}});
+  return root;
+}
+
+std::string ConfigBuilder::resolved_toml(const Config& config) {
   std::ostringstream out;
-  out << "# Fully resolved conflux config (every key, defaults filled in).\n" << root << "\n";
+  out << "# Fully resolved conflux config (every key, defaults filled in).\n"
+      << resolved_table(config) << "\n";
+  return out.str();
+}
+
+std::string Config::launchable_toml() const {
+  toml::table root = ConfigBuilder::resolved_table(*this);
+  root["run"].as_table()->insert_or_assign("dir", written_.at("run.dir"));
+  std::ostringstream out;
+  out << "# Resolved conflux config (every key, defaults filled in; run.dir as written).\n"
+      << root << "\n";
   return out.str();
 }
 

@@ -170,7 +170,7 @@ std::vector<Setting> planned_settings(const Candidate& c, Target target) {
 std::string emit_config(const Candidate& c, Target target, const Config& base) {
   const Config planned = base.with(planned_settings(c, target), "conflux plan");
   return fmt::format("# conflux plan ({}): {}\n", to_string(target), describe(c)) +
-         planned.resolved_toml();
+         planned.launchable_toml();
 }
 
 std::string emit_sbatch_header(const Candidate& c, double predicted_total_s,

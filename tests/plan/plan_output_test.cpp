@@ -139,6 +139,13 @@ TEST(PlanOutput, EmittedConfigSetsKReduceKeys) {
   EXPECT_EQ(t["limits"]["memory_mb"].value<int>(), 1536);
 }
 
+TEST(PlanOutput, EmittedConfigKeepsTheRunDirectoryTemplate) {
+  // Each launch of the emitted file must get a directory of its own, as the base's would.
+  const toml::table t =
+      toml::parse(emit_config({6, 1536, 2, 32, 128}, Target::kLambda, base_config()));
+  EXPECT_EQ(t["run"]["dir"].value<std::string>(), "runs/{name}-{time}");
+}
+
 TEST(PlanOutput, EmittedConfigUsesAllreduceWhenEveryWorkerAggregates) {
   for (const Target target : {Target::kLambda, Target::kSlurm}) {
     const toml::table t = toml::parse(emit_config({4, 2048, 4, 64, 64}, target, base_config()));

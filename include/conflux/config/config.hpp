@@ -59,6 +59,9 @@ class Config {
   /// The fully resolved config as TOML (every key, defaults filled in), written from the
   /// typed sections through the schema.
   const std::string& resolved_toml() const noexcept { return resolved_toml_; }
+  /// As resolved_toml(), but run.dir as written (with its {time} and {name}), so that every
+  /// launch of the written file gets a directory of its own (what `conflux plan` emits).
+  std::string launchable_toml() const;
   /// One key's value as TOML text, the way resolved_toml() spells it (e.g. `[ 0.5 ]`).
   std::string value_text(std::string_view key_path) const;
   /// "file:line:column" where a key was set (or "default"), for errors found after loading.

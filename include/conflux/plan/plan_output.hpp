@@ -29,8 +29,9 @@ std::string render_infeasible(const PlanResult& result, const PlanRequest& reque
 /// limits.memory_mb.
 std::vector<Setting> planned_settings(const Candidate& c, Target target);
 
-/// `base` with the candidate's keys set (planned_settings), as its resolved TOML headed by
-/// "# conflux plan (target): the choice": a complete config, ready to train with. InputError
+/// `base` with the candidate's keys set (planned_settings), as its launchable TOML (resolved,
+/// run.dir as written) headed by "# conflux plan (target): the choice": a complete config,
+/// ready to train with. InputError
 /// when the candidate does not fit the rest of `base` (e.g. data.offload_ratios per trainer).
 std::string emit_config(const Candidate& c, Target target, const Config& base);
 
