@@ -187,7 +187,10 @@ int cmd_predict(const std::vector<std::string>& args, const ConfigSources& base_
   return 0;
 }
 
-int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sources) {
+namespace {
+
+// `conflux plan`'s command line.
+struct PlanArgs {
   std::string model_path, target = "lambda", arch = "x86", batches,
                           s3_dir = "../shared/data/lambda-s3-transfer";
   std::string emit_config, emit_sbatch;
@@ -196,62 +199,82 @@ int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sou
   bool all_points = false;
   plan::PlanSpace space;
   ConfigOption config_option;
+};
+
+// Parses and checks the options; false after --help.
+bool parse_plan_args(const std::vector<std::string>& args, PlanArgs& a) {
   po::options_description options("conflux plan options");
-  options.add_options()("help,h", "show this help")("model,m", po::value(&model_path)->required(),
+  options.add_options()("help,h", "show this help")("model,m", po::value(&a.model_path)->required(),
                                                     "model file from `conflux fit`")(
-      "deadline,d", po::value(&deadline)->required(), "seconds the whole training may take")(
-      "target", po::value(&target), "lambda (default: K-Reduce over S3) or slurm (MPI allreduce)")(
-      "arch", po::value(&arch), "Lambda architecture: x86 (default) or arm")(
-      "epochs", po::value(&epochs), "epochs to train (default: train.epochs of the config)")(
-      "max-workers", po::value(&space.max_workers), "largest W (default 64)")(
-      "min-memory", po::value(&space.min_memory_mb), "smallest M in MB (default 128)")(
-      "max-memory", po::value(&space.max_memory_mb), "largest M in MB (default 10240)")(
-      "memory-step", po::value(&space.memory_step_mb), "M grid step in MB (default 1)")(
-      "batches", po::value(&batches), "per-worker batch sizes (default 16,32,...,1024)")(
-      "alternatives", po::value(&alternatives), "runners-up to show (default 5)")(
-      "all-points", po::bool_switch(&all_points), "rank all points, not distinct (W, K, Ba, Bn)")(
-      "s3-table", po::value(&s3_dir), "folder of the measured Lambda-S3 transfer tables")(
-      "emit-config", po::value(&emit_config), "write the chosen configuration as TOML here")(
-      "emit-sbatch", po::value(&emit_sbatch), "write an #SBATCH header for it here");
-  config_option.add_to(options);
-  if (!parse(args, options)) return 0;
-  CONFLUX_REQUIRE(target == "lambda" || target == "slurm",
-                  "--target must be lambda or slurm, not '{}'", target);
-  CONFLUX_REQUIRE(arch == "x86" || arch == "arm", "--arch must be x86 or arm, not '{}'", arch);
-  if (!batches.empty()) space.batch_sizes = int_list(batches, "batches");
-  const Config config = config_option.load(base_sources);
-  const plan::PerformanceModel model = model_for(config, model_path);
+      "deadline,d", po::value(&a.deadline)->required(), "seconds the whole training may take")(
+      "target", po::value(&a.target),
+      "lambda (default: K-Reduce over S3) or slurm (MPI allreduce)")(
+      "arch", po::value(&a.arch), "Lambda architecture: x86 (default) or arm")(
+      "epochs", po::value(&a.epochs), "epochs to train (default: train.epochs of the config)")(
+      "max-workers", po::value(&a.space.max_workers), "largest W (default 64)")(
+      "min-memory", po::value(&a.space.min_memory_mb), "smallest M in MB (default 128)")(
+      "max-memory", po::value(&a.space.max_memory_mb), "largest M in MB (default 10240)")(
+      "memory-step", po::value(&a.space.memory_step_mb), "M grid step in MB (default 1)")(
+      "batches", po::value(&a.batches), "per-worker batch sizes (default 16,32,...,1024)")(
+      "alternatives", po::value(&a.alternatives), "runners-up to show (default 5)")(
+      "all-points", po::bool_switch(&a.all_points), "rank all points, not distinct (W, K, Ba, Bn)")(
+      "s3-table", po::value(&a.s3_dir), "folder of the measured Lambda-S3 transfer tables")(
+      "emit-config", po::value(&a.emit_config), "write the chosen configuration as TOML here")(
+      "emit-sbatch", po::value(&a.emit_sbatch), "write an #SBATCH header for it here");
+  a.config_option.add_to(options);
+  if (!parse(args, options)) return false;
+  CONFLUX_REQUIRE(a.target == "lambda" || a.target == "slurm",
+                  "--target must be lambda or slurm, not '{}'", a.target);
+  CONFLUX_REQUIRE(a.arch == "x86" || a.arch == "arm", "--arch must be x86 or arm, not '{}'",
+                  a.arch);
+  if (!a.batches.empty()) a.space.batch_sizes = int_list(a.batches, "batches");
+  return true;
+}
+
+// Writes the files --emit-config and --emit-sbatch ask for.
+void emit_plan_files(const PlanArgs& a, const plan::PlanResult& result, const plan::CostModel& cost,
+                     const Config& config) {
+  const auto& [best, prediction] = result.ranked.front();
+  if (!a.emit_config.empty()) {
+    // The user's config (with its --set overrides) with the chosen keys set: ready to run.
+    publish_text_file(a.emit_config, plan::emit_config(best, cost.options().target, config));
+    fmt::print("configuration written to {}\n", a.emit_config);
+  }
+  if (!a.emit_sbatch.empty()) {
+    publish_text_file(a.emit_sbatch,
+                      plan::emit_sbatch_header(best, prediction.total_s, config.run().name,
+                                               cost.model().mb_per_vcpu));
+    fmt::print("#SBATCH header written to {}\n", a.emit_sbatch);
+  }
+}
+
+}  // namespace
+
+int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sources) {
+  PlanArgs a;
+  if (!parse_plan_args(args, a)) return 0;
+  const Config config = a.config_option.load(base_sources);
+  const plan::PerformanceModel model = model_for(config, a.model_path);
   std::optional<plan::S3TransferTable> s3;
-  if (target == "lambda") s3 = plan::S3TransferTable::load(s3_dir);
+  if (a.target == "lambda") s3 = plan::S3TransferTable::load(a.s3_dir);
   const plan::CostModel cost(plan::CostModelOptions{
       .model = &model,
       .prices = config.prices(),
-      .target = target == "lambda" ? plan::Target::kLambda : plan::Target::kSlurm,
-      .arch = arch == "arm" ? plan::LambdaArch::kArm : plan::LambdaArch::kX86,
-      .epochs = epochs > 0 ? epochs : config.train().epochs,
+      .target = a.target == "lambda" ? plan::Target::kLambda : plan::Target::kSlurm,
+      .arch = a.arch == "arm" ? plan::LambdaArch::kArm : plan::LambdaArch::kX86,
+      .epochs = a.epochs > 0 ? a.epochs : config.train().epochs,
       .s3 = s3 ? &*s3 : nullptr});
-  const plan::PlanRequest request{.deadline_s = deadline,
-                                  .alternatives = alternatives,
-                                  .space = space,
-                                  .distinct = !all_points};
+  const plan::PlanRequest request{.deadline_s = a.deadline,
+                                  .alternatives = a.alternatives,
+                                  .space = a.space,
+                                  .distinct = !a.all_points};
   const plan::PlanResult result = plan::plan(cost, request);
   if (!result.feasible) {
     std::cout << plan::render_infeasible(result, request) << "\n";
     return static_cast<int>(ExitCode::kBadInput);
   }
   std::cout << plan::render_plan_report(result, cost, request);
-  const plan::Candidate& best = result.ranked.front().first;
-  if (!emit_config.empty()) {
-    // The user's config (with its --set overrides) with the chosen keys set: ready to run.
-    publish_text_file(emit_config, plan::emit_config(best, cost.options().target, config));
-    fmt::print("configuration written to {}\n", emit_config);
-  }
-  if (!emit_sbatch.empty()) {
-    publish_text_file(emit_sbatch,
-                      plan::emit_sbatch_header(best, result.ranked.front().second.total_s,
-                                               config.run().name, model.mb_per_vcpu));
-    fmt::print("#SBATCH header written to {}\n", emit_sbatch);
-  }
+  emit_plan_files(a, result, cost, config);
   return 0;
 }
 

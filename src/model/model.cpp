@@ -32,8 +32,21 @@ Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape
   CONFLUX_REQUIRE(
       !input_shape.empty() && std::ranges::all_of(input_shape, [](int d) { return d > 0; }),
       "invalid model input shape [{}]", fmt::join(input_shape, ","));
+  build_layers(specs, num_classes);
+  bind_and_init(lay_out_params(), seed);
+  // Nothing reads the gradient with respect to the input of the first layer with parameters
+  // (e.g. the linear layer after a leading flatten), and it costs as much as that layer's
+  // weight gradient, a quarter of an MLP step; skip it.
+  if (const std::size_t first = first_trainable(layers_, shapes_); first < layers_.size()) {
+    layers_[first]->set_input_grad_needed(false);
+  }
+  activations_.resize(layers_.size());
+  gradients_.resize(layers_.size());
+}
 
-  shapes_.push_back(input_shape);
+// Makes each layer and infers its output shape; errors name the layer.
+void Model::build_layers(const std::vector<LayerSpec>& specs, int num_classes) {
+  shapes_.push_back(input_shape_);
   for (std::size_t i = 0; i < specs.size(); ++i) {
     std::unique_ptr<Layer> layer;
     try {
@@ -52,8 +65,11 @@ Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape
   CONFLUX_REQUIRE(shapes_.back() == SampleShape{num_classes},
                   "model output is [{}] but the dataset has {} classes",
                   fmt::join(shapes_.back(), ","), num_classes);
+}
 
-  // Lay out all parameter tensors in one buffer, layer by layer.
+// Lays out all parameter tensors in one buffer, layer by layer; returns where each layer's
+// parameters begin (and, last, the total).
+std::vector<std::size_t> Model::lay_out_params() {
   std::vector<std::size_t> layer_begin;
   std::size_t total = 0;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -69,7 +85,11 @@ Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape
   layer_begin.push_back(total);
   params_.assign(total, 0.0f);
   grads_.assign(total, 0.0f);
+  return layer_begin;
+}
 
+// Gives each layer its spans of the buffers and initialises it, in layer order from one stream.
+void Model::bind_and_init(const std::vector<std::size_t>& layer_begin, std::uint64_t seed) {
   Rng rng{seed, kInitStream};
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const std::size_t size = layer_begin[i + 1] - layer_begin[i];
@@ -77,16 +97,6 @@ Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape
                      std::span(grads_).subspan(layer_begin[i], size));
     layers_[i]->init_params(rng);
   }
-
-  // Nothing reads the gradient with respect to the input of the first layer with parameters
-  // (e.g. the linear layer after a leading flatten), and it costs as much as that layer's
-  // weight gradient, a quarter of an MLP step; skip it.
-  if (const std::size_t first = first_trainable(layers_, shapes_); first < layers_.size()) {
-    layers_[first]->set_input_grad_needed(false);
-  }
-
-  activations_.resize(layers_.size());
-  gradients_.resize(layers_.size());
 }
 
 Model::Model(Model&&) noexcept = default;

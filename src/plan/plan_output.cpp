@@ -71,21 +71,14 @@ std::string format_usd(double usd) {
   return fmt::format("${:.{}f}", usd, decimals);
 }
 
-std::string render_plan_report(const PlanResult& result, const CostModel& model,
-                               const PlanRequest& request) {
-  CONFLUX_REQUIRE(result.feasible && !result.ranked.empty(), "{}",
-                  render_infeasible(result, request));
-  const CostModelOptions& o = model.options();
-  const PerformanceModel& m = model.model();
-  const auto& [best, p] = result.ranked.front();
-  const bool lambda = o.target == Target::kLambda;
+namespace {
+
+// The chosen configuration: batch, time, per-iteration terms and cost.
+std::string render_chosen(const Scored& chosen, const CostModel& model,
+                          const PlanRequest& request) {
+  const auto& [best, p] = chosen;
+  const bool lambda = model.options().target == Target::kLambda;
   std::string out;
-  out += fmt::format(
-      "conflux plan: {}{}, {} epoch{} of {} samples, deadline {}\n", to_string(o.target),
-      lambda ? fmt::format(" ({}, K-Reduce over S3)", to_string(o.arch))
-             : std::string(" (MPI allreduce)"),
-      o.epochs, o.epochs == 1 ? "" : "s", m.epoch_samples, format_seconds(request.deadline_s));
-  if (!m.source.empty()) out += fmt::format("model: {}\n", m.source);
   out += fmt::format("\nchosen: {}\n", describe(best));
   out += fmt::format("  global batch {} samples per iteration", p.samples_per_iteration);
   if (!lambda) {
@@ -112,7 +105,13 @@ std::string render_plan_report(const PlanResult& result, const CostModel& model,
   } else {
     out += fmt::format("  cost: {} in core-hours\n", format_usd(p.cost_usd));
   }
+  return out;
+}
 
+// The ranked table, best first.
+std::string render_ranked(const PlanResult& result, const PlanRequest& request) {
+  const Prediction& p = result.ranked.front().second;
+  std::string out;
   out += request.distinct ? "\nranked: distinct (W, K, Ba, Bn), each at its cheapest memory size\n"
                           : "\nranked: all points of the space\n";
   out += fmt::format("{:>4} {:>4} {:>6} {:>4} {:>5} {:>5} {:>12} {:>12} {:>10}\n", "rank", "W",
@@ -125,6 +124,13 @@ std::string render_plan_report(const PlanResult& result, const CostModel& model,
                        i == 0 ? "best" : percent(q.cost_usd, p.cost_usd));
   }
 
+  return out;
+}
+
+// Why the choice wins, and what the search cost.
+std::string render_why(const PlanResult& result, const PlanRequest& request) {
+  const Prediction& p = result.ranked.front().second;
+  std::string out;
   out += fmt::format(
       "\nwhy: the cheapest of the {} configurations in the space that meet {} "
       "(exact search)",
@@ -141,6 +147,27 @@ std::string render_plan_report(const PlanResult& result, const CostModel& model,
   }
   out += fmt::format("\nsearch: {} predictions evaluated in {:.3f} s\n", grouped(result.evaluated),
                      result.elapsed_s);
+  return out;
+}
+
+}  // namespace
+
+std::string render_plan_report(const PlanResult& result, const CostModel& model,
+                               const PlanRequest& request) {
+  CONFLUX_REQUIRE(result.feasible && !result.ranked.empty(), "{}",
+                  render_infeasible(result, request));
+  const CostModelOptions& o = model.options();
+  const PerformanceModel& m = model.model();
+  const bool lambda = o.target == Target::kLambda;
+  std::string out = fmt::format(
+      "conflux plan: {}{}, {} epoch{} of {} samples, deadline {}\n", to_string(o.target),
+      lambda ? fmt::format(" ({}, K-Reduce over S3)", to_string(o.arch))
+             : std::string(" (MPI allreduce)"),
+      o.epochs, o.epochs == 1 ? "" : "s", m.epoch_samples, format_seconds(request.deadline_s));
+  if (!m.source.empty()) out += fmt::format("model: {}\n", m.source);
+  out += render_chosen(result.ranked.front(), model, request);
+  out += render_ranked(result, request);
+  out += render_why(result, request);
   return out;
 }
 

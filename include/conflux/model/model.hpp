@@ -43,6 +43,11 @@ class Model {
   std::vector<std::string> summary() const;
 
  private:
+  // The construction steps, in order.
+  void build_layers(const std::vector<LayerSpec>& specs, int num_classes);
+  std::vector<std::size_t> lay_out_params();
+  void bind_and_init(const std::vector<std::size_t>& layer_begin, std::uint64_t seed);
+
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<SampleShape> shapes_;  // shapes_[i] = input shape of layer i; back() = output
   std::vector<ParamInfo> infos_;

@@ -165,12 +165,31 @@ void SampleTransform::train(std::span<const std::uint8_t> image, std::uint64_t s
 void SampleTransform::train_heavy(std::span<const std::uint8_t> image, std::uint64_t seed,
                                   std::uint32_t epoch, std::uint64_t sample_index,
                                   float* out) const {
-  const auto rng = [&](std::uint64_t op) { return Rng{seed, op, epoch, sample_index}; };
-  const int h = output_.height, w = output_.width;
+  const SampleKey key{seed, epoch, sample_index};
   std::vector<float>* work = &scratch(0, output_.size());
   std::vector<float>* spare = &scratch(1, output_.size());
+  heavy_geometry(image, key, work, spare);
+  heavy_colour(work->data(), key);
+  heavy_normalise(*work, key, out);
+  heavy_cutout(out, key);
+}
 
-  // Geometry, with the flip folded in (a mirrored window is the same pixels as a later flip).
+namespace {
+
+Rng draw(std::uint64_t seed, std::uint64_t op, std::uint32_t epoch, std::uint64_t sample_index) {
+  return Rng{seed, op, epoch, sample_index};
+}
+
+}  // namespace
+
+// Crop or resized crop (with the flip folded in: a mirrored window is the same pixels as a
+// later flip), then rotation; `work` ends up holding the image.
+void SampleTransform::heavy_geometry(std::span<const std::uint8_t> image, const SampleKey& key,
+                                     std::vector<float>*& work, std::vector<float>*& spare) const {
+  const auto rng = [&](std::uint64_t op) {
+    return draw(key.seed, op, key.epoch, key.sample_index);
+  };
+  const int h = output_.height, w = output_.width;
   const bool flip = options_.hflip && rng(kFlipStream).coin();
   if (options_.resized_crop > 0) {
     Rng r = rng(kResizedCropStream);
@@ -188,15 +207,19 @@ void SampleTransform::train_heavy(std::span<const std::uint8_t> image, std::uint
     }
     augment::crop_to_float(image, input_, top, left, h, w, flip, work->data());
   }
-
   if (options_.rotation_degrees > 0) {
     const float d = options_.rotation_degrees;
     augment::rotate(work->data(), output_, rng(kRotationStream).uniform(-d, d), spare->data());
     std::swap(work, spare);
   }
+}
 
-  float* img = work->data();
-  // Fixed order (torchvision permutes it per sample; a fixed one is simpler to reason about).
+// Colour jitter, then blur. Fixed order (torchvision permutes the jitter per sample; a fixed
+// one is simpler to reason about).
+void SampleTransform::heavy_colour(float* img, const SampleKey& key) const {
+  const auto rng = [&](std::uint64_t op) {
+    return draw(key.seed, op, key.epoch, key.sample_index);
+  };
   if (options_.brightness > 0) {
     const float b = options_.brightness;
     augment::adjust_brightness(img, output_,
@@ -212,7 +235,6 @@ void SampleTransform::train_heavy(std::span<const std::uint8_t> image, std::uint
     augment::adjust_saturation(img, output_,
                                rng(kSaturationStream).uniform(std::max(0.0f, 1 - s), 1 + s));
   }
-
   if (options_.blur_kernel > 0) {
     Rng r = rng(kBlurStream);
     if (r.uniform() < options_.blur_probability) {
@@ -220,25 +242,32 @@ void SampleTransform::train_heavy(std::span<const std::uint8_t> image, std::uint
                              r.uniform(options_.blur_sigma_min, options_.blur_sigma_max));
     }
   }
+}
 
-  if (options_.loaded_plugin) {
-    // The plugin ABI promises [0, 1] pixels, so scale and normalise become two steps here.
-    for (float& v : *work) v *= 1.0f / 255.0f;
-    const std::uint64_t key =
-        mix64(mix64(mix64(mix64(seed) ^ kPluginStream) ^ epoch) ^ sample_index);
-    options_.loaded_plugin->apply(img, output_, key);
-    affine_per_channel(img, output_, inv_std_, shift_, out);
-  } else {
+// The user plugin (if any), then scale and normalise into `out`.
+void SampleTransform::heavy_normalise(std::vector<float>& work, const SampleKey& key,
+                                      float* out) const {
+  float* img = work.data();
+  if (!options_.loaded_plugin) {
     affine_per_channel(img, output_, scale_, shift_, out);
+    return;
   }
+  // The plugin ABI promises [0, 1] pixels, so scale and normalise become two steps here.
+  for (float& v : work) v *= 1.0f / 255.0f;
+  const std::uint64_t plugin_key =
+      mix64(mix64(mix64(mix64(key.seed) ^ kPluginStream) ^ key.epoch) ^ key.sample_index);
+  options_.loaded_plugin->apply(img, output_, plugin_key);
+  affine_per_channel(img, output_, inv_std_, shift_, out);
+}
 
-  if (options_.cutout_size > 0) {
-    Rng r = rng(kCutoutStream);
-    if (r.uniform() < options_.cutout_probability) {
-      const int cy = static_cast<int>(r.below(static_cast<std::uint64_t>(h)));
-      const int cx = static_cast<int>(r.below(static_cast<std::uint64_t>(w)));
-      augment::cutout(out, output_, cy, cx, options_.cutout_size);
-    }
+// Cutout, after normalisation: the square is 0 in normalised units.
+void SampleTransform::heavy_cutout(float* out, const SampleKey& key) const {
+  if (options_.cutout_size <= 0) return;
+  Rng r = draw(key.seed, kCutoutStream, key.epoch, key.sample_index);
+  if (r.uniform() < options_.cutout_probability) {
+    const int cy = static_cast<int>(r.below(static_cast<std::uint64_t>(output_.height)));
+    const int cx = static_cast<int>(r.below(static_cast<std::uint64_t>(output_.width)));
+    augment::cutout(out, output_, cy, cx, options_.cutout_size);
   }
 }
 

@@ -43,8 +43,19 @@ class SampleTransform {
  private:
   void validate_heavy() const;
   void render(std::span<const std::uint8_t> image, int top, int left, bool flip, float* out) const;
+  // The heavy path's steps, in order; each op draws from its own stream of `key`.
+  struct SampleKey {
+    std::uint64_t seed;
+    std::uint32_t epoch;
+    std::uint64_t sample_index;
+  };
   void train_heavy(std::span<const std::uint8_t> image, std::uint64_t seed, std::uint32_t epoch,
                    std::uint64_t sample_index, float* out) const;
+  void heavy_geometry(std::span<const std::uint8_t> image, const SampleKey& key,
+                      std::vector<float>*& work, std::vector<float>*& spare) const;
+  void heavy_colour(float* img, const SampleKey& key) const;
+  void heavy_normalise(std::vector<float>& work, const SampleKey& key, float* out) const;
+  void heavy_cutout(float* out, const SampleKey& key) const;
   TransformOptions options_;
   ImageShape input_;
   ImageShape output_;
