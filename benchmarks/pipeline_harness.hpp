@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "conflux/comm/communicator.hpp"
+#include "conflux/data/io/dataset.hpp"
 #include "conflux/data/service/batch_loader.hpp"
 #include "conflux/data/service/batch_server.hpp"
-#include "conflux/data/io/dataset.hpp"
 #include "conflux/data/transform/transforms.hpp"
 
 namespace conflux::bench {

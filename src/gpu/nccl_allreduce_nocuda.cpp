@@ -2,8 +2,8 @@
 // exists and the other members are unreachable; they are defined so that callers link in both
 // builds.
 
-#include "conflux/gpu/nccl_allreduce.hpp"
 #include "conflux/core/error.hpp"
+#include "conflux/gpu/nccl_allreduce.hpp"
 
 namespace conflux::gpu {
 

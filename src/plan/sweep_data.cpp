@@ -80,8 +80,7 @@ Sweep read_sweep(const std::filesystem::path& path) {
   return profile;
 }
 
-Sweep merge_sweeps(const std::vector<Sweep>& profiles,
-                       const std::vector<std::string>& names) {
+Sweep merge_sweeps(const std::vector<Sweep>& profiles, const std::vector<std::string>& names) {
   CONFLUX_REQUIRE(!profiles.empty(), "no profile given (--profile FILE)");
   Sweep merged = profiles.front();
   for (std::size_t i = 1; i < profiles.size(); ++i) {

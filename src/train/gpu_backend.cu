@@ -11,11 +11,11 @@
 #include <optional>
 #include <utility>
 
-#include "conflux/gpu/nccl_allreduce.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/gpu/check.hpp"
 #include "conflux/gpu/gpu_model.hpp"
 #include "conflux/gpu/handles.hpp"
+#include "conflux/gpu/nccl_allreduce.hpp"
 #include "conflux/gpu/runtime.hpp"
 #include "conflux/train/compute_backend.hpp"
 
@@ -233,7 +233,7 @@ class GpuBackend final : public ComputeBackend {
   int staged_ = -1;  // slot of the batch the next compute() uses, -1 when none
   int next_ = 0;     // slot the next stage() fills
   bool use_nccl_ = false;
-  std::optional<gpu::NcclAllreduce> nccl_;        // NCCL: set up by connect()
+  std::optional<gpu::NcclAllreduce> nccl_;         // NCCL: set up by connect()
   std::unique_ptr<comm::GradientSync> host_sync_;  // otherwise: on host_grads_
   gpu::PinnedBuffer<float> host_grads_;
   std::string staging_reason_;

@@ -105,7 +105,7 @@ TEST(PlanFit, TimesThatDoNotFallWithMemoryDoNotConverge) {
 
 TEST(PlanFit, TooFewPointsAreAClearError) {
   std::vector<SweepPoint> pts{{.workers = 1, .memory_mb = 256, .batch = 16, .iteration_s = 0.1},
-                                {.workers = 1, .memory_mb = 512, .batch = 16, .iteration_s = 0.05}};
+                              {.workers = 1, .memory_mb = 512, .batch = 16, .iteration_s = 0.05}};
   EXPECT_THROW(fit_train_time(pts, false), InputError);
   EXPECT_THROW(fit_transfer_time({pts[0]}), InputError);
   EXPECT_THROW(fit_sweep(Sweep{}, TrainForm::kAuto, "empty.toml"), InputError);

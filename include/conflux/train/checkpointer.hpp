@@ -27,7 +27,7 @@ struct CheckpointerOptions {
   const ckpt::StopSignals* signals = nullptr;  ///< null: signals are not watched
   const Logger* log = nullptr;                 ///< trainer 0 logs checkpoints; null: silent
   std::filesystem::path resumed_from = {};     ///< the checkpoint this run continues, if any
-  telemetry::Timeline* timeline = nullptr;       ///< marks each capture; null: none
+  telemetry::Timeline* timeline = nullptr;     ///< marks each capture; null: none
 };
 
 /// Checkpoint timings over a run (trainer 0's are the meaningful ones).

@@ -11,9 +11,9 @@
 #include "../../support/synthetic_dataset.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/core/rng.hpp"
-#include "conflux/data/transform/augment_ops.hpp"
-#include "conflux/data/pipeline/batch_builder.hpp"
 #include "conflux/core/sha256.hpp"
+#include "conflux/data/pipeline/batch_builder.hpp"
+#include "conflux/data/transform/augment_ops.hpp"
 
 namespace conflux::data {
 namespace {
