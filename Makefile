@@ -9,7 +9,7 @@ PKG_CONFIG ?= pkg-config
 # Debian packages the project needs; `make deps` installs the missing ones.
 DEB_PACKAGES ?= g++ make pkg-config openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools \
   libboost-program-options-dev libtomlplusplus-dev libfmt-dev libgtest-dev libopenblas-dev \
-  zlib1g-dev clang-format slurm-wlm munge
+  zlib1g-dev clang-format time slurm-wlm munge
 
 PKGS := ompi-c hdf5-openmpi fmt tomlplusplus openblas zlib
 # Lazily expanded so that `make deps` can install them first within one invocation.

@@ -112,7 +112,9 @@ int run_train(const std::vector<std::string>& args, const comm::Communicator& wo
   const Logger log(world.rank());
   world.barrier();
   const auto start = std::chrono::steady_clock::now();
-  const ExitCode code = train::run_train_job(*config, world, log, nullptr);
+  const train::JobEnd end = train::run_train_job(*config, world, log, nullptr);
+  CONFLUX_CHECK(!end.leave_lost_workers, "train: a worker stopped answering; no figures");
+  const ExitCode code = end.code;
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!root) return static_cast<int>(code);

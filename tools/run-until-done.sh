@@ -19,6 +19,8 @@ Runs COMMAND until it succeeds:
   exit 0                  done: exit 0
   exit 2                  bad input (conflux: config or data error), never worth a relaunch:
                           exit 2 at once
+  exit 4                  the run directory is in use by another job (conflux names it): a
+                          relaunch would only collide again, so exit 4 at once
   any other exit          (3 runtime failure, 75 checkpointed, 128+N killed by signal N, e.g.
                           137 when a rank was kill -9'd and mpirun aborted): log
                           "run-until-done: attempt K exited with C; relaunching (K/N)", wait S
@@ -130,6 +132,10 @@ while :; do
   if [ "$rc" -eq 2 ]; then
     echo "$PROG: attempt $attempt exited with 2 (bad input); not relaunching" >&2
     exit 2
+  fi
+  if [ "$rc" -eq 4 ]; then
+    echo "$PROG: attempt $attempt exited with 4 (run directory in use by another job); not relaunching" >&2
+    exit 4
   fi
   if [ -n "$stop_signal" ]; then
     echo "$PROG: attempt $attempt exited with $rc after SIG$stop_signal; not relaunching" >&2

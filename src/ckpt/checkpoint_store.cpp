@@ -15,7 +15,8 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::regex kCheckpointName(R"(ckpt-([0-9]{9,})\.h5)");
-const std::regex kTempName(R"(ckpt-[0-9]{9,}\.h5\.tmp-([0-9]+))");
+// Temporary files of the writers of checkpoints and of `latest` (core/atomic_file's names).
+const std::regex kTempName(R"((?:ckpt-[0-9]{9,}\.h5|latest)\.tmp-([0-9]+))");
 constexpr const char* kLatest = "latest";
 
 // Checkpoint files in `dir` with their steps, newest first.
@@ -73,6 +74,16 @@ WriteStats CheckpointStore::publish(const TrainingState& state) {
     }
   }
   return stats;
+}
+
+fs::path CheckpointStore::set_aside(const fs::path& rejected) const {
+  fs::path aside = rejected;
+  aside += ".corrupt";
+  std::error_code ec;
+  fs::rename(rejected, aside, ec);
+  CONFLUX_CHECK(!ec, "cannot rename the rejected checkpoint {} to {}: {}", rejected.string(),
+                aside.string(), ec.message());
+  return aside;
 }
 
 std::vector<fs::path> CheckpointStore::candidates() const {

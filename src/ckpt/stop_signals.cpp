@@ -13,11 +13,16 @@ constexpr int kSignals[] = {SIGUSR1, SIGTERM, SIGINT};
 
 // Process-wide by necessity: a signal handler cannot reach anything else.
 volatile std::sig_atomic_t g_received = 0;
+volatile std::sig_atomic_t g_repeats = 0;
 bool g_installed = false;
 struct sigaction g_previous[3];
 
 extern "C" void on_stop_signal(int signal) {
-  if (g_received == 0) g_received = signal;
+  if (g_received == 0) {
+    g_received = signal;
+  } else {
+    g_repeats = g_repeats + 1;
+  }
 }
 
 }  // namespace
@@ -25,13 +30,14 @@ extern "C" void on_stop_signal(int signal) {
 StopSignals::StopSignals() {
   CONFLUX_CHECK(!g_installed, "stop-signal handlers are already installed");
   g_received = 0;
+  g_repeats = 0;
   for (int i = 0; i < 3; ++i) {
     struct sigaction action {};
     action.sa_handler = on_stop_signal;
     sigemptyset(&action.sa_mask);
-    // SA_RESTART: a signal must not break the blocking calls of MPI or the file system.
-    // SA_RESETHAND: a second SIGTERM/SIGINT takes the default action.
-    action.sa_flags = SA_RESTART | (kSignals[i] == SIGUSR1 ? 0 : SA_RESETHAND);
+    // SA_RESTART: a signal must not break the blocking calls of MPI or the file system. No
+    // SA_RESETHAND: a repeated signal must stay harmless (see the header).
+    action.sa_flags = SA_RESTART;
     CONFLUX_CHECK(sigaction(kSignals[i], &action, &g_previous[i]) == 0,
                   "cannot install a handler for {}: {}", name(kSignals[i]), std::strerror(errno));
   }
@@ -39,12 +45,21 @@ StopSignals::StopSignals() {
 }
 
 StopSignals::~StopSignals() {
-  for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &g_previous[i], nullptr);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  for (int i = 0; i < 3; ++i) {
+    sigaction(kSignals[i], g_received != 0 ? &ignore : &g_previous[i], nullptr);
+  }
   g_installed = false;
 }
 
 int StopSignals::received() const noexcept {
   return g_received;
+}
+
+int StopSignals::repeats() const noexcept {
+  return g_repeats;
 }
 
 const char* StopSignals::name(int signal) noexcept {

@@ -4,7 +4,12 @@
 #include <fmt/format.h>
 #include <boost/program_options.hpp>
 
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -14,6 +19,7 @@
 #include "conflux/comm/agreement.hpp"
 #include "conflux/comm/communicator.hpp"
 #include "conflux/config/config.hpp"
+#include "conflux/config/identity.hpp"
 #include "conflux/config/schema.hpp"
 #include "conflux/core/log.hpp"
 #include "conflux/data/io/catalog.hpp"
@@ -47,7 +53,8 @@ Usage:
 Ranks 0..trainers-1 train ([cluster] trainers in the config); the others are preprocessing
 workers. SIGUSR1, SIGTERM or SIGINT make `train` checkpoint at the next step and exit 75.
 Exit codes: 0 success, 2 bad input (config, command line, data files, corrupt checkpoint),
-3 runtime failure, 75 checkpointed on a signal (requeue me).
+3 runtime failure, 4 run directory in use by another job, 75 checkpointed on a signal
+(requeue me).
 Data: data.dir, else $CONFLUX_DATA, else ../shared/data.
 )";
 
@@ -88,10 +95,20 @@ ConfigSources sources_for(const ConfigArgs& args, std::string launch_time) {
   return ConfigSources{args.overrides, env_or_empty("CONFLUX_DATA"), std::move(launch_time)};
 }
 
-// Runs `body(config, world, log)` on every rank of an MPI job with the config loaded and
+// A rank whose launcher (mpirun, orted, slurmstepd) died is an orphan: nobody reads its output
+// and a relaunch would meet it, so the kernel ends it at once (SIGKILL: the last durable
+// checkpoint stays good, and the next publish removes a half-written temp file).
+void end_with_launcher() {
+  const pid_t launcher = ::getppid();
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != launcher) std::_Exit(static_cast<int>(ExitCode::kRuntime));  // died already
+}
+
+// Runs `body(config, world, log, env)` on every rank of an MPI job with the config loaded and
 // agreed, mapping failures to exit codes the same way on every rank.
 template <typename Body>
 int run_mpi_command(int argc, char** argv, const ConfigArgs& config_args, Body body) {
+  end_with_launcher();
   comm::MpiEnvironment env(argc, argv);
   const Logger log(env.world_rank());
   try {
@@ -99,10 +116,12 @@ int run_mpi_command(int argc, char** argv, const ConfigArgs& config_args, Body b
     const std::string stamp =
         world.broadcast(world.rank() == 0 ? local_time("%Y%m%d-%H%M%S") : "", 0);
     std::optional<Config> config;
-    comm::run_agreed(world, [&] {
+    comm::run_agreed(world, "loading the config", [&] {
       config.emplace(load_config_file(config_args.path, sources_for(config_args, stamp)));
     });
-    return body(*config, world, log);
+    comm::agree_with_root(world, "config", rank_invariant_values(*config),
+                          "every rank must run the same config file and --set options");
+    return body(*config, world, log, env);
   } catch (const comm::AgreedFailure& e) {
     // Every rank knows: report and leave through MPI_Finalize with the agreed code.
     log.error("{}", e.describe());
@@ -110,6 +129,12 @@ int run_mpi_command(int argc, char** argv, const ConfigArgs& config_args, Body b
   } catch (const Error& e) {
     log.error("{}", e.describe());
     env.abort(static_cast<int>(e.code()));
+  } catch (const std::bad_alloc& e) {
+    log.error(
+        "rank {}: out of memory while running the job ({}); give the rank more memory "
+        "(the node's, or limits.memory_mb) or make the job smaller",
+        env.world_rank(), e.what());
+    env.abort(static_cast<int>(ExitCode::kRuntime));
   } catch (const std::exception& e) {
     log.error("rank {}: unexpected: {}", env.world_rank(), e.what());
     env.abort(static_cast<int>(ExitCode::kRuntime));
@@ -117,21 +142,32 @@ int run_mpi_command(int argc, char** argv, const ConfigArgs& config_args, Body b
 }
 
 int cmd_train(int argc, char** argv, const std::vector<std::string>& args) {
-  return run_mpi_command(
-      argc, argv, parse_config_args(args, "train"),
-      [](const Config& config, const comm::Communicator& world, const Logger& log) {
-        const ckpt::StopSignals signals;
-        return static_cast<int>(train::run_train_job(config, world, log, &signals));
-      });
+  const ConfigArgs config_args = parse_config_args(args, "train");
+  // Watched from before MPI starts until after it has finalised: a stop signal during
+  // start-up or shutdown must not kill a rank (docs/checkpoints.md, "Stop signals").
+  const ckpt::StopSignals signals;
+  return run_mpi_command(argc, argv, config_args,
+                         [&](const Config& config, const comm::Communicator& world,
+                             const Logger& log, const comm::MpiEnvironment& env) {
+                           const train::JobEnd end =
+                               train::run_train_job(config, world, log, &signals);
+                           // A worker that stopped answering would never join MPI_Finalize: end
+                           // every rank now.
+                           if (end.leave_lost_workers) {
+                             std::fflush(nullptr);  // the digest line must not die in a buffer
+                             env.abort(static_cast<int>(end.code));
+                           }
+                           return static_cast<int>(end.code);
+                         });
 }
 
 int cmd_profile(int argc, char** argv, const std::vector<std::string>& args) {
   const cli::ProfileArgs profile_args = cli::parse_profile_args(args);
-  return run_mpi_command(
-      argc, argv, ConfigArgs{profile_args.config, profile_args.overrides},
-      [&](const Config& config, const comm::Communicator& world, const Logger& log) {
-        return cli::run_profile(profile_args, config, world, log);
-      });
+  return run_mpi_command(argc, argv, ConfigArgs{profile_args.config, profile_args.overrides},
+                         [&](const Config& config, const comm::Communicator& world,
+                             const Logger& log, const comm::MpiEnvironment&) {
+                           return cli::run_profile(profile_args, config, world, log);
+                         });
 }
 
 int cmd_config(const std::vector<std::string>& args) {

@@ -66,7 +66,10 @@ void save_model_hdf5(const fs::path& path, const Model& model) {
     }
     file.write_string_attribute("/", "digest", weights_digest(model),
                                 h5::StringStorage::kVariableLength);
-    file.write_strings_attribute("/", "layers", model.summary());
+    // A dataset, not an attribute: an attribute holds at most 64 KB, a few thousand layers.
+    const std::vector<std::string> layers = model.summary();
+    const hsize_t count = layers.size();
+    file.write_strings("/layers", std::span<const hsize_t>(&count, 1), layers);
     file.close();
   });  // the file is closed before it is synced and renamed
 }

@@ -1,5 +1,7 @@
 #include "conflux/train/resume.hpp"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "conflux/config/schema.hpp"
@@ -48,10 +50,32 @@ std::optional<ckpt::FoundCheckpoint> find_resume_checkpoint(const Config& config
     return ckpt::FoundCheckpoint{c.resume, ckpt::read_checkpoint(c.resume)};
   }
   const ckpt::CheckpointStore store(c.dir, c.keep);
+  std::vector<std::pair<std::filesystem::path, std::string>> rejected;
   auto found = store.newest_valid([&](const std::filesystem::path& path, const std::string& why) {
     log.warn("skipping checkpoint {}: {}", path.string(), why);
+    rejected.emplace_back(path, why);
   });
-  if (!found) log.info("no checkpoint in {}: starting from scratch", c.dir.string());
+  if (rejected.empty()) {
+    if (!found) log.info("no checkpoint in {}: starting from scratch", c.dir.string());
+    return found;
+  }
+  if (!found && c.on_all_corrupt != "restart") {
+    std::vector<std::string> reasons;
+    for (const auto& [path, why] : rejected)
+      reasons.push_back(path.filename().string() + ": " + why);
+    CONFLUX_INPUT_ERROR(
+        "{}: all {} checkpoint(s) in {} were rejected ({}); nothing was changed. To start over "
+        "from scratch, set checkpoint.on_all_corrupt = \"restart\" (the rejected files are then "
+        "renamed *.corrupt), or use --resume none",
+        config.where("checkpoint.resume"), rejected.size(), c.dir.string(),
+        fmt::join(reasons, "; "));
+  }
+  // Set aside, so that retention never counts them as kept.
+  for (const auto& entry : rejected) store.set_aside(entry.first);
+  log.warn("{} checkpoint(s) in {} rejected and renamed *.corrupt; {}", rejected.size(),
+           c.dir.string(),
+           found ? fmt::format("resuming from the newest valid one, {}", found->path.string())
+                 : std::string("starting from scratch (checkpoint.on_all_corrupt = \"restart\")"));
   return found;
 }
 

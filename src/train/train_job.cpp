@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <optional>
+#include <vector>
 
 #include "conflux/comm/agreement.hpp"
 #include "conflux/comm/roles.hpp"
@@ -18,6 +19,7 @@
 #include "conflux/train/pipeline_monitor.hpp"
 #include "conflux/train/progress_printer.hpp"
 #include "conflux/train/resume.hpp"
+#include "conflux/train/run_dir.hpp"
 #include "conflux/train/run_recorder.hpp"
 #include "conflux/train/trainer.hpp"
 #include "conflux/train/training_data.hpp"
@@ -49,6 +51,7 @@ struct WorkerSetup {
   const data::SampleTransform& transform;
   const Logger& log;
   telemetry::Timeline& timeline;
+  const ckpt::StopSignals* signals;  // null: none watched
 };
 
 // Serves batches to the trainers until each has said goodbye, then reports what it did.
@@ -68,14 +71,16 @@ void serve_batches(const WorkerSetup& w) {
   o.send_buffers = config.data().worker_send_buffers;
   o.drain_timeout = std::chrono::duration<double>(config.cluster().peer_timeout_s);
   o.fault = worker_fault(config.fault(), w.layout.role_rank);
+  if (w.signals != nullptr) o.stop_signal = [signals = w.signals] { return signals->received(); };
   o.log = &w.log;
   o.timeline = &w.timeline;
   const data::BatchServerStats stats = data::BatchServer(std::move(o)).serve();
   w.log.info(
-      "worker {}: served {} batches ({} samples; per trainer {}), cancelled {}; building {:.0f} "
+      "worker {}: served {} batches ({} samples; per trainer {}), cancelled {}, refused {}; "
+      "building {:.0f} "
       "%, CPU {:.0f} % of {:.1f} s; at most {:.1f} MiB in flight (bound: {} send buffers)",
       w.layout.role_rank, stats.batches, stats.samples, fmt::join(stats.per_trainer, "/"),
-      stats.cancelled,
+      stats.cancelled, stats.refused,
       stats.total_seconds > 0 ? 100 * stats.build_seconds / stats.total_seconds : 0.0,
       stats.total_seconds > 0 ? 100 * stats.cpu_seconds / stats.total_seconds : 0.0,
       stats.total_seconds, static_cast<double>(stats.peak_bytes_in_flight) / (1 << 20),
@@ -112,7 +117,7 @@ struct JobRank {
 // Checks on every rank that the rank count fits the config; returns the worker count.
 int agree_on_workers(const Config& config, const comm::Communicator& world) {
   int workers = 0;
-  comm::run_agreed(world, [&] {
+  comm::run_agreed(world, "checking the rank count", [&] {
     workers = config.workers_for(world.size());
     CONFLUX_REQUIRE(config.fault().worker < workers,
                     "{}: fault.worker = {} names a worker the job does not have ({} worker "
@@ -141,25 +146,35 @@ void log_rank(const JobRank& job, const std::optional<ResourceLimits>& limits) {
 // train.device: the trainers agree on the CPU or a GPU each (workers compute on the CPU).
 DeviceChoice agree_on_device(const JobRank& job) {
   DeviceChoice device;
-  comm::run_agreed(job.world, [&] {
+  comm::run_agreed(job.world, "choosing the trainers' device", [&] {
     if (job.is_trainer()) device = choose_device(job.config, job.roles.role_comm, &job.log);
   });
   return device;
 }
 
 // The checkpoint the run continues from: its path on every rank, its contents where rank 0
-// has read them already.
+// has read them already; and rank 0's locks on the run's directories, held for the job's life.
 struct ResumePoint {
   std::optional<ckpt::FoundCheckpoint> found;  // rank 0
   std::string path;                            // empty: a fresh start
+  std::vector<DirectoryLock> locks;            // rank 0
 };
 
-// Rank 0 creates the run directory and, for checkpoint.resume, picks the checkpoint to
-// continue from; every rank learns its path.
+// Who holds the run directory, for the error of a job refused it.
+std::string lock_holder(const JobRank& job) {
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  return fmt::format("pid {} on host {}, rank 0 of {} ranks, launched {}", ::getpid(), host,
+                     job.world.size(), job.config.sources().launch_time);
+}
+
+// Rank 0 locks and creates the run directory and, for checkpoint.resume, picks the checkpoint
+// to continue from; every rank learns its path.
 ResumePoint prepare_run(const JobRank& job) {
   ResumePoint resume;
-  comm::run_agreed(job.world, [&] {
+  comm::run_agreed(job.world, "preparing the run directory and finding the checkpoint", [&] {
     if (!job.is_root()) return;
+    resume.locks = lock_run_dirs(job.config, lock_holder(job), job.log);
     prepare_run_dir(job.config);
     resume.found = find_resume_checkpoint(job.config, job.log);
   });
@@ -197,6 +212,20 @@ void resume_trainer(const JobRank& job, Trainer& trainer, ResumePoint& resume) {
   }
 }
 
+// The dataset's files and their SHA-256, as read on this rank.
+comm::NamedValues identity_of(const data::DatasetSplits& data) {
+  comm::NamedValues values;
+  for (const auto* split : {&data.train, &data.test}) {
+    const char* part = split == &data.train ? "training" : "test";
+    values.emplace_back(fmt::format("the {} split's dataset", part), split->name);
+    for (const auto& file : split->sources) {
+      values.emplace_back(fmt::format("the SHA-256 of {} ({} split)", file.name, part),
+                          file.sha256);
+    }
+  }
+  return values;
+}
+
 void log_dataset(const JobRank& job, const data::DatasetSplits& data) {
   if (!job.is_root()) return;
   job.log.info("dataset {}: {} training / {} test samples of {}x{}x{}", job.config.data().dataset,
@@ -220,10 +249,30 @@ ExitCode agreed_exit(const JobRank& job, telemetry::Timeline& timeline, bool sto
              : ExitCode::kSuccess;
 }
 
+// A worker stopped answering, so it would never join the collective exit: the trainers write
+// their part of the timeline among themselves, and the caller ends the job (MPI_Abort with the
+// exit code), since the results are published and nothing more is owed to anyone.
+JobEnd leave_lost_workers(const JobRank& job, telemetry::Timeline& timeline,
+                          const TrainSummary& summary) {
+  const Config& config = job.config;
+  const std::filesystem::path path = config.run().dir / "timeline.json";
+  if (config.profile().timeline) timeline.write_merged(job.roles.role_comm, path);
+  const ExitCode code = summary.stopped ? ExitCode::kRequeue : ExitCode::kSuccess;
+  if (job.is_root()) {
+    job.log.warn(
+        "{} worker(s) stopped answering; the results are complete{}, so the job ends without "
+        "waiting for them (MPI_Abort with exit code {}){}",
+        summary.lost_workers, summary.stopped ? " up to the checkpoint" : "",
+        static_cast<int>(code),
+        config.profile().timeline ? "; the timeline holds the trainers" : "");
+  }
+  return {code, true};
+}
+
 // Trains with the job's callbacks, reports, and exits with the other ranks (the callbacks
 // live until every rank has agreed).
-ExitCode train_and_exit(const JobRank& job, Trainer& trainer, const std::string& resume_path,
-                        telemetry::Timeline& timeline, const ckpt::StopSignals* signals) {
+JobEnd train_and_exit(const JobRank& job, Trainer& trainer, const std::string& resume_path,
+                      telemetry::Timeline& timeline, const ckpt::StopSignals* signals) {
   const Config& config = job.config;
   ProgressPrinter progress(job.log);
   std::optional<RunRecorder> recorder;
@@ -248,13 +297,14 @@ ExitCode train_and_exit(const JobRank& job, Trainer& trainer, const std::string&
     if (!summary.stopped) fmt::print("model digest: {}\n", summary.digest);
     job.log.info("results in {}", config.run().dir.string());
   }
-  return agreed_exit(job, timeline, summary.stopped);
+  if (summary.lost_workers > 0) return leave_lost_workers(job, timeline, summary);
+  return {agreed_exit(job, timeline, summary.stopped), false};
 }
 
 }  // namespace
 
-ExitCode run_train_job(const Config& config, const comm::Communicator& world, const Logger& log,
-                       const ckpt::StopSignals* signals) {
+JobEnd run_train_job(const Config& config, const comm::Communicator& world, const Logger& log,
+                     const ckpt::StopSignals* signals) {
   const int workers = agree_on_workers(config, world);
   const comm::RoleSplit roles = comm::split_roles(world, config.cluster().trainers, workers);
   const JobRank job{config, world, log, roles};
@@ -275,8 +325,10 @@ ExitCode run_train_job(const Config& config, const comm::Communicator& world, co
   data::DatasetSplits data;
   std::optional<Trainer> trainer;
   std::optional<data::SampleTransform> worker_transform;
-  comm::run_agreed(world, [&] {
+  comm::NamedValues data_identity;
+  comm::run_agreed(world, "loading the data and building the model", [&] {
     data = load_training_data(config);
+    data_identity = identity_of(data);
     if (job.is_trainer()) {
       trainer.emplace(TrainerSetup{config, roles.role_comm, data,
                                    service_link(service, roles.layout), &log, &timeline, device});
@@ -286,10 +338,15 @@ ExitCode run_train_job(const Config& config, const comm::Communicator& world, co
       data.test = data::Dataset{};  // workers only build training batches
     }
   });
+  // A rank whose data.dir holds other files (Fashion-MNIST under mnist/) would train silently.
+  comm::agree_with_root(world, "training data", data_identity,
+                        "every rank must read the same dataset files (check data.dir, "
+                        "data.hdf5_file or $CONFLUX_DATA on that rank's node)");
   log_dataset(job, data);
   if (job.is_trainer()) return train_and_exit(job, *trainer, resume.path, timeline, signals);
-  serve_batches({config, roles.layout, service, data.train, *worker_transform, log, timeline});
-  return agreed_exit(job, timeline, false);
+  serve_batches(
+      {config, roles.layout, service, data.train, *worker_transform, log, timeline, signals});
+  return {agreed_exit(job, timeline, false), false};
 }
 
 }  // namespace conflux::train

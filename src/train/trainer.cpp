@@ -103,7 +103,10 @@ std::unique_ptr<data::BatchLoader> Trainer::make_loader() {
   o.client.credits = d.worker_credits;
   o.client.timeout = std::chrono::duration<double>(d.worker_timeout_s);
   o.client.backoff = std::chrono::duration<double>(d.worker_backoff_s);
-  o.client.drain_timeout = std::chrono::duration<double>(config_.cluster().peer_timeout_s);
+  // A worker gets one request deadline (at least 2 s, for loaded machines) to deliver what it
+  // owes after the goodbye; a frozen one must not hold the finished run's shutdown for
+  // cluster.peer_timeout_s.
+  o.client.shutdown_grace = std::chrono::duration<double>(std::max(d.worker_timeout_s, 2.0));
   o.client.log = log_;
   if (log_ != nullptr && progress_.offload.ratio() > 0 && service_.worker_ranks.empty()) {
     log_->warn(
@@ -329,6 +332,8 @@ TrainSummary Trainer::end_run(const Context& context, Callbacks callbacks, Train
   summary.total_seconds = progress_.elapsed_seconds_before + seconds_since(reporting_.train_start);
   loader_->finish();
   report_data_service(loader_->stats());
+  summary.lost_workers = static_cast<std::size_t>(
+      trainers_.allreduce_max(static_cast<std::int64_t>(loader_->stats().client.lost_workers)));
   summary.digest = model::weights_digest(backend_->sync_host_model());  // the GPU's, downloaded
   check_replicas_agree(summary.digest);
   if (!summary.stopped) {

@@ -71,10 +71,25 @@ TEST(CheckpointStore, EmptyOrMissingDirectoryHasNothingToResume) {
   EXPECT_FALSE(CheckpointStore(dir.path(), 3).newest_valid({}).has_value());
 }
 
+TEST(CheckpointStore, ASetAsideCheckpointIsNoCandidateAndNotCountedAsKept) {
+  TempDir dir;
+  CheckpointStore store(dir.path(), 2);
+  store.publish(state_at(10));
+  store.publish(state_at(20));
+  fs::resize_file(store.path_for(20), 100);
+  EXPECT_EQ(store.set_aside(store.path_for(20)), dir.path() / "ckpt-000000020.h5.corrupt");
+  EXPECT_EQ(store.candidates(), std::vector<fs::path>{store.path_for(10)});
+  store.publish(state_at(30));  // keep = 2 valid ones: 10 and 30
+  EXPECT_EQ(names_in(dir.path()),
+            (std::vector<std::string>{"ckpt-000000010.h5", "ckpt-000000020.h5.corrupt",
+                                      "ckpt-000000030.h5", "latest"}));
+}
+
 TEST(CheckpointStore, RemovesTemporaryFilesOfKilledWriters) {
   TempDir dir;
   CheckpointStore store(dir.path(), 3);
   std::ofstream(dir.path() / "ckpt-000000005.h5.tmp-999999") << "half";
+  std::ofstream(dir.path() / "latest.tmp-999999") << "ckpt-0000";  // a killed `latest` writer
   store.publish(state_at(10));
   EXPECT_EQ(names_in(dir.path()), (std::vector<std::string>{"ckpt-000000010.h5", "latest"}));
 }
@@ -116,23 +131,41 @@ TEST(AsyncCheckpointWriter, AFailedWriteIsReportedAndNothingLaterBecomesLatest) 
   EXPECT_EQ(writer.stats().written, 0u);
 }
 
-TEST(StopSignals, RecordsTheFirstSignalAndRestoresHandlers) {
+TEST(StopSignals, RecordsTheFirstSignalAndRestoresHandlersWhenNoneCame) {
   {
     const StopSignals signals;
     EXPECT_EQ(signals.received(), 0);
     EXPECT_THROW(StopSignals(), RuntimeError);  // one at a time
-    std::raise(SIGUSR1);
-    std::raise(SIGUSR1);
-    EXPECT_EQ(signals.received(), SIGUSR1);
-    EXPECT_STREQ(StopSignals::name(signals.received()), "SIGUSR1");
   }
   struct sigaction now {};
   sigaction(SIGUSR1, nullptr, &now);
   EXPECT_EQ(now.sa_handler, SIG_DFL);
   const StopSignals again;  // a new watch starts clean
   EXPECT_EQ(again.received(), 0);
-  std::raise(SIGTERM);
-  EXPECT_EQ(again.received(), SIGTERM);
+  std::raise(SIGUSR1);
+  EXPECT_EQ(again.received(), SIGUSR1);
+  EXPECT_STREQ(StopSignals::name(again.received()), "SIGUSR1");
+}
+
+// A time limit sends USR1 and then TERM; mpirun forwards repeats: none may kill the process
+// (before, a second TERM took the default action, and a USR1 after the watch ended did).
+TEST(StopSignals, EveryStopSignalAfterTheFirstIsHarmless) {
+  {
+    const StopSignals signals;
+    std::raise(SIGTERM);
+    std::raise(SIGTERM);
+    std::raise(SIGINT);
+    std::raise(SIGUSR1);
+    EXPECT_EQ(signals.received(), SIGTERM);
+    EXPECT_EQ(signals.repeats(), 3);
+  }
+  for (const int s : {SIGUSR1, SIGTERM, SIGINT}) {
+    struct sigaction now {};
+    sigaction(s, nullptr, &now);
+    EXPECT_EQ(now.sa_handler, SIG_IGN) << StopSignals::name(s);
+    std::raise(s);  // the process is on its way out with 75: still harmless
+  }
+  for (const int s : {SIGUSR1, SIGTERM, SIGINT}) std::signal(s, SIG_DFL);
 }
 
 }  // namespace

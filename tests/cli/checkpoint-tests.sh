@@ -71,6 +71,27 @@ fi
 expect_fail "--resume FILE naming a truncated checkpoint" 2 "checkpoint $newest" 3 -- \
   "${RUN[@]}" --set run.dir="$TMP/t" --resume "$newest"
 
+# --- every checkpoint corrupt: exit 2 unless on_all_corrupt = "restart"; rejected files are
+# renamed *.corrupt and never count toward checkpoint.keep ------------------------------------
+"${RUN[@]}" --set run.dir="$TMP/ac" --set checkpoint.every_steps=30 --set checkpoint.final=false >/dev/null 2>&1
+for f in "$TMP"/ac/checkpoints/ckpt-*.h5; do truncate -s 1000 "$f"; done
+expect_fail "all checkpoints corrupt: exit 2, each named" 2 "all 3 checkpoint(s) in $TMP/ac/checkpoints were rejected (ckpt-000000090.h5: " 3 -- \
+  "${RUN[@]}" --set run.dir="$TMP/ac" --resume auto
+if [ "$(ckpts "$TMP/ac" | wc -l)" -eq 3 ]; then
+  ok "all checkpoints corrupt: the files are left as they were"
+else
+  not_ok "all corrupt: files changed: $(ckpts "$TMP/ac" | tr '\n' ' ')"
+fi
+out=$("${RUN[@]}" --set run.dir="$TMP/ac" --resume auto --set checkpoint.on_all_corrupt=restart \
+  --set checkpoint.every_steps=30 --set checkpoint.keep=2 2>&1)
+corrupt=$(find "$TMP/ac/checkpoints" -name 'ckpt-*.h5.corrupt' | wc -l)
+if grep -q "3 checkpoint(s) in $TMP/ac/checkpoints rejected and renamed \*.corrupt; starting from scratch" <<<"$out" &&
+  [ "$(digest_of <(echo "$out"))" = "$ref" ] && [ "$corrupt" -eq 3 ] && [ "$(ckpts "$TMP/ac" | wc -l)" -eq 2 ]; then
+  ok "on_all_corrupt = restart: from scratch to the reference digest, 3 set aside, keep = 2 valid kept"
+else
+  not_ok "on_all_corrupt = restart ($corrupt set aside, $(ckpts "$TMP/ac" | wc -l) kept)" "$out"
+fi
+
 # --- checkpoints of another training problem are refused --------------------------------------
 sed 's/^out = 512/out = 128/' configs/mnist_mlp.toml >"$TMP/narrow.toml"
 expect_fail "checkpoint of another model shape" 2 "holds a model of another shape" 3 -- \
@@ -113,19 +134,57 @@ else
   not_ok "resume after SIGTERM (want $ref1)" "$out"
 fi
 
+# --- repeated stop signals: only the first counts, the job still exits 75 ---------------------
+# SLURM sends TERM after USR1 at a time limit and mpirun forwards repeats; before the fix a
+# second USR1 reaching a rank after its handler was gone killed it (exit 138). mpirun forwards
+# SIGUSR1 to every rank. The second signal goes 0, 0.1 and 0.2 s after the first, and once
+# right when rank 0 says it is exiting (the moment the old handler was removed).
+repeat_signal_run() {  # repeat_signal_run NAME GAP|exiting SIGNAL2
+  local name=$1 gap=$2 second=$3 log=$TMP/rs-$1.log
+  "${RUN[@]}" --set data.train_limit=60000 --set train.epochs=2 --set run.dir="$TMP/rs-$name" >"$log" 2>&1 &
+  local job=$!
+  for _ in $(seq 1 200); do [ "$(grep -c '(pid [0-9]*,' "$log")" -ge 3 ] && break; sleep 0.1; done
+  sleep 0.5
+  mapfile -t rpids < <(grep -oP '\(pid \K[0-9]+' "$log")
+  kill -USR1 "${rpids[@]}"
+  if [ "$gap" = exiting ]; then
+    for _ in $(seq 1 400); do grep -q "exiting with 75" "$log" && break; sleep 0.01; done
+  else
+    sleep "$gap"
+  fi
+  kill "-$second" "${rpids[@]}" 2>/dev/null
+  wait "$job"
+  local rc=$?
+  if [ "$rc" -eq 75 ] && grep -q "stop requested by SIGUSR1: checkpoint at step [0-9]* written" "$log"; then
+    ok "USR1 then $second after $gap: checkpoint, exit 75"
+  else
+    not_ok "USR1 then $second after $gap: exit $rc (want 75)" "$(cat "$log")"
+  fi
+}
+repeat_signal_run a 0 USR1
+repeat_signal_run b 0.1 TERM
+repeat_signal_run c 0.2 USR1
+repeat_signal_run d exiting USR1
+
 # --- a full file system leaves the previous checkpoint intact -----------------------------------
 small=$TMP/small
 mkdir -p "$small"
 if mount -t tmpfs -o size=6m tmpfs "$small" 2>/dev/null; then
   out=$("${RUN[@]}" --set run.dir="$TMP/f" --set checkpoint.dir="$small" --set checkpoint.every_steps=20 2>&1)
   rc=$?
-  mapfile -t left < <(find "$small" -type f | sort)
+  mapfile -t left < <(find "$small" -type f ! -name .conflux-lock | sort)
   if [ "$rc" -eq 3 ] && grep -q "could not be written.*the previous checkpoint $small/ckpt-000000020.h5 is intact" <<<"$out" &&
     [ "${left[*]}" = "$small/ckpt-000000020.h5 $small/latest" ] && "$CONFLUX" ckpt verify "$small/ckpt-000000020.h5" >/dev/null; then
     ok "full file system: exit 3, ckpt-000000020 intact and still latest, no temp file left"
   else
     not_ok "full file system: exit $rc, files '${left[*]}'" "$out"
   fi
+  umount "$small"
+  # A read-only checkpoint directory is found at start-up (exit 2 naming the key), not at the
+  # first checkpoint after training for a while (exit 3).
+  mount -t tmpfs -o size=1m,ro tmpfs "$small"
+  expect_fail "read-only checkpoint.dir: exit 2 at start-up, naming the key" 2 "checkpoint.dir cannot be used" 3 -- \
+    "${RUN[@]}" --set run.dir="$TMP/ro" --set checkpoint.dir="$small" --set checkpoint.every_steps=20
   umount "$small"
 else
   ok "full file system (skipped: cannot mount a tmpfs here; needs root)"

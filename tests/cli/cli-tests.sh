@@ -51,11 +51,44 @@ if [ -d "$DATA/mnist" ]; then
   zcat "$DATA/mnist/t10k-labels-idx1-ubyte.gz" | head -c 5008 | gzip >"$bad/mnist/t10k-labels-idx1-ubyte.gz"
   expect_fail "image and label counts differ" 2 "t10k-labels-idx1-ubyte.gz" -- \
     mnist_train 2 count --set "data.dir=$bad"
+  # Both headers claim 2^31 records, payloads unchanged: the error names the file and the
+  # claimed and possible counts, before memory follows the claim (it took 11 GB once).
+  for f in t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+    zcat "$DATA/mnist/$f.gz" >"$TMP/$f"
+    printf '\x80\x00\x00\x00' | dd of="$TMP/$f" bs=1 seek=4 conv=notrunc status=none
+    gzip -c "$TMP/$f" >"$bad/mnist/$f.gz"
+  done
+  out=$(/usr/bin/time -f 'peak-rss-kb %M' "$CONFLUX" data convert --dataset mnist --data-dir "$TMP/bad" \
+    --output "$TMP/claim.h5" 2>&1)
+  rc=$?
+  rss_kb=$(sed -n 's/^peak-rss-kb //p' <<<"$out")
+  if [ "$rc" -eq 2 ] && grep -q "t10k-images-idx3-ubyte.gz: truncated at .*room for 10000 of the 2147483648 images" <<<"$out" &&
+    [ -n "$rss_kb" ] && [ "$rss_kb" -lt 204800 ]; then
+    ok "header claiming 2^31 records: exit 2, claimed vs possible count, peak RSS $((rss_kb / 1024)) MB"
+  else
+    not_ok "2^31 records claimed: exit $rc, peak RSS ${rss_kb:-?} KB (want 2, < 200 MB)" "$out"
+  fi
+  cp "$DATA"/mnist/t10k-*.gz "$bad/mnist/"
   printf 'not gzip, not idx' | gzip -c | head -c 20 >"$bad/mnist/t10k-labels-idx1-ubyte.gz"
   expect_fail "corrupt gzip stream" 2 "t10k-labels-idx1-ubyte.gz" -- \
     mnist_train 2 gz --set "data.dir=$bad"
 else
   echo "skip - bad MNIST files: $DATA/mnist not found"
+fi
+# Ranks that see different data or configs: found at start-up on every rank, naming the rank and
+# what differs (a Fashion-MNIST copy under mnist/ used to train silently; a differing train.lr
+# was found only at the end as "replicas ended with different weights").
+if [ -d "$DATA/mnist" ] && [ -d "$DATA/fashion-mnist" ]; then
+  mkdir -p "$TMP/other/mnist"
+  for f in "$DATA"/fashion-mnist/*.gz; do ln -sf "$(realpath "$f")" "$TMP/other/mnist/"; done
+  MNIST_ARGS=(train --config configs/mnist_mlp.toml "${QUICK[@]}" --set "run.dir=$TMP/run-mixed")
+  expect_fail "a rank reading other data: exit 2 on every rank, naming rank and file" 2 \
+    "rank 1's training data differs from rank 0's: the SHA-256 of train-images-idx3-ubyte.gz (training split)" 2 -- \
+    "${MPIRUN[@]}" -np 1 -x "CONFLUX_DATA=$DATA" "$CONFLUX" "${MNIST_ARGS[@]}" : \
+    -np 1 -x "CONFLUX_DATA=$TMP/other" "$CONFLUX" "${MNIST_ARGS[@]}"
+  expect_fail "a rank with another config: exit 2 on every rank, naming rank and key" 2 \
+    "rank 1's config differs from rank 0's: train.lr is 0.1 here but 0.05 on rank 0" 2 -- \
+    "${MPIRUN[@]}" -np 1 "$CONFLUX" "${MNIST_ARGS[@]}" : -np 1 "$CONFLUX" "${MNIST_ARGS[@]}" --set train.lr=0.1
 fi
 if [ -d "$DATA/cifar-10" ]; then
   bad="$TMP/badcifar/cifar-10"

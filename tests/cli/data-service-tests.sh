@@ -78,6 +78,59 @@ else
   not_ok "stopped worker" "$(cat "$TMP/stop.log")"
 fi
 
+# A worker frozen by SIGSTOP (so it answers nothing, not even the goodbye): the trainer builds
+# the missed batches itself, publishes its results, and the job ends a few seconds after the
+# last step with exit 0, not after cluster.peer_timeout_s with exit 3 and no model.
+FROZEN=(--set cluster.trainers=1 --set data.train_limit=30000 --set train.epochs=1
+  --set data.offload_ratio=0.5 --set data.worker_timeout_s=1 --set cluster.peer_timeout_s=20)
+"${MPIRUN[@]}" -np 1 "$CONFLUX" train --config configs/mnist_mlp.toml "${SERVICE[@]}" "${FROZEN[@]}" \
+  --set "run.dir=$TMP/run-unfrozen" >"$TMP/unfrozen.log" 2>&1
+"${MPIRUN[@]}" -np 3 "$CONFLUX" train --config configs/mnist_mlp.toml "${SERVICE[@]}" "${FROZEN[@]}" \
+  --set "run.dir=$TMP/run-frozen" >"$TMP/frozen.log" 2>&1 &
+job=$!
+for _ in $(seq 1 200); do [ "$(grep -c 'worker [0-9]/2 (pid' "$TMP/frozen.log")" -ge 2 ] && break; sleep 0.1; done
+sleep 1
+frozen=$(grep -oP 'worker 1/2 \(pid \K[0-9]+' "$TMP/frozen.log")
+kill -STOP "$frozen"
+digest_at=""
+while kill -0 "$job" 2>/dev/null; do
+  [ -z "$digest_at" ] && grep -q '^model digest: ' "$TMP/frozen.log" && digest_at=$(date +%s.%N)
+  sleep 0.1
+done
+wait "$job"
+rc=$?
+ended_at=$(date +%s.%N)
+kill -KILL "$frozen" 2>/dev/null
+[ -z "$digest_at" ] && digest_at=$ended_at
+shutdown_s=$(python3 -c "print(round($ended_at - $digest_at, 1))")
+if [ "$rc" -eq 0 ] && [ -n "$(digest_of "$TMP/unfrozen.log")" ] &&
+  [ "$(digest_of "$TMP/frozen.log")" = "$(digest_of "$TMP/unfrozen.log")" ] &&
+  [ -f "$TMP/run-frozen/model.h5" ] && [ -f "$TMP/run-frozen/summary.json" ] &&
+  grep -q 'stopped answering; the results are complete' "$TMP/frozen.log" &&
+  python3 -c "import sys; sys.exit(0 if $shutdown_s <= 6 else 1)"; then
+  ok "frozen worker: exit 0, model published, same digest, shut down ${shutdown_s} s after the digest"
+else
+  not_ok "frozen worker: rc $rc, shutdown ${shutdown_s} s after the digest" "$(cat "$TMP/frozen.log")"
+fi
+
+# SIGTERM to one worker alone: it says so and leaves the service; the trainer builds the rest
+# itself and finishes with the same weights (the signal used to be ignored silently).
+"${MPIRUN[@]}" -np 3 "$CONFLUX" train --config configs/mnist_mlp.toml "${SERVICE[@]}" "${FROZEN[@]}" \
+  --set "run.dir=$TMP/run-leave" >"$TMP/leave.log" 2>&1 &
+job=$!
+for _ in $(seq 1 200); do [ "$(grep -c 'worker [0-9]/2 (pid' "$TMP/leave.log")" -ge 2 ] && break; sleep 0.1; done
+sleep 1
+kill -TERM "$(grep -oP 'worker 0/2 \(pid \K[0-9]+' "$TMP/leave.log")"
+wait "$job"
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$(digest_of "$TMP/leave.log")" = "$(digest_of "$TMP/unfrozen.log")" ] &&
+  grep -q 'worker 0: stop signal 15 received: leaving the data service' "$TMP/leave.log" &&
+  grep -q 'worker rank 1 left the service' "$TMP/leave.log"; then
+  ok "SIGTERM to one worker: it leaves the service, the trainer carries on to the same weights"
+else
+  not_ok "SIGTERM to one worker: rc $rc" "$(cat "$TMP/leave.log")"
+fi
+
 # A user plugin runs on trainers and workers alike: it changes the model, not its placement.
 PLUGIN=$(dirname "$CONFLUX")/../lib/libconflux-solarize.so
 if [ -f "$PLUGIN" ]; then

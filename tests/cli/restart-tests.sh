@@ -173,4 +173,44 @@ else
   not_ok "SIGTERM with --forward-as USR1: exit $rc (want 75)" "$(grep -v '^\[conflux r0\] checkpoint at' "$log")"
 fi
 
+# --- two jobs on one run directory: the second exits 4 naming the holder, the wrapper does not
+# relaunch it, and the first finishes with the reference digest -----------------------------------
+dir=$TMP/twice
+"${LIMIT[@]}" "${MPI[@]}" -np 3 "$CONFLUX" train "${CFG[@]}" --resume auto --set "run.dir=$dir" >"$TMP/first.log" 2>&1 &
+first=$!
+for _ in $(seq 1 300); do grep -q "^\[conflux r0\] run '" "$TMP/first.log" && break; sleep 0.05; done
+out=$("${LIMIT[@]}" "$WRAP" --delay 0.5 -- "${MPI[@]}" -np 3 "$CONFLUX" train "${CFG[@]}" --resume auto \
+  --set "run.dir=$dir" 2>&1)
+rc=$?
+wait "$first"
+first_rc=$?
+if [ "$rc" -eq 4 ] && grep -q "the run directory $dir is in use by another conflux job (pid [0-9]* on host " <<<"$out" &&
+  grep -qF "exited with 4 (run directory in use by another job); not relaunching" <<<"$out" &&
+  [ "$first_rc" -eq 0 ] && [ "$(log_digest "$TMP/first.log")" = "$ref" ]; then
+  ok "a second job on a run directory in use: exit 4 naming the holder, not relaunched; the first ends with the reference digest"
+else
+  not_ok "second job on one run directory: exit $rc (want 4), first exit $first_rc, digest '$(log_digest "$TMP/first.log")'" "$out"
+fi
+
+# --- kill -9 of mpirun: its ranks end at once, not seconds later ---------------------------------
+"${MPI[@]}" -np 3 "$CONFLUX" train "${CFG[@]}" --set "run.dir=$TMP/orphan" >"$TMP/orphan.log" 2>&1 &
+launcher=$!
+for _ in $(seq 1 200); do [ "$(grep -c '(pid [0-9]*,' "$TMP/orphan.log")" -ge 3 ] && break; sleep 0.05; done
+sleep 0.5
+mapfile -t ranks < <(grep -oP '\(pid \K[0-9]+' "$TMP/orphan.log")
+kill -9 "$launcher"
+gone_after=""
+for i in $(seq 1 50); do
+  alive=0
+  for p in "${ranks[@]}"; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
+  if [ "$alive" -eq 0 ]; then gone_after=$((i * 100)); break; fi
+  sleep 0.1
+done
+if [ "${#ranks[@]}" -eq 3 ] && [ -n "$gone_after" ] && [ "$gone_after" -le 1000 ]; then
+  ok "kill -9 of mpirun: its 3 ranks ended within ${gone_after} ms"
+else
+  not_ok "orphaned ranks after kill -9 of mpirun: ${#ranks[@]} ranks, still alive after 5 s: $alive"
+  for p in "${ranks[@]}"; do kill -9 "$p" 2>/dev/null; done
+fi
+
 cli_summary

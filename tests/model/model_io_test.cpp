@@ -12,6 +12,7 @@
 
 #include "conflux/core/error.hpp"
 #include "conflux/core/hdf5.hpp"
+#include "conflux/core/hdf5_file.hpp"
 #include "conflux/model/model.hpp"
 #include "conflux/model/model_io.hpp"
 
@@ -109,16 +110,17 @@ TEST_F(ModelIo, FileLayoutAndAttributes) {
     H5free_memory(text);
   }
   {
-    const h5::Handle attr(H5Aopen(f.get(), "layers", H5P_DEFAULT), "layers attribute");
-    const h5::Handle type(H5Aget_type(attr.get()), "type");
-    const h5::Handle space(H5Aget_space(attr.get()), "space");
-    const auto count = H5Sget_simple_extent_npoints(space.get());
-    ASSERT_EQ(count, static_cast<hssize_t>(m.summary().size()));
-    std::vector<char*> texts(count);
-    ASSERT_GE(H5Aread(attr.get(), type.get(), texts.data()), 0);
-    EXPECT_EQ(std::string(texts[0]), m.summary()[0]);
-    EXPECT_EQ(std::string(texts[0]), "conv2d 2->4 k3 p1 : [4,6,6] (76 params)");
-    for (char* t : texts) H5free_memory(t);
+    // A 1-D fixed-length string dataset, readable by h5py as f["layers"][:].
+    const h5::Handle set(H5Dopen2(f.get(), "layers", H5P_DEFAULT), "layers dataset");
+    const h5::Handle type(H5Dget_type(set.get()), "type");
+    ASSERT_EQ(H5Tget_class(type.get()), H5T_STRING);
+    const h5::Handle space(H5Dget_space(set.get()), "space");
+    ASSERT_EQ(H5Sget_simple_extent_npoints(space.get()), static_cast<hssize_t>(m.summary().size()));
+    const std::size_t width = H5Tget_size(type.get());
+    std::vector<char> text(width * m.summary().size());
+    ASSERT_GE(H5Dread(set.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, text.data()), 0);
+    EXPECT_EQ(std::string(text.data(), strnlen(text.data(), width)),
+              "conv2d 2->4 k3 p1 : [4,6,6] (76 params)");
   }
 }
 
@@ -129,6 +131,22 @@ std::string load_error(const fs::path& file, Model& m) {
     return e.what();
   }
   return "(no error)";
+}
+
+// Over 5,000 layers once made saving fail after training ("could not create a string-array
+// attribute": an HDF5 attribute holds at most 64 KB). The layer list is a dataset now.
+TEST_F(ModelIo, SavesAModelOfThousandsOfLayers) {
+  std::vector<LayerSpec> many{{.type = "flatten"}};
+  for (int i = 0; i < 6000; ++i) many.push_back({.type = "relu"});
+  many.push_back({.type = "linear", .out = 3});
+  Model a(many, {1, 4, 4}, 3, 1);
+  const fs::path file = dir_ / "many.h5";
+  ASSERT_NO_THROW(save_model_hdf5(file, a));
+  Model b(many, {1, 4, 4}, 3, 2);
+  load_model_hdf5(file, b);
+  EXPECT_EQ(weights_digest(b), weights_digest(a));
+  const h5::File f = h5::File::open(file);
+  EXPECT_EQ(f.read_strings("/layers").size(), many.size());
 }
 
 TEST_F(ModelIo, LoadIntoAnotherArchitectureFails) {

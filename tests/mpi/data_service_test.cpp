@@ -101,7 +101,7 @@ Outcome run_layout(int trainers, const Scenario& scenario) {
   for (int w = 0; w < workers; ++w) o.client.worker_ranks.push_back(trainers + w);
   o.client.timeout = std::chrono::duration<double>(scenario.timeout_s);
   o.client.backoff = std::chrono::seconds(60);
-  o.client.drain_timeout = std::chrono::seconds(60);
+  o.client.shutdown_grace = std::chrono::seconds(60);
   BatchLoader loader(std::move(o));
   BatchBuilder reference(dataset, transform, 1);
   model::Tensor images;

@@ -56,6 +56,24 @@ TEST(Agreement, OneFailingRankStopsEveryRankWithItsCode) {
   EXPECT_NO_THROW(run_agreed(world, [] {}));
 }
 
+// An allocation failure names the phase and the rank, not agreement.cpp (it used to say only
+// "std::bad_alloc (src/comm/agreement.cpp:9)").
+TEST(Agreement, OutOfMemoryNamesThePhaseAndTheRank) {
+  const auto world = Communicator::world();
+  try {
+    run_agreed(world, "loading the data and building the model", [&] {
+      if (world.rank() == 0) throw std::bad_alloc();
+    });
+    FAIL() << "no failure reported";
+  } catch (const AgreedFailure& e) {
+    EXPECT_EQ(e.code(), ExitCode::kRuntime);
+    EXPECT_NE(std::string(e.what()).find(
+                  "rank 0: out of memory while loading the data and building the model"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(GradientSync, SumsOverTrainers) {
   const auto world = Communicator::world();
   MpiAllreduceSync sync(world, std::chrono::seconds(30));

@@ -1,8 +1,8 @@
 #pragma once
 /// @file checkpoint_store.hpp
 /// A directory of checkpoints: ckpt-<global step>.h5 files, a `latest` pointer updated only
-/// after the new file is durable, retention of the newest K, and the search for the newest
-/// valid one on resume.
+/// after the new file is durable, retention of the newest K, the search for the newest valid
+/// one on resume, and setting rejected ones aside.
 
 #include <cstdint>
 #include <filesystem>
@@ -42,6 +42,9 @@ class CheckpointStore {
   /// The newest checkpoint that reads and verifies, or nothing; `on_skip` hears about each
   /// corrupt one passed over.
   std::optional<FoundCheckpoint> newest_valid(const SkipReporter& on_skip) const;
+  /// Renames a rejected checkpoint to <name>.corrupt (kept for inspection; no longer a
+  /// candidate, nor counted by retention); returns the new path.
+  std::filesystem::path set_aside(const std::filesystem::path& rejected) const;
 
  private:
   std::filesystem::path dir_;

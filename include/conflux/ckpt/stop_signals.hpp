@@ -5,10 +5,13 @@
 
 namespace conflux::ckpt {
 
-/// While alive, catches SIGUSR1, SIGTERM and SIGINT and records the first one received; the
-/// previous handlers come back on destruction. A second SIGTERM or SIGINT gets the default
-/// action (a second Ctrl-C still kills). At most one instance exists at a time, because a
-/// signal handler can only reach process-wide state.
+/// While alive, catches SIGUSR1, SIGTERM and SIGINT and records the first one received. Every
+/// stop signal after the first is counted and otherwise harmless: schedulers send TERM after
+/// USR1 at a time limit, and mpirun forwards repeats, so a second signal must not turn exit 75
+/// into death by signal (SIGKILL is the way to kill at once). On destruction the previous
+/// handlers come back, unless a signal was received: then the three stay ignored, so a late
+/// repeat cannot kill a process on its way out with 75. At most one instance exists at a
+/// time, because a signal handler can only reach process-wide state.
 class StopSignals {
  public:
   /// Installs the handlers; RuntimeError if another instance is alive or sigaction fails.
@@ -18,6 +21,8 @@ class StopSignals {
   StopSignals& operator=(const StopSignals&) = delete;
   /// The first signal caught since construction, or 0.
   int received() const noexcept;
+  /// Stop signals caught after the first (each ignored).
+  int repeats() const noexcept;
   /// "SIGUSR1", "SIGTERM", "SIGINT" or "signal N".
   static const char* name(int signal) noexcept;
 };

@@ -76,7 +76,8 @@
       "Most requests a trainer has outstanding at one worker (back-pressure).")                 \
   KEY(data, worker_timeout_s, double, 30, in(0.001, 86400), (),                                 \
       "A worker that has not answered a request within this time is skipped: the trainer "      \
-      "builds the batch itself and drops the late answer.")                                     \
+      "builds the batch itself and drops the late answer. At the end of training a worker gets "  \
+      "this long (at least 2 s) to finish; one that does not is left behind (exit unchanged).")                                     \
   KEY(data, worker_backoff_s, double, 10, in(0, 86400), (),                                     \
       "How long a trainer sends nothing to a worker that missed the deadline.")                 \
   KEY(data, worker_send_buffers, int, 2, in(1, 64), (),                                         \
@@ -175,7 +176,11 @@
       "checkpoint.dir, else from scratch) or the path of a checkpoint file. "                   \
       "`conflux train --resume X` sets it.")                                                    \
   KEY(checkpoint, final, bool, true, unbounded, (),                                             \
-      "Also checkpoint after the last step, so that resuming a finished run only reports.")
+      "Also checkpoint after the last step, so that resuming a finished run only reports.")     \
+  KEY(checkpoint, on_all_corrupt, std::string, "fail", unbounded, ("fail", "restart"),          \
+      "With resume = auto, when checkpoints exist but every one is rejected as corrupt: fail "  \
+      "(exit 2, naming each file and why) or restart (train from scratch). Rejected files are " \
+      "renamed to *.corrupt either way, so they never count toward checkpoint.keep.")
 
 #define CONFLUX_PROFILE_KEYS(KEY, HOOKED)                                                       \
   KEY(profile, enabled, bool, true, unbounded, (),                                              \

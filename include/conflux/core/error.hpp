@@ -16,6 +16,7 @@ enum class ExitCode : int {
   kSuccess = 0,
   kBadInput = 2,  ///< invalid config, command line, or data file
   kRuntime = 3,   ///< failure while running (MPI, I/O, a peer rank failed)
+  kBusy = 4,      ///< the run directory is in use by another job (not worth a blind relaunch)
   kRequeue = 75,  ///< checkpointed on a signal; asks the scheduler to requeue (EX_TEMPFAIL)
 };
 
@@ -59,6 +60,13 @@ class RuntimeError : public Error {
  public:
   RuntimeError(std::string message, const char* file, int line)
       : Error(ExitCode::kRuntime, std::move(message), file, line) {}
+};
+
+/// The run directory is locked by another job. Exit code 4.
+class BusyError : public Error {
+ public:
+  BusyError(std::string message, const char* file, int line)
+      : Error(ExitCode::kBusy, std::move(message), file, line) {}
 };
 
 }  // namespace conflux

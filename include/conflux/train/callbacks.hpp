@@ -56,6 +56,9 @@ struct TrainSummary {
   int epochs = 0;
   bool stopped = false;         ///< a callback stopped training early (e.g. on a signal)
   std::size_t global_step = 0;  ///< steps completed over the run
+  /// Workers some trainer left behind at shutdown (they stopped answering); agreed over the
+  /// trainers. The job then ends without the collective exit (docs/data-service.md).
+  std::size_t lost_workers = 0;
 };
 
 /// What a callback sees, and may do, at the end of a step.

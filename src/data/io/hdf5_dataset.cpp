@@ -201,8 +201,18 @@ void write_hdf5_dataset(const std::filesystem::path& path, const DatasetSplits& 
   publish_atomically(path, [&](const std::filesystem::path& temp) { write_file(temp, splits); });
 }
 
-DatasetSplits read_hdf5_dataset(const std::filesystem::path& path) {
-  const h5::File file = h5::File::open(path);
+namespace {
+
+DatasetSplits read_checked(const h5::File& file) {
+  // Another conflux format (a checkpoint, a model file) names itself in a `format` attribute.
+  CONFLUX_REQUIRE(!file.has_attribute("/", "format"),
+                  "{}: is a {} file, not a conflux HDF5 dataset (expected a file written by "
+                  "`conflux data convert`)",
+                  file.label(), file.read_string_attribute("/", "format"));
+  CONFLUX_REQUIRE(file.has_attribute("/", "format_version"),
+                  "{}: not a conflux HDF5 dataset: no format_version attribute at / (expected a "
+                  "file written by `conflux data convert`)",
+                  file.label());
   const auto version = file.read_attribute<std::int32_t>("/", "format_version");
   CONFLUX_REQUIRE(version == kFormatVersion, "{}: format_version {} is not supported (expected {})",
                   file.label(), version, kFormatVersion);
@@ -212,6 +222,17 @@ DatasetSplits read_hdf5_dataset(const std::filesystem::path& path) {
   read_split(file, kSplitNames[0], root_sources, splits.train);
   read_split(file, kSplitNames[1], root_sources, splits.test);
   return splits;
+}
+
+}  // namespace
+
+DatasetSplits read_hdf5_dataset(const std::filesystem::path& path) {
+  try {
+    return read_checked(h5::File::open(path));
+  } catch (const RuntimeError& e) {
+    // The HDF5 library failing on a data file means the file is damaged: bad input (exit 2).
+    CONFLUX_INPUT_ERROR("{}: damaged HDF5 dataset, cannot be read: {}", path.string(), e.what());
+  }
 }
 
 }  // namespace conflux::data

@@ -17,9 +17,6 @@ constexpr std::uint32_t kLabelsMagic = 0x00000801;
 constexpr std::uint32_t kUnsignedByteMagicPrefix = 0x00000800;
 // Bigger images are certainly a corrupt header; the bound also keeps N * H * W in 64 bits.
 constexpr std::uint32_t kMaxImageSide = 1 << 15;
-// Deflate cannot expand data by more than about 1032:1, so a gzip file's decompressed size is
-// bounded by this multiple of its size on disk.
-constexpr std::uint64_t kMaxDeflateRatio = 1032;
 
 std::uint32_t load_be32(const std::uint8_t* p) {
   return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
@@ -64,26 +61,50 @@ std::array<std::uint32_t, 3> read_header(FileStream& in, const IdxKind& kind) {
   return dims;
 }
 
-/// Reads exactly `expected` payload bytes into `out` (resized to fit); InputError on
-/// truncation or trailing bytes. `what` describes the payload for messages.
-void read_payload(FileStream& in, std::vector<std::uint8_t>& out, std::uint64_t expected,
-                  const std::string& what) {
+// Largest step by which the payload buffer of a gzip file grows: memory follows what the
+// stream turns out to hold, never what its header claims.
+constexpr std::size_t kGrowStep = std::size_t{64} << 20;
+
+/// What an IDX payload holds, for reading and for messages.
+struct Payload {
+  std::uint64_t records = 0;       // count the header claims
+  std::uint64_t record_bytes = 1;  // bytes of one record
+  std::string what;                // "pixels (3 images of 28x28)"
+  const char* noun = "";           // "images"
+  std::uint64_t bytes() const { return records * record_bytes; }
+};
+
+[[noreturn]] void too_short(const FileStream& in, const Payload& p, std::uint64_t header,
+                            std::uint64_t holds) {
+  CONFLUX_INPUT_ERROR(
+      "{}: truncated at {}: expected {} bytes of {} after the {}-byte header, but the file holds "
+      "{}: room for {} of the {} {} its header claims (a truncated file, or a corrupt record "
+      "count at byte offset 4)",
+      in.path().string(), in.where(header + holds), p.bytes(), p.what, header, holds,
+      holds / p.record_bytes, p.records, p.noun);
+}
+
+/// Reads exactly the payload's bytes into `out`; InputError on truncation or trailing bytes.
+/// A plain file's size bounds the payload before anything is allocated; a gzip file's buffer
+/// grows in steps as data arrives, so a corrupt count costs no more memory than the file holds.
+void read_payload(FileStream& in, std::vector<std::uint8_t>& out, const Payload& p) {
   const std::uint64_t header = in.offset();
-  // Never allocate more than the file could possibly hold: a corrupt count must produce a
-  // truncation error, not an out-of-memory abort.
-  const std::uint64_t capacity = in.gzip()
-                                     ? in.file_size() * kMaxDeflateRatio + 64
-                                     : std::max<std::uint64_t>(in.file_size(), header) - header;
-  out.resize(static_cast<std::size_t>(std::min(expected, capacity)));
-  std::uint64_t got = in.read(std::as_writable_bytes(std::span(out)));
-  if (got < expected) {
-    got += in.skip_to_end();
-    CONFLUX_INPUT_ERROR("{}: truncated at {}: expected {} bytes of {} after the {}-byte header",
-                        in.path().string(), in.where(header + got), expected, what, header);
+  const std::uint64_t expected = p.bytes();
+  if (!in.gzip() && in.file_size() < header + expected) {
+    too_short(in, p, header, std::max<std::uint64_t>(in.file_size(), header) - header);
+  }
+  std::uint64_t got = 0;
+  while (got < expected) {
+    const std::uint64_t grow =
+        in.gzip() ? std::min<std::uint64_t>(expected - got, kGrowStep) : expected - got;
+    out.resize(static_cast<std::size_t>(got + grow));
+    const std::size_t n = in.read(std::as_writable_bytes(std::span(out).subspan(got)));
+    got += n;
+    if (n < grow) too_short(in, p, header, got);
   }
   if (const std::uint64_t extra = in.skip_to_end(); extra > 0) {
     CONFLUX_INPUT_ERROR("{}: {} trailing bytes at {}: the header declares {} bytes of {}",
-                        in.path().string(), extra, in.where(header + expected), expected, what);
+                        in.path().string(), extra, in.where(header + expected), expected, p.what);
   }
 }
 
@@ -120,9 +141,11 @@ Dataset read_idx_split(const std::filesystem::path& images_file,
   ds.num_classes = static_cast<int>(class_names.size());
   ds.class_names = std::move(class_names);
 
-  read_payload(images_in, ds.images, std::uint64_t{count} * height * width,
-               fmt::format("pixels ({} images of {}x{})", count, height, width));
-  read_payload(labels_in, ds.labels, count, fmt::format("labels ({} records)", count));
+  read_payload(images_in, ds.images,
+               {count, std::uint64_t{height} * width,
+                fmt::format("pixels ({} images of {}x{})", count, height, width), "images"});
+  read_payload(labels_in, ds.labels,
+               {count, 1, fmt::format("labels ({} records)", count), "labels"});
 
   const auto max_label = static_cast<std::uint8_t>(ds.num_classes - 1);
   const auto bad = std::find_if(ds.labels.begin(), ds.labels.end(),

@@ -60,7 +60,7 @@ void BatchServer::handle(const Request& request, int source) {
   if (request.kind == RequestKind::kGoodbye) {
     said_goodbye_[ti] = true;
     ++goodbyes_;
-    cancel_queued(t);
+    refuse_queued(t, ReplyStatus::kCancelled);
     // Answers held back by fault injection go out now: the trainer drops them anyway.
     for (auto& slot : slots_) {
       if (slot.busy && !slot.posted && slot.trainer == t) slot.not_before = Clock::now();
@@ -78,15 +78,37 @@ void BatchServer::handle(const Request& request, int source) {
                 t, request.begin, request.begin + request.samples, request.epoch, request.step,
                 step.begin, step.end);
   queues_[ti].push_back(request);
+  if (leaving_) refuse_queued(t, ReplyStatus::kLeaving);
 }
 
-void BatchServer::cancel_queued(int trainer) {
+// A stop signal asks this worker to leave: what is queued is refused, and so is every request
+// still to come, so the trainers learn it left and build its batches themselves; it goes on
+// receiving until every trainer has said goodbye, so that nothing is left unanswered.
+void BatchServer::leave_on_signal() {
+  if (leaving_ || !options_.stop_signal) return;
+  const int signal = options_.stop_signal();
+  if (signal == 0) return;
+  leaving_ = true;
+  std::size_t queued = 0;
+  for (std::size_t t = 0; t < queues_.size(); ++t) {
+    queued += queues_[t].size();
+    refuse_queued(static_cast<int>(t), ReplyStatus::kLeaving);
+  }
+  if (options_.log != nullptr) {
+    options_.log->warn(
+        "worker {}: stop signal {} received: leaving the data service ({} queued request(s) "
+        "refused); the trainers build its batches themselves",
+        options_.worker, signal, queued);
+  }
+}
+
+void BatchServer::refuse_queued(int trainer, ReplyStatus why) {
   auto& queue = queues_[static_cast<std::size_t>(trainer)];
   const int rank = options_.trainer_ranks[static_cast<std::size_t>(trainer)];
   const MPI_Comm comm = options_.comm->get();
   for (const Request& r : queue) {
     SmallSend& send = small_sends_.emplace_back();
-    ReplyHeader h{r.sequence, r.step, r.epoch, r.trainer, 0, ReplyStatus::kCancelled, 0};
+    ReplyHeader h{r.sequence, r.step, r.epoch, r.trainer, 0, why, 0};
     encode_meta(h, {}, {}, send.meta);
     // The trainer posted one receive per image chunk of the planned batch: answer each, empty.
     const std::size_t chunks = chunk_count(r.samples, builder_.floats_per_sample());
@@ -97,7 +119,7 @@ void BatchServer::cancel_queued(int trainer) {
     }
     CONFLUX_MPI_CHECK(MPI_Isend(send.meta.data(), static_cast<int>(send.meta.size()), MPI_BYTE,
                                 rank, meta_tag(r.sequence), comm, &send.requests[chunks]));
-    ++stats_.cancelled;
+    ++(why == ReplyStatus::kLeaving ? stats_.refused : stats_.cancelled);
   }
   queue.clear();
 }
@@ -270,6 +292,29 @@ void BatchServer::count_answer(std::size_t trainer, std::size_t samples) {
   stats_.peak_bytes_in_flight = std::max(stats_.peak_bytes_in_flight, in_flight);
 }
 
+void BatchServer::send_done() {
+  if (options_.trainer_ranks.empty()) return;
+  done_message_ = options_.worker;  // a member: the send may read it after a timeout
+  MPI_Request request = MPI_REQUEST_NULL;
+  CONFLUX_MPI_CHECK(MPI_Isend(&done_message_, 1, MPI_INT32_T, options_.trainer_ranks[0], kDoneTag,
+                              options_.comm->get(), &request));
+  const auto start = Clock::now();
+  Backoff backoff(std::chrono::microseconds(20), std::chrono::microseconds(1000));
+  for (;;) {
+    int done = 0;
+    CONFLUX_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    if (Clock::now() - start > options_.drain_timeout) {
+      MPI_Request_free(&request);  // trainer 0 is gone; the agreed exit will say so
+      CONFLUX_RUNTIME_ERROR(
+          "data service: worker {} could not tell trainer 0 it is done within "
+          "{:.1f} s",
+          options_.worker, options_.drain_timeout.count());
+    }
+    backoff.pause();
+  }
+}
+
 BatchServerStats BatchServer::serve() {
   const auto start = Clock::now();
   const double cpu_start = process_cpu_seconds();
@@ -290,6 +335,7 @@ BatchServerStats BatchServer::serve() {
   Clock::time_point drain_start{};
   while (!done()) {
     bool active = false;
+    leave_on_signal();
     if (goodbyes_ < static_cast<int>(options_.trainer_ranks.size())) {
       active |= receive_requests();
     } else if (drain_start == Clock::time_point{}) {
@@ -309,6 +355,7 @@ BatchServerStats BatchServer::serve() {
     // Idle: sleep, growing the pause, so that a waiting worker costs no CPU.
     backoff.pause();
   }
+  send_done();
   stats_.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   stats_.cpu_seconds = process_cpu_seconds() - cpu_start;
   return stats_;

@@ -1,5 +1,7 @@
 #include "conflux/data/service/worker_client.hpp"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "conflux/comm/mpi.hpp"
@@ -19,7 +21,7 @@ std::size_t floats_per_sample(const std::vector<int>& shape) {
 WorkerClient::WorkerClient(WorkerClientOptions options) : options_(std::move(options)) {
   CONFLUX_REQUIRE(options_.comm != nullptr || options_.worker_ranks.empty(),
                   "WorkerClient needs a communicator when there are workers");
-  for (int rank : options_.worker_ranks) workers_.push_back(WorkerState{rank, 0, 0, {}, {}});
+  for (int rank : options_.worker_ranks) workers_.push_back(WorkerState{rank, 0, 0, {}, false, {}});
 }
 
 WorkerClient::~WorkerClient() {
@@ -35,12 +37,18 @@ WorkerClient::~WorkerClient() {
   };
   for (auto& [batch, p] : pending_) cancel(p);
   for (auto& o : orphans_) cancel(o.pending);
+  for (auto& r : done_receives_) {
+    if (r != MPI_REQUEST_NULL) {
+      MPI_Cancel(&r);
+      MPI_Request_free(&r);
+    }
+  }
 }
 
 bool WorkerClient::any_live_worker() const {
   const auto now = Clock::now();
   return std::any_of(workers_.begin(), workers_.end(),
-                     [&](const WorkerState& w) { return w.skip_until <= now; });
+                     [&](const WorkerState& w) { return !w.left && w.skip_until <= now; });
 }
 
 void WorkerClient::send(int worker, const Request& message) {
@@ -62,7 +70,7 @@ bool WorkerClient::request(Batch& batch, BatchRange range) {
   for (std::size_t k = 0; k < n; ++k) {
     const std::size_t w = (next_worker_ + k) % n;
     const WorkerState& state = workers_[w];
-    if (state.skip_until > now || state.in_flight >= options_.credits) continue;
+    if (state.left || state.skip_until > now || state.in_flight >= options_.credits) continue;
     if (best < 0 || expected_finish(state) < expected_finish(workers_[best])) {
       best = static_cast<int>(w);
     }
@@ -139,6 +147,12 @@ WorkerClient::Arrival WorkerClient::poll(Batch& batch) {
   const MetaView meta =
       decode_meta({p.meta.data(), static_cast<std::size_t>(meta_count)}, worker.rank);
   const ReplyHeader& h = meta.header;
+  if (h.status == ReplyStatus::kLeaving && h.sequence == p.sequence) {
+    on_leaving(worker);
+    ++stats_.refused;
+    pending_.erase(it);  // every receive completed (empty): nothing to keep
+    return Arrival::kTimedOut;
+  }
   const std::size_t fps = floats_per_sample(options_.image_shape);
   CONFLUX_CHECK(h.status == ReplyStatus::kBatch && h.sequence == p.sequence && h.epoch == p.epoch &&
                     h.step == p.step && h.trainer == options_.trainer &&
@@ -181,7 +195,7 @@ std::vector<offload::WorkerCounters> WorkerClient::worker_counters() const {
   const auto now = Clock::now();
   for (const WorkerState& w : workers_) {
     offload::WorkerCounters c = w.seen;
-    c.live = now >= w.skip_until;
+    c.live = !w.left && now >= w.skip_until;
     c.in_flight = static_cast<std::uint32_t>(w.in_flight);
     out.push_back(c);
   }
@@ -202,6 +216,17 @@ void WorkerClient::on_timeout(Batch& batch, Pending&& p) {
         options_.backoff.count());
   }
   orphan(batch, std::move(p));
+}
+
+void WorkerClient::on_leaving(WorkerState& worker) {
+  if (worker.left) return;
+  worker.left = true;
+  if (options_.log != nullptr) {
+    options_.log->warn(
+        "data service: worker rank {} left the service (a stop signal reached it); trainer {} "
+        "builds the batches it would have built",
+        worker.rank, options_.trainer);
+  }
 }
 
 void WorkerClient::orphan(Batch& batch, Pending&& p) {
@@ -227,6 +252,9 @@ void WorkerClient::settle_orphan(Orphan& orphan) {
       decode_meta({orphan.pending.meta.data(), static_cast<std::size_t>(meta_count)}, worker.rank);
   if (meta.header.status == ReplyStatus::kCancelled) {
     ++stats_.cancelled;
+  } else if (meta.header.status == ReplyStatus::kLeaving) {
+    on_leaving(worker);
+    ++stats_.refused;
   } else {
     ++stats_.late_dropped;
   }
@@ -249,6 +277,50 @@ void WorkerClient::progress() {
   }
 }
 
+void WorkerClient::post_done_receives() {
+  if (options_.trainer != 0) return;
+  done_from_.assign(workers_.size(), -1);
+  done_receives_.assign(workers_.size(), MPI_REQUEST_NULL);
+  for (std::size_t w = 0; w < workers_.size(); ++w) {
+    CONFLUX_MPI_CHECK(MPI_Irecv(&done_from_[w], 1, MPI_INT32_T, workers_[w].rank, kDoneTag,
+                                options_.comm->get(), &done_receives_[w]));
+  }
+}
+
+// Whether nothing is due any more: late answers, sends, and (trainer 0) done messages.
+bool WorkerClient::settled() {
+  progress();
+  for (auto& r : done_receives_) {
+    int done = 0;
+    if (r != MPI_REQUEST_NULL) CONFLUX_MPI_CHECK(MPI_Test(&r, &done, MPI_STATUS_IGNORE));
+  }
+  return orphans_.empty() && outgoing_.empty() &&
+         std::all_of(done_receives_.begin(), done_receives_.end(),
+                     [](MPI_Request r) { return r == MPI_REQUEST_NULL; });
+}
+
+// The workers that still owe an answer or (trainer 0) their done message after the grace: they
+// stopped answering (frozen, or their node is gone). The run's results do not depend on them.
+void WorkerClient::report_lost() {
+  std::vector<int> lost;
+  for (std::size_t w = 0; w < workers_.size(); ++w) {
+    const bool owes_answer = std::any_of(orphans_.begin(), orphans_.end(), [&](const Orphan& o) {
+      return o.pending.worker == static_cast<int>(w);
+    });
+    const bool owes_done = !done_receives_.empty() && done_receives_[w] != MPI_REQUEST_NULL;
+    if (owes_answer || owes_done) lost.push_back(workers_[w].rank);
+  }
+  stats_.lost_workers = lost.size();
+  if (options_.log != nullptr) {
+    options_.log->warn(
+        "data service: worker rank(s) {} did not finish within {:.3g} s of trainer {}'s goodbye "
+        "({} late answer(s), {} send(s) outstanding); the run's results do not depend on them, "
+        "so the job ends without waiting for them",
+        fmt::join(lost, ", "), options_.shutdown_grace.count(), options_.trainer, orphans_.size(),
+        outgoing_.size());
+  }
+}
+
 void WorkerClient::finish() {
   if (finished_) return;
   finished_ = true;
@@ -258,18 +330,14 @@ void WorkerClient::finish() {
     send(static_cast<int>(w),
          Request{RequestKind::kGoodbye, options_.trainer, 0, 0, 0, workers_[w].next_sequence});
   }
-  const auto start = Clock::now();
+  post_done_receives();
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(options_.shutdown_grace);
   Backoff backoff(std::chrono::microseconds(20), std::chrono::microseconds(1000));
-  while (!orphans_.empty() || !outgoing_.empty()) {
-    progress();
-    if (orphans_.empty() && outgoing_.empty()) break;
-    if (Clock::now() - start > options_.drain_timeout) {
-      const int rank = orphans_.empty() ? -1 : workers_[orphans_.front().pending.worker].rank;
-      CONFLUX_RUNTIME_ERROR(
-          "data service: trainer {} timed out after {:.1f} s waiting for {} late answer(s) "
-          "(first from worker rank {}) and {} request send(s)",
-          options_.trainer, options_.drain_timeout.count(), orphans_.size(), rank,
-          outgoing_.size());
+  while (!settled()) {
+    if (Clock::now() > deadline) {
+      report_lost();
+      return;
     }
     backoff.pause();
   }

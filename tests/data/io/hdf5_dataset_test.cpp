@@ -14,6 +14,7 @@
 #include "../../support/temp_dir.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/core/hdf5.hpp"
+#include "conflux/core/hdf5_file.hpp"
 
 namespace conflux::data {
 namespace {
@@ -113,6 +114,34 @@ TEST_F(Hdf5DatasetTest, NotAnHdf5File) {
   expect_input_error([&] { read_hdf5_dataset(text); }, {text.string(), "not an HDF5 file"});
   const auto missing = dir_.path() / "missing.h5";
   expect_input_error([&] { read_hdf5_dataset(missing); }, {missing.string(), "no such file"});
+}
+
+// A checkpoint given as data.hdf5_file used to say only "format_version 2 is not supported".
+TEST_F(Hdf5DatasetTest, AnotherConfluxFormatIsNamed) {
+  const auto ckpt = dir_.path() / "ckpt-000000010.h5";
+  {
+    h5::File file = h5::File::create(ckpt);
+    file.write_string_attribute("/", "format", "conflux-checkpoint",
+                                h5::StringStorage::kVariableLength);
+    file.write_attribute<std::int32_t>("/", "format_version", 2);
+    file.close();
+  }
+  expect_input_error([&] { read_hdf5_dataset(ckpt); },
+                     {ckpt.string(), "is a conflux-checkpoint file, not a conflux HDF5 dataset"});
+}
+
+// Damage the HDF5 library trips over is bad input naming the file (exit 2), not exit 3.
+TEST_F(Hdf5DatasetTest, ADamagedFileIsBadInputNamingIt) {
+  const auto size = fs::file_size(path_);
+  fs::resize_file(path_, size / 2);
+  try {
+    read_hdf5_dataset(path_);
+    FAIL() << "a truncated dataset was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(path_.string()), std::string::npos) << e.what();
+  } catch (const Error& e) {
+    FAIL() << "exit " << static_cast<int>(e.code()) << ": " << e.what();
+  }
 }
 
 TEST_F(Hdf5DatasetTest, MissingDataset) {

@@ -1,6 +1,7 @@
 #include "conflux/data/io/idx_reader.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -214,6 +215,32 @@ class IdxGzipTest : public ::testing::Test {
   }
   TempDir dir_;
 };
+
+long peak_rss_kb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+// A header claiming 2^31 records over 1 MB of pixels: the error names the claimed and the
+// possible count, and memory follows what the stream holds (the buffer used to be sized from
+// the claim, up to 1032 x the compressed size: 1 GB here).
+TEST_F(IdxGzipTest, ACorruptRecordCountCostsNoMoreMemoryThanTheFileHolds) {
+  std::string px(1024 * 1024, '\0');
+  std::uint32_t x = 7;
+  for (auto& c : px) {
+    x = x * 1664525u + 1013904223u;
+    c = static_cast<char>(x >> 24);
+  }
+  const auto images = dir_.path() / "images.gz";
+  const auto labels = dir_.path() / "labels.gz";
+  write_gz(images, idx_images(1u << 31, 32, 32, px));
+  write_gz(labels, be32(0x00000801) + be32(1u << 31) + std::string(1024, '\1'));
+  const long before = peak_rss_kb();
+  expect_input_error([&] { read_idx_split(images, labels, "t", digit_names()); },
+                     {images.string(), "room for 1024 of the 2147483648 images"});
+  EXPECT_LT(peak_rss_kb() - before, 200 * 1024) << "KB of peak RSS growth";
+}
 
 TEST_F(IdxGzipTest, CorruptCompressedData) {
   std::string gz = images_gz();

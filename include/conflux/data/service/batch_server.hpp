@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -51,6 +52,9 @@ struct BatchServerOptions {
   int send_buffers = 2;                              ///< batches held while sending
   std::chrono::duration<double> drain_timeout{600};  ///< longest wait for a send at the end
   WorkerFault fault;
+  /// The stop signal this process received, or 0 (null: none watched). On one the worker leaves
+  /// the service: it answers every request with kLeaving until the trainers say goodbye.
+  std::function<int()> stop_signal;
   const Logger* log = nullptr;
   telemetry::Timeline* timeline = nullptr;  ///< records each batch built; null: none
 };
@@ -60,6 +64,7 @@ struct BatchServerStats {
   std::size_t batches = 0;                 ///< batches built and sent
   std::size_t samples = 0;                 ///< samples in them
   std::size_t cancelled = 0;               ///< requests cancelled by a trainer's goodbye
+  std::size_t refused = 0;                 ///< requests refused after this worker left
   std::vector<std::size_t> per_trainer;    ///< batches sent to each trainer
   std::uint64_t peak_bytes_in_flight = 0;  ///< most batch bytes held while sending
   double build_seconds = 0;                ///< time spent building (a kSlow fault's wait included)
@@ -67,7 +72,8 @@ struct BatchServerStats {
   double cpu_seconds = 0;                  ///< CPU time this process used in serve()
 };
 
-/// Serves batch requests until every trainer said goodbye.
+/// Serves batch requests until every trainer said goodbye and every answer went out, then
+/// tells trainer 0 it is done (kDoneTag).
 class BatchServer {
  public:
   explicit BatchServer(BatchServerOptions options);
@@ -104,7 +110,9 @@ class BatchServer {
   void count_answer(std::size_t trainer, std::size_t samples);
   void post_chunk(SendSlot& slot, std::size_t chunk);
   void post_meta(SendSlot& slot);
-  void cancel_queued(int trainer);
+  void refuse_queued(int trainer, ReplyStatus why);
+  void leave_on_signal();
+  void send_done();
   const EpochPlan& plan(std::uint32_t epoch);
   bool faulty_now() const;
   bool done() const;
@@ -122,7 +130,9 @@ class BatchServer {
   Request incoming_;
   MPI_Request receive_ = MPI_REQUEST_NULL;
   std::uint64_t answers_ = 0;
-  BusyMeter load_;  // busy fraction reported to the trainers
+  std::int32_t done_message_ = 0;
+  bool leaving_ = false;  // a stop signal came: every request is refused
+  BusyMeter load_;        // busy fraction reported to the trainers
   BatchServerStats stats_;
 };
 

@@ -20,6 +20,10 @@ namespace conflux::data {
 
 /// MPI tags of the data service (on its own communicator).
 inline constexpr int kRequestTag = 100;
+/// Tag of a worker's done message to trainer 0 (its worker index, one int32): every trainer
+/// said goodbye and every answer went out. Trainer 0 waits for these with a deadline instead of
+/// entering a collective that a frozen worker would never join.
+inline constexpr int kDoneTag = 101;
 /// Replies use tags kReplyTagBase + 2 * (sequence mod kReplyTagSpan) (+1 for the images).
 inline constexpr int kReplyTagBase = 1000;
 inline constexpr std::uint64_t kReplyTagSpan = 8192;
@@ -69,6 +73,8 @@ struct Request {
 enum class ReplyStatus : std::uint32_t {
   kBatch = 0,      ///< the batch follows
   kCancelled = 1,  ///< not built (the trainer said goodbye); the image messages are empty
+  kLeaving = 2,    ///< not built: the worker is leaving the service (a stop signal reached it);
+                   ///< the trainer builds the batch itself and sends that worker nothing more
 };
 
 /// Start of the meta message.

@@ -27,15 +27,17 @@ namespace conflux::data {
 
 /// Settings of a WorkerClient.
 struct WorkerClientOptions {
-  const comm::Communicator* comm = nullptr;          ///< the data service's communicator
-  std::vector<int> worker_ranks;                     ///< rank in *comm of each worker
-  int trainer = 0;                                   ///< this trainer's index
-  int credits = 2;                                   ///< most requests in flight per worker
-  std::chrono::duration<double> timeout{30};         ///< deadline of one request
-  std::chrono::duration<double> backoff{10};         ///< pause for a worker that missed one
-  std::chrono::duration<double> drain_timeout{600};  ///< longest wait for late answers at the end
-  std::vector<int> image_shape;                      ///< C, H, W of one sample
-  std::size_t max_samples = 0;                       ///< largest batch of this trainer
+  const comm::Communicator* comm = nullptr;   ///< the data service's communicator
+  std::vector<int> worker_ranks;              ///< rank in *comm of each worker
+  int trainer = 0;                            ///< this trainer's index
+  int credits = 2;                            ///< most requests in flight per worker
+  std::chrono::duration<double> timeout{30};  ///< deadline of one request
+  std::chrono::duration<double> backoff{10};  ///< pause for a worker that missed one
+  /// Longest wait at the end for late answers and, on trainer 0, the workers' done messages;
+  /// a worker that misses it is reported lost (see finish()), not waited for.
+  std::chrono::duration<double> shutdown_grace{30};
+  std::vector<int> image_shape;  ///< C, H, W of one sample
+  std::size_t max_samples = 0;   ///< largest batch of this trainer
   const Logger* log = nullptr;
 };
 
@@ -46,7 +48,9 @@ struct WorkerClientStats {
   std::size_t timeouts = 0;         ///< requests given up on
   std::size_t late_dropped = 0;     ///< late answers received and dropped
   std::size_t cancelled = 0;        ///< requests the worker cancelled at the end
+  std::size_t refused = 0;          ///< requests refused by a worker leaving the service
   std::size_t peak_orphans = 0;     ///< most given-up requests holding buffers at once
+  std::size_t lost_workers = 0;     ///< workers that did not finish within the shutdown grace
   std::uint64_t payload_bytes = 0;  ///< image + label bytes of used answers
 };
 
@@ -72,14 +76,18 @@ class WorkerClient {
   bool request(Batch& batch, BatchRange range);
   /// Completes the request of `batch` if its answer arrived (filling images, labels, samples,
   /// origin); on a passed deadline gives it up (the batch gets fresh buffers) and logs a
-  /// warning naming the worker.
+  /// warning naming the worker. A worker leaving the service refuses it: kTimedOut too, and
+  /// that worker is never asked again.
   Arrival poll(Batch& batch);
   /// Gives up the request of `batch` without blaming the worker (the batch is not needed,
   /// e.g. training stopped early); its answer is dropped when it arrives.
   void abandon(Batch& batch);
   /// Completes finished sends and late answers; call often.
   void progress();
-  /// Says goodbye to every worker and waits (at most drain_timeout) for the answers still due.
+  /// Says goodbye to every worker and waits, at most shutdown_grace, for the answers still due
+  /// and (trainer 0) for every worker's done message. A worker that missed that is counted in
+  /// stats().lost_workers and logged; its receives stay posted (they are cancelled by the
+  /// destructor), since the job then ends without it (docs/data-service.md, "Shutdown").
   void finish();
   /// Counters so far.
   const WorkerClientStats& stats() const noexcept { return stats_; }
@@ -97,6 +105,7 @@ class WorkerClient {
     int in_flight = 0;
     std::uint64_t next_sequence = 0;
     Clock::time_point skip_until{};
+    bool left = false;             // it left the service (kLeaving): never asked again
     offload::WorkerCounters seen;  // what the profiler reads
   };
   struct Pending {
@@ -125,6 +134,10 @@ class WorkerClient {
   void on_timeout(Batch& batch, Pending&& p);
   void orphan(Batch& batch, Pending&& p);
   void settle_orphan(Orphan& orphan);
+  void on_leaving(WorkerState& worker);
+  void post_done_receives();
+  bool settled();
+  void report_lost();
 
   WorkerClientOptions options_;
   std::vector<WorkerState> workers_;
@@ -132,6 +145,9 @@ class WorkerClient {
   std::unordered_map<const Batch*, Pending> pending_;
   std::list<Orphan> orphans_;
   std::deque<Outgoing> outgoing_;  // deque: posted buffers never move
+  // Trainer 0 only, from finish() on: each worker's done message (its index) and receive.
+  std::vector<std::int32_t> done_from_;
+  std::vector<MPI_Request> done_receives_;
   WorkerClientStats stats_;
   bool finished_ = false;
 };

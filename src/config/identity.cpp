@@ -1,0 +1,45 @@
+#include "conflux/config/identity.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "conflux/config/schema.hpp"
+
+namespace conflux {
+
+namespace {
+
+// Paths that may differ between nodes (a node-local copy of the data, a plugin installed
+// elsewhere) without changing what the job computes.
+constexpr std::array<std::string_view, 3> kPerNodePaths = {"data.dir", "data.hdf5_file",
+                                                           "transform.plugin"};
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> rank_invariant_values(const Config& config) {
+  std::vector<std::pair<std::string, std::string>> values;
+  for (const KeySpec& spec : config_keys()) {
+    if (std::find(kPerNodePaths.begin(), kPerNodePaths.end(), spec.path) != kPerNodePaths.end()) {
+      continue;
+    }
+    values.emplace_back(spec.path, config.value_text(spec.path));
+  }
+  // Each layer as its type and every key its type has.
+  std::string layers;
+  for (const LayerSpec& layer : config.layers()) {
+    layers += layer.type;
+    for (const LayerKeySpec& spec : layer_keys()) {
+      if (spec.type != layer.type) continue;
+      for (const LayerKey& key : spec.keys)
+        layers += fmt::format(" {}={}", key.path, layer.*key.member);
+    }
+    layers += "; ";
+  }
+  values.emplace_back("model.layers", layers);
+  return values;
+}
+
+}  // namespace conflux
