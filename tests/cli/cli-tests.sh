@@ -16,6 +16,8 @@ printf '[train]\nlr = = 1\n' >"$TMP/syntax.toml"
 expect_fail "TOML syntax error with line:column" 2 "syntax.toml:2:" -- "$CONFLUX" config check --config "$TMP/syntax.toml"
 sed 's/^lr = 0.05/learning_rate = 0.05/' configs/mnist_mlp.toml >"$TMP/typo.toml"
 expect_fail "unknown key with hint" 2 "unknown key 'train.learning_rate'" -- "$CONFLUX" config check --config "$TMP/typo.toml"
+expect_fail "/dev/zero as --config: refused at once, not read without end" 2 "/dev/zero: not a regular file (a character device)" -- \
+  timeout 10 "$CONFLUX" config check --config /dev/zero
 expect_fail "bad --set value" 2 "train.lr: expected a number" -- "$CONFLUX" config check --config configs/mnist_mlp.toml --set train.lr=fast
 expect_fail "--set without =" 2 "expected key=value" -- "$CONFLUX" config check --config configs/mnist_mlp.toml --set train.lr
 expect_fail "unknown option" 2 "unrecognised option" -- "$CONFLUX" train --config configs/mnist_mlp.toml --sett x=1
