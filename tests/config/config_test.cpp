@@ -308,6 +308,15 @@ TEST(ConfigBad, OversizedFileIsRefusedBeforeReading) {
   EXPECT_EQ(load_file_error(padded), "accepted");
 }
 
+TEST(ConfigBad, UnknownRunDirPlaceholder) {
+  expect_bad(with("dir = \"runs/{name}-{time}\"", "dir = \"runs/{date}\""),
+             {"test.toml:4:7", "run.dir", "unknown placeholder {date}", "{time}", "{name}"});
+  expect_bad(kValid, {"--set run.dir=x/{name}/{Time}", "unknown placeholder {Time}"},
+             {"run.dir=x/{name}/{Time}"});
+  // The template is checked, not the result: a run name may hold braces.
+  EXPECT_EQ(load(kValid, {"run.name={date}"}).run().dir, "runs/{date}-20260101-000000");
+}
+
 TEST(ConfigSchema, EveryKeyIsDocumentedInTheReferencePage) {
   const std::string md = config_reference_markdown();
   std::ifstream docs("docs/config.md");
