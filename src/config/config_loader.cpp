@@ -151,6 +151,12 @@ class ConfigLoader {
     path.erase(path.find_last_not_of(" \t") + 1);
     const std::string value_text = text.substr(eq + 1);
     const std::string origin = fmt::format("--set {}", text);
+    // The one name the schema does not hold: without this, "unknown key" would be the answer.
+    CONFLUX_REQUIRE(path != "model.layers" && !path.starts_with("model.layers[") &&
+                        !path.starts_with("model.layers."),
+                    "{}: model.layers is a list of [[model.layers]] tables and cannot be set "
+                    "with --set; edit the config file",
+                    origin);
     CONFLUX_REQUIRE(find_key(path) != nullptr, "{}: unknown key '{}'{}", origin, path,
                     did_you_mean(path, key_paths()));
     toml::table snippet;

@@ -317,6 +317,20 @@ TEST(ConfigBad, UnknownRunDirPlaceholder) {
   EXPECT_EQ(load(kValid, {"run.name={date}"}).run().dir, "runs/{date}-20260101-000000");
 }
 
+TEST(ConfigBad, ModelLayersCannotBeSetWithSet) {
+  try {
+    load(kValid, {"model.layers=3"});
+    FAIL();
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("--set model.layers=3: model.layers is a list of [[model.layers]] "
+                           "tables and cannot be set with --set; edit the config file"),
+              std::string::npos)
+        << message;
+    EXPECT_EQ(message.find("did you mean"), std::string::npos) << message;
+  }
+}
+
 TEST(ConfigSchema, EveryKeyIsDocumentedInTheReferencePage) {
   const std::string md = config_reference_markdown();
   std::ifstream docs("docs/config.md");
