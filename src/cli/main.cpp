@@ -24,6 +24,7 @@
 #include "conflux/core/log.hpp"
 #include "conflux/data/io/catalog.hpp"
 #include "conflux/data/io/hdf5_dataset.hpp"
+#include "conflux/train/model_budget.hpp"
 #include "conflux/train/train_job.hpp"
 #include "plan_commands.hpp"
 
@@ -183,6 +184,8 @@ int cmd_config(const std::vector<std::string>& args) {
   const ConfigArgs config_args = parse_config_args({args.begin() + 1, args.end()}, "config check");
   const Config config =
       load_config_file(config_args.path, sources_for(config_args, local_time("%Y%m%d-%H%M%S")));
+  // What train would find only at start-up: a model that does not fit the data or memory.
+  train::check_model_memory(config, train::expected_model_input(config));
   std::cout << config.resolved_toml();
   return 0;
 }

@@ -35,6 +35,10 @@ void ConfigBuilder::set(const KeySpec& spec, const toml::node& node, const std::
 }
 
 void ConfigBuilder::set(const Setting& setting, std::string_view origin) {
+  CONFLUX_REQUIRE(setting.key != "model.layers",
+                  "{}: model.layers is a list of [[model.layers]] tables and cannot be set "
+                  "through Config::with",
+                  origin);
   const KeySpec* spec = find_key(setting.key);
   CONFLUX_REQUIRE(spec != nullptr, "{}: unknown key '{}'{}", origin, setting.key,
                   did_you_mean(setting.key, key_paths()));

@@ -2,14 +2,18 @@
 // unknown sections and keys, then hand every key of the schema (its value, else its default)
 // and every layer to the ConfigBuilder.
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <cerrno>
+#include <cstring>
 
 #include "config_builder.hpp"
 #include "conflux/config/config.hpp"
+#include "conflux/core/byte_size.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/core/suggest.hpp"
 #include "key_values.hpp"
@@ -17,6 +21,75 @@
 namespace conflux {
 
 namespace {
+
+// The largest config file read: hundreds of times any real config (the shipped ones are about
+// 1 KiB), and a bound on what a mistaken --config (a disk image, a log) makes every rank read.
+// docs/config.md states it.
+constexpr std::size_t kMaxConfigMiB = 1;
+constexpr std::size_t kMaxConfigBytes = kMaxConfigMiB << 20;
+
+// What a file that is not a regular one is, for the message.
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "of an unknown kind";
+}
+
+// InputError unless `st` is a regular file of at most kMaxConfigBytes.
+void require_config_file(const struct stat& st, const std::string& name) {
+  CONFLUX_REQUIRE(S_ISREG(st.st_mode), "{}: not a regular file ({}); expected a TOML config file",
+                  name, file_kind(st.st_mode));
+  CONFLUX_REQUIRE(static_cast<std::uintmax_t>(st.st_size) <= kMaxConfigBytes,
+                  "{}: {} is larger than the {} MiB a config may have", name,
+                  format_bytes(static_cast<double>(st.st_size)), kMaxConfigMiB);
+}
+
+[[noreturn]] void cannot_open(const std::string& name, int error) {
+  CONFLUX_INPUT_ERROR("{}: cannot open config file ({})", name,
+                      error == ENOENT   ? "no such file"
+                      : error == EACCES ? "permission denied"
+                                        : std::strerror(error));
+}
+
+// Closes a descriptor when it goes out of scope.
+struct FileDescriptor {
+  int fd;
+  ~FileDescriptor() { ::close(fd); }
+};
+
+// The text of a config file, read with a bound. The file is checked before it is opened: opening
+// a FIFO waits for a writer, and a device (/dev/zero) has no end. It is checked again once open
+// (something else may have taken its name in between), and at most the cap is read (it may grow
+// while it is read).
+std::string read_config_text(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) cannot_open(name, errno);
+  require_config_file(st, name);
+  // O_NONBLOCK: should a FIFO have taken the name since stat(), open() returns at once.
+  const FileDescriptor file{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
+  if (file.fd < 0) cannot_open(name, errno);
+  CONFLUX_REQUIRE(::fstat(file.fd, &st) == 0, "{}: cannot stat config file ({})", name,
+                  std::strerror(errno));
+  require_config_file(st, name);
+  std::string text(kMaxConfigBytes + 1, '\0');  // one byte more tells a file that grew
+  std::size_t size = 0;
+  while (size < text.size()) {
+    const ssize_t got = ::read(file.fd, text.data() + size, text.size() - size);
+    if (got == 0) break;
+    if (got < 0 && errno == EINTR) continue;
+    CONFLUX_REQUIRE(got > 0, "{}: cannot read config file ({})", name, std::strerror(errno));
+    size += static_cast<std::size_t>(got);
+  }
+  CONFLUX_REQUIRE(size <= kMaxConfigBytes,
+                  "{}: grew beyond the {} MiB a config may have while it was read", name,
+                  kMaxConfigMiB);
+  text.resize(size);
+  return text;
+}
 
 // The tables a config may have, in documentation order.
 const std::vector<std::string>& section_names() {
@@ -78,6 +151,12 @@ class ConfigLoader {
     path.erase(path.find_last_not_of(" \t") + 1);
     const std::string value_text = text.substr(eq + 1);
     const std::string origin = fmt::format("--set {}", text);
+    // The one name the schema does not hold: without this, "unknown key" would be the answer.
+    CONFLUX_REQUIRE(path != "model.layers" && !path.starts_with("model.layers[") &&
+                        !path.starts_with("model.layers."),
+                    "{}: model.layers is a list of [[model.layers]] tables and cannot be set "
+                    "with --set; edit the config file",
+                    origin);
     CONFLUX_REQUIRE(find_key(path) != nullptr, "{}: unknown key '{}'{}", origin, path,
                     did_you_mean(path, key_paths()));
     toml::table snippet;
@@ -231,12 +310,7 @@ Config load_config_string(std::string_view toml_text, std::string_view source_na
 }
 
 Config load_config_file(const std::filesystem::path& path, const ConfigSources& sources) {
-  std::ifstream in(path, std::ios::binary);
-  CONFLUX_REQUIRE(in.good(), "{}: cannot open config file ({})", path.string(),
-                  std::filesystem::exists(path) ? "permission denied" : "no such file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return load_config_string(text.str(), path.string(), sources);
+  return load_config_string(read_config_text(path), path.string(), sources);
 }
 
 }  // namespace conflux

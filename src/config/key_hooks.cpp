@@ -17,6 +17,22 @@ std::string replace_all(std::string text, std::string_view from, std::string_vie
   return text;
 }
 
+// InputError for a {placeholder} in run.dir's template other than {time} and {name}: kept
+// literally, a typo such as {date} would name every run's directory the same.
+void check_run_dir_placeholders(const std::string& dir, const std::string& where) {
+  for (std::size_t open = dir.find('{'); open != std::string::npos;
+       open = dir.find('{', open + 1)) {
+    const std::size_t close = dir.find('}', open);
+    if (close == std::string::npos) return;  // a lone brace is no placeholder
+    const std::string placeholder = dir.substr(open, close - open + 1);
+    if (placeholder == "{time}" || placeholder == "{name}") continue;
+    CONFLUX_INPUT_ERROR(
+        "{}: run.dir = \"{}\": unknown placeholder {}; known: {{time}} (the launch date-time) "
+        "and {{name}} (run.name)",
+        where, dir, placeholder);
+  }
+}
+
 }  // namespace
 
 KeyBinding ConfigBuilder::run_dir() {
@@ -25,6 +41,8 @@ KeyBinding ConfigBuilder::run_dir() {
       [](ConfigBuilder& b) {
         const std::string& dir = b.written("run.dir");
         CONFLUX_REQUIRE(!dir.empty(), "{}: run.dir must not be empty", b.config().where("run.dir"));
+        // The template, not the result: run.name may hold braces of its own.
+        check_run_dir_placeholders(dir, b.config().where("run.dir"));
         b.section<RunSection>().dir = replace_all(
             replace_all(dir, "{time}", b.sources().launch_time), "{name}", b.config().run().name);
       }};

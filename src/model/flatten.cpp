@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <functional>
+#include <limits>
 #include <numeric>
 
 #include "conflux/core/error.hpp"
@@ -12,7 +13,12 @@ namespace conflux::model {
 
 SampleShape Flatten::output_shape(const SampleShape& input) const {
   CONFLUX_REQUIRE(!input.empty(), "expects a non-empty sample shape");
-  return {static_cast<int>(Tensor::count_of(input))};
+  // A tensor dimension is an int: a larger count would wrap into a wrong (or negative) width.
+  const std::size_t features = Tensor::count_of(input);
+  CONFLUX_REQUIRE(features <= static_cast<std::size_t>(std::numeric_limits<int>::max()),
+                  "flattens [{}] into {} features, more than the {} a tensor dimension holds",
+                  fmt::join(input, ","), features, std::numeric_limits<int>::max());
+  return {static_cast<int>(features)};
 }
 
 void Flatten::forward(const Tensor& in, Tensor& out) {

@@ -22,17 +22,101 @@ std::size_t first_trainable(const std::vector<std::unique_ptr<Layer>>& layers,
   return i;
 }
 
-}  // namespace
+// The count of a layer's parameters for inputs of `input`.
+std::size_t param_count(const Layer& layer, const SampleShape& input) {
+  std::size_t count = 0;
+  for (const ParamInfo& info : layer.param_layout(input)) count += Tensor::count_of(info.shape);
+  return count;
+}
 
-Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape, int num_classes,
-             std::uint64_t seed)
-    : input_shape_(input_shape) {
+// The layers of `specs` with their shapes (shapes[i] is layer i's input, back() the output),
+// made without allocating any parameter or activation. The one walk of the specs, shared by
+// the constructor and footprint(); InputError naming the layer.
+struct LayerStack {
+  std::vector<std::unique_ptr<Layer>> layers;
+  std::vector<SampleShape> shapes;
+};
+
+LayerStack stack_layers(const std::vector<LayerSpec>& specs, const SampleShape& input_shape,
+                        int num_classes) {
   CONFLUX_REQUIRE(!specs.empty(), "the model has no layers");
   CONFLUX_REQUIRE(num_classes > 0, "the number of classes must be > 0, got {}", num_classes);
   CONFLUX_REQUIRE(
       !input_shape.empty() && std::ranges::all_of(input_shape, [](int d) { return d > 0; }),
       "invalid model input shape [{}]", fmt::join(input_shape, ","));
-  build_layers(specs, num_classes);
+  LayerStack stack;
+  stack.shapes.push_back(input_shape);
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    std::unique_ptr<Layer> layer;
+    try {
+      layer = make_layer(specs[i]);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("layer {}: {}", i, e.what()), e.file(), e.line());
+    }
+    try {
+      stack.shapes.push_back(layer->output_shape(stack.shapes[i]));
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("layer {} ({}) {}", i, layer->type(), e.what()), e.file(),
+                       e.line());
+    }
+    stack.layers.push_back(std::move(layer));
+  }
+  CONFLUX_REQUIRE(stack.shapes.back() == SampleShape{num_classes},
+                  "model output is [{}] but the dataset has {} classes",
+                  fmt::join(stack.shapes.back(), ","), num_classes);
+  return stack;
+}
+
+}  // namespace
+
+double LayerFootprint::bytes(std::size_t batch) const {
+  return static_cast<double>(sizeof(float)) *
+         (3.0 * static_cast<double>(params) +
+          static_cast<double>(activation_floats) * static_cast<double>(batch));
+}
+
+std::size_t ModelFootprint::params() const {
+  std::size_t total = 0;
+  for (const LayerFootprint& layer : layers) total += layer.params;
+  return total;
+}
+
+double ModelFootprint::bytes(std::size_t batch) const {
+  double total = 0;
+  for (const LayerFootprint& layer : layers) total += layer.bytes(batch);
+  return total;
+}
+
+std::size_t ModelFootprint::largest(std::size_t batch) const {
+  std::size_t largest = 0;
+  for (std::size_t i = 1; i < layers.size(); ++i)
+    if (layers[i].bytes(batch) > layers[largest].bytes(batch)) largest = i;
+  return largest;
+}
+
+ModelFootprint Model::footprint(const std::vector<LayerSpec>& specs, const SampleShape& input_shape,
+                                int num_classes) {
+  const LayerStack stack = stack_layers(specs, input_shape, num_classes);
+  const std::size_t first = first_trainable(stack.layers, stack.shapes);
+  ModelFootprint footprint;
+  for (std::size_t i = 0; i < stack.layers.size(); ++i) {
+    const std::size_t output = Tensor::count_of(stack.shapes[i + 1]);
+    // forward() keeps every layer's output; backward() keeps the gradient of every layer's
+    // input above the first trainable layer, which has the size of the output below it.
+    const bool has_gradient = i >= first && i + 1 < stack.layers.size();
+    footprint.layers.push_back({.type = stack.layers[i]->type(),
+                                .params = param_count(*stack.layers[i], stack.shapes[i]),
+                                .activation_floats = has_gradient ? 2 * output : output});
+  }
+  return footprint;
+}
+
+Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape, int num_classes,
+             std::uint64_t seed)
+    : input_shape_(input_shape) {
+  LayerStack stack = stack_layers(specs, input_shape, num_classes);
+  layers_ = std::move(stack.layers);
+  shapes_ = std::move(stack.shapes);
   bind_and_init(lay_out_params(), seed);
   // Nothing reads the gradient with respect to the input of the first layer with parameters
   // (e.g. the linear layer after a leading flatten), and it costs as much as that layer's
@@ -42,29 +126,6 @@ Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape
   }
   activations_.resize(layers_.size());
   gradients_.resize(layers_.size());
-}
-
-// Makes each layer and infers its output shape; errors name the layer.
-void Model::build_layers(const std::vector<LayerSpec>& specs, int num_classes) {
-  shapes_.push_back(input_shape_);
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    std::unique_ptr<Layer> layer;
-    try {
-      layer = make_layer(specs[i]);
-    } catch (const InputError& e) {
-      throw InputError(fmt::format("layer {}: {}", i, e.what()), e.file(), e.line());
-    }
-    try {
-      shapes_.push_back(layer->output_shape(shapes_[i]));
-    } catch (const InputError& e) {
-      throw InputError(fmt::format("layer {} ({}) {}", i, layer->type(), e.what()), e.file(),
-                       e.line());
-    }
-    layers_.push_back(std::move(layer));
-  }
-  CONFLUX_REQUIRE(shapes_.back() == SampleShape{num_classes},
-                  "model output is [{}] but the dataset has {} classes",
-                  fmt::join(shapes_.back(), ","), num_classes);
 }
 
 // Lays out all parameter tensors in one buffer, layer by layer; returns where each layer's
@@ -137,11 +198,9 @@ void Model::backward(const Tensor& grad_logits) {
 std::vector<std::string> Model::summary() const {
   std::vector<std::string> lines;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    std::size_t count = 0;
-    for (const ParamInfo& info : layers_[i]->param_layout(shapes_[i]))
-      count += Tensor::count_of(info.shape);
     lines.push_back(fmt::format("{} : [{}] ({} params)", layers_[i]->describe(),
-                                fmt::join(shapes_[i + 1], ","), count));
+                                fmt::join(shapes_[i + 1], ","),
+                                param_count(*layers_[i], shapes_[i])));
   }
   return lines;
 }

@@ -10,6 +10,7 @@
 #include "conflux/model/lr_schedule.hpp"
 #include "conflux/model/model_io.hpp"
 #include "conflux/offload/offload_settings.hpp"
+#include "conflux/train/model_budget.hpp"
 #include "conflux/train/run_recorder.hpp"
 #include "conflux/train/transform_setup.hpp"
 
@@ -20,9 +21,10 @@ namespace {
 model::Model make_model(const Config& config, const data::SampleTransform& transform,
                         int num_classes) {
   const data::ImageShape in = transform.output_shape();
+  const ModelInput input{{in.channels, in.height, in.width}, num_classes};
+  check_model_memory(config, input);  // before the model allocates anything
   try {
-    return model::Model(config.layers(), {in.channels, in.height, in.width}, num_classes,
-                        config.run().seed);
+    return model::Model(config.layers(), input.shape, num_classes, config.run().seed);
   } catch (const InputError& e) {
     CONFLUX_INPUT_ERROR("{}: model.layers: {}", config.where("model.layers"), e.what());
   }

@@ -18,17 +18,36 @@ data::TransformOptions transform_options(const Config& config) {
   return o;
 }
 
+namespace {
+
+// The transform's options do not fit the images: the message names the offending key, so
+// point at where that key was set.
+[[noreturn]] void rethrow_at_key(const Config& config, const InputError& e) {
+  const std::string message = e.what();
+  const auto at = message.find("transform.");
+  const auto end = message.find_first_not_of("abcdefghijklmnopqrstuvwxyz_.", at);
+  const std::string key = at == std::string::npos ? "transform.crop" : message.substr(at, end - at);
+  CONFLUX_INPUT_ERROR("{}: {}", config.where(key), message);
+}
+
+}  // namespace
+
 data::SampleTransform make_transform(const Config& config, const data::Dataset& dataset) {
   try {
     return data::SampleTransform(transform_options(config), dataset.shape);
   } catch (const InputError& e) {
-    // The message names the offending key; point at where that key was set.
-    const std::string message = e.what();
-    const auto at = message.find("transform.");
-    const auto end = message.find_first_not_of("abcdefghijklmnopqrstuvwxyz_.", at);
-    const std::string key =
-        at == std::string::npos ? "transform.crop" : message.substr(at, end - at);
-    CONFLUX_INPUT_ERROR("{}: {}", config.where(key), message);
+    rethrow_at_key(config, e);
+  }
+}
+
+data::ImageShape transformed_shape(const Config& config, data::ImageShape image) {
+  // Without the plugin: it keeps the shape, and it may exist only where the job runs.
+  data::TransformOptions options;
+  static_cast<TransformSection&>(options) = config.transform();
+  try {
+    return data::SampleTransform(options, image).output_shape();
+  } catch (const InputError& e) {
+    rethrow_at_key(config, e);
   }
 }
 

@@ -16,6 +16,8 @@ printf '[train]\nlr = = 1\n' >"$TMP/syntax.toml"
 expect_fail "TOML syntax error with line:column" 2 "syntax.toml:2:" -- "$CONFLUX" config check --config "$TMP/syntax.toml"
 sed 's/^lr = 0.05/learning_rate = 0.05/' configs/mnist_mlp.toml >"$TMP/typo.toml"
 expect_fail "unknown key with hint" 2 "unknown key 'train.learning_rate'" -- "$CONFLUX" config check --config "$TMP/typo.toml"
+expect_fail "/dev/zero as --config: refused at once, not read without end" 2 "/dev/zero: not a regular file (a character device)" -- \
+  timeout 10 "$CONFLUX" config check --config /dev/zero
 expect_fail "bad --set value" 2 "train.lr: expected a number" -- "$CONFLUX" config check --config configs/mnist_mlp.toml --set train.lr=fast
 expect_fail "--set without =" 2 "expected key=value" -- "$CONFLUX" config check --config configs/mnist_mlp.toml --set train.lr
 expect_fail "unknown option" 2 "unrecognised option" -- "$CONFLUX" train --config configs/mnist_mlp.toml --sett x=1
@@ -23,6 +25,9 @@ expect_fail "too few ranks: error on every rank" 2 "cluster.trainers = 3 needs a
   mnist_train 2 ranks --set cluster.trainers=3
 expect_fail "rank count vs cluster.workers: error on every rank" 2 "need 3 ranks, but the job has 2" 2 -- \
   mnist_train 2 workers --set cluster.trainers=2 --set cluster.workers=1
+sed 's/^out = 512$/out = 1048576/; s/^out = 256$/out = 1048576/' configs/mnist_mlp.toml >"$TMP/huge.toml"
+expect_fail "config check estimates the model's memory and names its largest layer" 2 "model.layers[3] (linear, 1099512676352 parameters" -- \
+  "$CONFLUX" config check --config "$TMP/huge.toml"
 sed 's/^out = 10$/out = 5/' configs/mnist_mlp.toml >"$TMP/out5.toml"
 expect_fail "model output does not match classes" 2 "10 classes" 2 -- \
   "${MPIRUN[@]}" -np 2 "$CONFLUX" train --config "$TMP/out5.toml" "${QUICK[@]}" --set "run.dir=$TMP/run-out5"

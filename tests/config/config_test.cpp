@@ -2,8 +2,15 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <fstream>
+#include <future>
+
+#include "../support/temp_dir.hpp"
 #include "conflux/config/schema.hpp"
 #include "conflux/core/error.hpp"
 
@@ -242,6 +249,85 @@ TEST(ConfigBad, MissingFileNamesIt) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/x.toml: cannot open config file"),
               std::string::npos);
+  }
+}
+// What load_config_file says about `path`: its InputError message, or "accepted".
+std::string load_file_error(const std::filesystem::path& path) {
+  try {
+    load_config_file(path, sources());
+    return "accepted";
+  } catch (const InputError& e) {
+    return e.what();
+  }
+}
+
+TEST(ConfigBad, DirectoryIsNotAConfigFile) {
+  const testing::TempDir dir;
+  const std::string message = load_file_error(dir.path());
+  EXPECT_NE(message.find(dir.path().string() + ": not a regular file (a directory); expected a "
+                                               "TOML config file"),
+            std::string::npos)
+      << message;
+}
+
+TEST(ConfigBad, FifoIsRefusedWithoutBlocking) {
+  const testing::TempDir dir;
+  const std::filesystem::path fifo = dir.path() / "config.toml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto result = std::async(std::launch::async, [&] { return load_file_error(fifo); });
+  if (result.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    // Unblock the reader stuck in open(): a writer that comes and goes gives it end-of-file.
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+    ADD_FAILURE() << "load_config_file blocked on a FIFO that has no writer";
+  }
+  const std::string message = result.get();
+  EXPECT_NE(message.find(fifo.string() + ": not a regular file (a FIFO)"), std::string::npos)
+      << message;
+}
+
+TEST(ConfigBad, CharacterDeviceIsRefused) {
+  EXPECT_NE(load_file_error("/dev/zero").find("/dev/zero: not a regular file (a character device)"),
+            std::string::npos);
+}
+
+TEST(ConfigBad, OversizedFileIsRefusedBeforeReading) {
+  const testing::TempDir dir;
+  const std::filesystem::path big = dir.path() / "big.toml";
+  std::ofstream(big).close();
+  std::filesystem::resize_file(big, 3 * (std::uintmax_t{1} << 30));  // sparse: costs no disk
+  const std::string message = load_file_error(big);
+  EXPECT_NE(message.find(big.string() + ": 3.0 GiB is larger than the 1 MiB a config may have"),
+            std::string::npos)
+      << message;
+  // A valid config just under the cap still loads.
+  const std::filesystem::path padded = dir.path() / "padded.toml";
+  std::ofstream(padded) << kValid << "#"
+                        << std::string((1 << 20) - 2 - std::string(kValid).size(), 'x') << "\n";
+  EXPECT_EQ(std::filesystem::file_size(padded), std::uintmax_t{1} << 20);
+  EXPECT_EQ(load_file_error(padded), "accepted");
+}
+
+TEST(ConfigBad, UnknownRunDirPlaceholder) {
+  expect_bad(with("dir = \"runs/{name}-{time}\"", "dir = \"runs/{date}\""),
+             {"test.toml:4:7", "run.dir", "unknown placeholder {date}", "{time}", "{name}"});
+  expect_bad(kValid, {"--set run.dir=x/{name}/{Time}", "unknown placeholder {Time}"},
+             {"run.dir=x/{name}/{Time}"});
+  // The template is checked, not the result: a run name may hold braces.
+  EXPECT_EQ(load(kValid, {"run.name={date}"}).run().dir, "runs/{date}-20260101-000000");
+}
+
+TEST(ConfigBad, ModelLayersCannotBeSetWithSet) {
+  try {
+    load(kValid, {"model.layers=3"});
+    FAIL();
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("--set model.layers=3: model.layers is a list of [[model.layers]] "
+                           "tables and cannot be set with --set; edit the config file"),
+              std::string::npos)
+        << message;
+    EXPECT_EQ(message.find("did you mean"), std::string::npos) << message;
   }
 }
 

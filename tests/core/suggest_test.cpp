@@ -18,5 +18,14 @@ TEST(Suggest, ClosestMatchOnlyWhenPlausible) {
   EXPECT_EQ(did_you_mean("train.lrr", keys), "; did you mean 'train.lr'?");
 }
 
+TEST(Suggest, NeverSuggestsTheWordItself) {
+  // A name that is among the candidates was refused for another reason (e.g. model.layers
+  // given to --set); "did you mean" the same name would only confuse.
+  const std::vector<std::string> keys = {"model.layers", "train.lr"};
+  EXPECT_EQ(closest_match("model.layers", keys), "");
+  EXPECT_EQ(did_you_mean("model.layers", keys), "");
+  EXPECT_EQ(did_you_mean("train.lr", {"train.lr", "train.l"}), "; did you mean 'train.l'?");
+}
+
 }  // namespace
 }  // namespace conflux

@@ -1,5 +1,6 @@
 // Model construction (shape checks, parameter layout and counts), determinism, batches.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -93,6 +94,57 @@ TEST(ModelModel, CifarCnnParameterCount) {
   EXPECT_EQ(m.param_infos()[0].shape, std::vector<int>({32, 3, 3, 3}));
   const Tensor& logits = m.forward(random_tensor({2, 3, 32, 32}, 1));
   EXPECT_EQ(logits.shape, std::vector<int>({2, 10}));
+}
+
+TEST(ModelFootprint, ParameterCountsAreTheModels) {
+  for (const auto& [specs, input] :
+       {std::pair{kMlp, SampleShape{1, 28, 28}}, std::pair{kCifarCnn, SampleShape{3, 32, 32}}}) {
+    const ModelFootprint footprint = Model::footprint(specs, input, 10);
+    const Model model(specs, input, 10, 1);
+    EXPECT_EQ(footprint.params(), model.params().size());
+    ASSERT_EQ(footprint.layers.size(), specs.size());
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      EXPECT_EQ(footprint.layers[i].type, specs[i].type);
+      EXPECT_NE(model.summary()[i].find(fmt::format("({} params)", footprint.layers[i].params)),
+                std::string::npos)
+          << model.summary()[i];
+    }
+  }
+}
+
+TEST(ModelFootprint, BytesCountParamsThreeTimesAndActivationsWithTheirGradients) {
+  const ModelFootprint footprint = Model::footprint(kMlp, {1, 28, 28}, 10);
+  // Per sample: flatten's 784 outputs (no gradient: nothing below the first linear layer needs
+  // one), 512 + 512 + 256 + 256 with their gradients, the 10 logits once.
+  EXPECT_EQ(footprint.layers[0].activation_floats, 784u);
+  EXPECT_EQ(footprint.layers[1].activation_floats, 1024u);
+  EXPECT_EQ(footprint.layers[5].activation_floats, 10u);
+  EXPECT_DOUBLE_EQ(footprint.bytes(64), 4.0 * (3 * 535818 + (784 + 2 * 1536 + 10) * 64));
+  EXPECT_EQ(footprint.largest(64), 1u);  // 784x512
+}
+
+TEST(ModelFootprint, HugeModelIsEstimatedWithoutAllocating) {
+  // 1.1e12 parameters: a Model would throw std::bad_alloc; the estimate allocates nothing.
+  const std::vector<LayerSpec> huge{{.type = "flatten"}, {.type = "linear", .out = 1 << 20},
+                                    {.type = "relu"},    {.type = "linear", .out = 1 << 20},
+                                    {.type = "relu"},    {.type = "linear", .out = 10}};
+  const ModelFootprint footprint = Model::footprint(huge, {1, 28, 28}, 10);
+  const std::size_t m = std::size_t{1} << 20;
+  EXPECT_EQ(footprint.layers[3].params, m * m + m);
+  EXPECT_EQ(footprint.params(), (784 * m + m) + (m * m + m) + (10 * m + 10));
+  EXPECT_EQ(footprint.largest(64), 3u);
+  EXPECT_GT(footprint.bytes(64), 12.0 * (std::size_t{1} << 40));
+  // The same shape checks as the constructor.
+  EXPECT_THROW(Model::footprint({{.type = "linear", .out = 10}}, {1, 28, 28}, 10), InputError);
+  EXPECT_THROW(Model::footprint(huge, {1, 28, 28}, 5), InputError);
+}
+
+TEST(ModelModel, FlattenBeyondAnIntIsAShapeError) {
+  // 4096 x 1024 x 1024 features would wrap to 0 as an int.
+  EXPECT_EQ(
+      input_error({{.type = "flatten"}, {.type = "linear", .out = 10}}, {4096, 1024, 1024}, 10),
+      "layer 0 (flatten) flattens [4096,1024,1024] into 4294967296 features, more than the "
+      "2147483647 a tensor dimension holds");
 }
 
 TEST(ModelModel, ShapeErrorsNameTheLayer) {

@@ -5,11 +5,34 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "conflux/model/layer.hpp"
 
 namespace conflux::model {
+
+/// One layer's share of a model's memory, from its spec and input shape alone.
+struct LayerFootprint {
+  std::string type;                   ///< e.g. "linear"
+  std::size_t params = 0;             ///< parameter count
+  std::size_t activation_floats = 0;  ///< per sample: the output, and its gradient if kept
+  /// Bytes: parameters, gradients and momentum, plus activations for `batch` samples (a
+  /// double, so that absurd sizes do not wrap).
+  double bytes(std::size_t batch) const;
+};
+
+/// What a model needs in memory, estimated before anything is allocated (Model::footprint).
+/// A lower bound: layer scratch (conv2d's im2col), the input batch and the data are not in it.
+struct ModelFootprint {
+  std::vector<LayerFootprint> layers;  ///< in model order
+  /// All parameters; equals Model::params().size() of the model the specs build.
+  std::size_t params() const;
+  /// Bytes for batches of `batch` samples: the sum over the layers.
+  double bytes(std::size_t batch) const;
+  /// Index of the layer with the most bytes for `batch` samples.
+  std::size_t largest(std::size_t batch) const;
+};
 
 /// A stack of layers. All parameters are one contiguous float buffer (likewise gradients),
 /// in layer order; ParamInfo names each piece.
@@ -20,6 +43,10 @@ class Model {
   /// InputError for shape mismatches (naming the layer index and type).
   Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape, int num_classes,
         std::uint64_t seed);
+  /// The memory a Model of these arguments would need, walking the specs as the constructor
+  /// does (the same shape checks and InputErrors) without allocating parameters.
+  static ModelFootprint footprint(const std::vector<LayerSpec>& specs,
+                                  const SampleShape& input_shape, int num_classes);
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
   ~Model();
@@ -43,8 +70,7 @@ class Model {
   std::vector<std::string> summary() const;
 
  private:
-  // The construction steps, in order.
-  void build_layers(const std::vector<LayerSpec>& specs, int num_classes);
+  // The construction steps after the layers are made, in order.
   std::vector<std::size_t> lay_out_params();
   void bind_and_init(const std::vector<std::size_t>& layer_begin, std::uint64_t seed);
 

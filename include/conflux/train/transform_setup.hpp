@@ -17,4 +17,8 @@ data::TransformOptions transform_options(const Config& config);
 /// key when the options do not fit the images.
 data::SampleTransform make_transform(const Config& config, const data::Dataset& dataset);
 
+/// The shape make_transform's output has for images of `image`, without loading the plugin;
+/// the same InputErrors otherwise.
+data::ImageShape transformed_shape(const Config& config, data::ImageShape image);
+
 }  // namespace conflux::train

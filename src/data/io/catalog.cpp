@@ -73,6 +73,13 @@ const std::vector<std::string>& known_dataset_names() {
   return names;
 }
 
+KnownDataset known_dataset(const std::string& name) {
+  if (name == "mnist" || name == "fashion-mnist") return {{1, 28, 28}, 10};
+  if (name == "cifar10") return {{3, 32, 32}, 10};
+  CONFLUX_INPUT_ERROR("unknown dataset '{}' (known: {})", name,
+                      fmt::join(known_dataset_names(), ", "));
+}
+
 DatasetSplits load_dataset(const std::string& name, const std::filesystem::path& data_dir) {
   if (name == "mnist")
     return load_idx(name, dataset_dir(data_dir, "mnist", name), mnist_class_names());
