@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <string_view>
 
 #include "conflux/config/schema.hpp"
@@ -17,6 +18,15 @@ namespace {
 constexpr std::array<std::string_view, 3> kPerNodePaths = {"data.dir", "data.hdf5_file",
                                                            "transform.plugin"};
 
+// A number as its shortest round-trip spelling (0.1, not 0.10000000000000001), for messages;
+// any other value as it is.
+std::string shortest(const std::string& text) {
+  double value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc{} || end != text.data() + text.size()) return text;
+  return fmt::format("{}", value);
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> rank_invariant_values(const Config& config) {
@@ -25,7 +35,7 @@ std::vector<std::pair<std::string, std::string>> rank_invariant_values(const Con
     if (std::find(kPerNodePaths.begin(), kPerNodePaths.end(), spec.path) != kPerNodePaths.end()) {
       continue;
     }
-    values.emplace_back(spec.path, config.value_text(spec.path));
+    values.emplace_back(spec.path, shortest(config.value_text(spec.path)));
   }
   // Each layer as its type and every key its type has.
   std::string layers;

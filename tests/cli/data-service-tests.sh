@@ -92,25 +92,25 @@ for _ in $(seq 1 200); do [ "$(grep -c 'worker [0-9]/2 (pid' "$TMP/frozen.log")"
 sleep 1
 frozen=$(grep -oP 'worker 1/2 \(pid \K[0-9]+' "$TMP/frozen.log")
 kill -STOP "$frozen"
-digest_at=""
+last_step_at=""
 while kill -0 "$job" 2>/dev/null; do
-  [ -z "$digest_at" ] && grep -q '^model digest: ' "$TMP/frozen.log" && digest_at=$(date +%s.%N)
+  [ -z "$last_step_at" ] && grep -q 'epoch 1/1 done' "$TMP/frozen.log" && last_step_at=$(date +%s.%N)
   sleep 0.1
 done
 wait "$job"
 rc=$?
 ended_at=$(date +%s.%N)
 kill -KILL "$frozen" 2>/dev/null
-[ -z "$digest_at" ] && digest_at=$ended_at
-shutdown_s=$(python3 -c "print(round($ended_at - $digest_at, 1))")
+[ -z "$last_step_at" ] && last_step_at=$ended_at
+shutdown_s=$(python3 -c "print(round($ended_at - $last_step_at, 1))")
 if [ "$rc" -eq 0 ] && [ -n "$(digest_of "$TMP/unfrozen.log")" ] &&
   [ "$(digest_of "$TMP/frozen.log")" = "$(digest_of "$TMP/unfrozen.log")" ] &&
   [ -f "$TMP/run-frozen/model.h5" ] && [ -f "$TMP/run-frozen/summary.json" ] &&
   grep -q 'stopped answering; the results are complete' "$TMP/frozen.log" &&
   python3 -c "import sys; sys.exit(0 if $shutdown_s <= 6 else 1)"; then
-  ok "frozen worker: exit 0, model published, same digest, shut down ${shutdown_s} s after the digest"
+  ok "frozen worker: exit 0, model published, same digest, job gone ${shutdown_s} s after the last step"
 else
-  not_ok "frozen worker: rc $rc, shutdown ${shutdown_s} s after the digest" "$(cat "$TMP/frozen.log")"
+  not_ok "frozen worker: rc $rc, shutdown ${shutdown_s} s after the last step" "$(cat "$TMP/frozen.log")"
 fi
 
 # SIGTERM to one worker alone: it says so and leaves the service; the trainer builds the rest
