@@ -130,15 +130,33 @@ TEST_F(Hdf5DatasetTest, AnotherConfluxFormatIsNamed) {
                      {ckpt.string(), "is a conflux-checkpoint file, not a conflux HDF5 dataset"});
 }
 
-// Damage the HDF5 library trips over is bad input naming the file (exit 2), not exit 3.
-TEST_F(Hdf5DatasetTest, ADamagedFileIsBadInputNamingIt) {
-  const auto size = fs::file_size(path_);
-  fs::resize_file(path_, size / 2);
+// Damage the HDF5 library trips over (here a compressed chunk of /train/images that no longer
+// inflates) is bad input naming the file and the dataset (exit 2); it used to be exit 3.
+TEST_F(Hdf5DatasetTest, ADamagedChunkIsBadInputNamingTheFile) {
+  haddr_t address = 0;
+  hsize_t size = 0;
+  {
+    h5::Handle file = open_rw(path_);
+    const h5::Handle images(H5Dopen2(file.get(), "/train/images", H5P_DEFAULT), "open images");
+    hsize_t offset[4] = {};
+    unsigned mask = 0;
+    ASSERT_GE(H5Dget_chunk_info_by_coord(images.get(), offset, &mask, &address, &size), 0);
+    ASSERT_GT(size, 16u);
+  }
+  {
+    std::fstream bytes(path_, std::ios::in | std::ios::out | std::ios::binary);
+    bytes.seekp(static_cast<std::streamoff>(address + size / 4));
+    const std::string junk(size / 2, '\xff');
+    bytes.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
   try {
     read_hdf5_dataset(path_);
-    FAIL() << "a truncated dataset was read";
+    FAIL() << "a damaged dataset was read";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(path_.string()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path_.string() + ": damaged HDF5 dataset"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("/train/images"), std::string::npos) << e.what();
   } catch (const Error& e) {
     FAIL() << "exit " << static_cast<int>(e.code()) << ": " << e.what();
   }
