@@ -7,7 +7,7 @@
 # exits 1 unless every try exited 75.
 # Usage: benchmarks/double_signal.sh [TRIES]
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 3
 # shellcheck source=tools/mpi-env.sh
 source tools/mpi-env.sh
 TRIES=${1:-20}

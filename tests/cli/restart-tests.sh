@@ -204,7 +204,7 @@ for i in $(seq 1 100); do
   alive=0
   # A dead rank may stay a zombie until the new parent reaps it: it counts as gone.
   for p in "${ranks[@]}"; do
-    state=$(ps -o stat= -p "$p" 2>/dev/null)
+    state=$(awk '{ print $3 }' "/proc/$p/stat" 2>/dev/null)
     [ -n "$state" ] && [[ $state != Z* ]] && alive=$((alive + 1))
   done
   if [ "$alive" -eq 0 ]; then gone_after=$((i * 50)); break; fi
