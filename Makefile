@@ -131,6 +131,17 @@ $(OBJDIR)/%.cu.o: %.cu
 	$(NVCC) -ccbin $(CXX) $(NVCCFLAGS) $(NVCC_OPTFLAGS) $(CPPFLAGS) $(PKG_CFLAGS) $(EXTRA_CPPFLAGS) \
 	  -c $< -o $@
 
+# The git revision `conflux --version` prints, from a stamp rewritten only when it changes, so
+# that a commit recompiles src/cli/version.cpp alone; the shell reads the stamp at compile time.
+REVISION := $(OUT)/revision
+$(REVISION): FORCE
+	@mkdir -p $(dir $@)
+	@rev="$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD \
+	  2>/dev/null || echo '+local changes')"; echo "$$rev" | cmp -s - $@ 2>/dev/null || echo "$$rev" > $@
+$(OBJDIR)/src/cli/version.o: $(REVISION)
+$(OBJDIR)/src/cli/version.o: EXTRA_CPPFLAGS += -DCONFLUX_REVISION="\"$$(cat $(REVISION))\"" \
+  -DCONFLUX_BUILD_TYPE=\"$(BUILD)\"
+
 $(FLAVOR): FORCE
 	@mkdir -p $(dir $@)
 	@echo 'CUDA=$(CUDA)' | cmp -s - $@ 2>/dev/null || echo 'CUDA=$(CUDA)' > $@

@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -27,6 +28,7 @@
 #include "conflux/train/model_budget.hpp"
 #include "conflux/train/train_job.hpp"
 #include "plan_commands.hpp"
+#include "version.hpp"
 
 namespace po = boost::program_options;
 using namespace conflux;
@@ -49,7 +51,7 @@ Usage:
   conflux fit --profile PROFILE.toml... --output MODEL.toml  fit T_train, T_trans, sync
   conflux predict --model MODEL.toml --config FILE           predicted epoch time of a config
   conflux plan --model MODEL.toml --config FILE --deadline S cheapest config meeting S seconds
-  conflux help | --help | version
+  conflux help | --help | --version                          (every command takes --help)
 
 Ranks 0..trainers-1 train ([cluster] trainers in the config); the others are preprocessing
 workers. SIGUSR1, SIGTERM or SIGINT make `train` checkpoint at the next step and exit 75.
@@ -58,6 +60,30 @@ Exit codes: 0 success, 2 bad input (config, command line, data files, corrupt ch
 (requeue me).
 Data: data.dir, else $CONFLUX_DATA, else ../shared/data.
 )";
+
+// Usage of the commands whose actions take positional arguments (the others print their
+// option parser's help).
+constexpr const char* kConfigUsage = R"(Usage:
+  conflux config check --config FILE [--set KEY=VALUE]...   validate; print the resolved config
+  conflux config reference                                   every config key, as Markdown
+`conflux config check --help` lists check's options.
+)";
+constexpr const char* kDataUsage = R"(Usage:
+  conflux data convert --dataset NAME --output FILE.h5 [--data-dir DIR]
+                                     copy mnist, fashion-mnist or cifar10 into one HDF5 file
+  conflux data info FILE.h5          describe a converted dataset (shapes, classes, sources)
+`conflux data convert --help` lists convert's options.
+)";
+constexpr const char* kCkptUsage = R"(Usage:
+  conflux ckpt inspect FILE.h5       show what a checkpoint holds
+  conflux ckpt verify FILE.h5...     check checkpoints are intact (exit 2 if one is not)
+)";
+
+// Whether `args` ask for help (--help or -h anywhere).
+bool asks_help(const std::vector<std::string>& args) {
+  return std::any_of(args.begin(), args.end(),
+                     [](const std::string& a) { return a == "--help" || a == "-h"; });
+}
 
 std::string env_or_empty(const char* name) {
   const char* value = std::getenv(name);
@@ -172,6 +198,10 @@ int cmd_profile(int argc, char** argv, const std::vector<std::string>& args) {
 }
 
 int cmd_config(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] != "check" && asks_help(args)) {
+    std::cout << kConfigUsage;
+    return 0;
+  }
   if (args.empty()) CONFLUX_INPUT_ERROR("conflux config: expected 'check' or 'reference'");
   if (args[0] == "reference") {
     std::cout << config_reference_markdown();
@@ -191,6 +221,10 @@ int cmd_config(const std::vector<std::string>& args) {
 }
 
 int cmd_data(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] != "convert" && asks_help(args)) {
+    std::cout << kDataUsage;
+    return 0;
+  }
   if (args.empty()) CONFLUX_INPUT_ERROR("conflux data: expected 'convert' or 'info'");
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "info") {
@@ -230,6 +264,10 @@ int cmd_data(const std::vector<std::string>& args) {
 }
 
 int cmd_ckpt(const std::vector<std::string>& args) {
+  if (asks_help(args)) {
+    std::cout << kCkptUsage;
+    return 0;
+  }
   if (args.size() < 2 || (args[0] != "inspect" && args[0] != "verify")) {
     CONFLUX_INPUT_ERROR("usage: conflux ckpt inspect FILE.h5 | conflux ckpt verify FILE.h5...");
   }
@@ -265,7 +303,7 @@ int dispatch(int argc, char** argv) {
     return 0;
   }
   if (command == "version" || command == "--version") {
-    std::cout << "conflux 0.1.0\n";
+    std::cout << cli::version_text();
     return 0;
   }
   if (command == "train") return cmd_train(argc, argv, args);

@@ -9,6 +9,28 @@ source "$(dirname "$0")/lib.sh"
 mnist_train() { "${MPIRUN[@]}" -np "$1" "$CONFLUX" train --config configs/mnist_mlp.toml \
   "${QUICK[@]}" --set "run.dir=$TMP/run-$2" "${@:3}"; }
 
+# --- every command and action answers --help with exit 0 and a usage; --version names the libraries
+help_failures=()
+for cmd in "train" "config" "config check" "config reference" "data" "data convert" "data info" \
+  "ckpt" "ckpt inspect" "ckpt verify" "profile" "fit" "predict" "plan" "help"; do
+  # shellcheck disable=SC2086  # the command's words are meant to split
+  out=$("$CONFLUX" $cmd --help 2>&1)
+  rc=$?
+  if [ "$rc" -ne 0 ] || ! grep -qiE "usage|options" <<<"$out"; then help_failures+=("'$cmd' (exit $rc)"); fi
+done
+if [ ${#help_failures[@]} -eq 0 ]; then
+  ok "--help of every command and action: exit 0 with a usage"
+else
+  not_ok "--help failed for: ${help_failures[*]}"
+fi
+out=$("$CONFLUX" --version 2>&1)
+if grep -q "^conflux [0-9]" <<<"$out" && grep -q "^revision " <<<"$out" && grep -q "^MPI .*MPI [0-9]" <<<"$out" &&
+  grep -q "^HDF5 .*[0-9]\.[0-9]" <<<"$out" && grep -q "^BLAS .*OpenBLAS" <<<"$out" && grep -q "^CUDA " <<<"$out"; then
+  ok "--version: release, revision, MPI, HDF5, BLAS and CUDA"
+else
+  not_ok "--version" "$out"
+fi
+
 # --- bad command lines and configs -----------------------------------------------------------
 expect_fail "unknown command" 2 "unknown command 'trian'" -- "$CONFLUX" trian
 expect_fail "missing config file" 2 "cannot open config file" -- "$CONFLUX" config check --config "$TMP/none.toml"
