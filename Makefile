@@ -136,8 +136,9 @@ $(OBJDIR)/%.cu.o: %.cu
 REVISION := $(OUT)/revision
 $(REVISION): FORCE
 	@mkdir -p $(dir $@)
-	@rev="$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD \
-	  2>/dev/null || echo '+local changes')"; echo "$$rev" | cmp -s - $@ 2>/dev/null || echo "$$rev" > $@
+	@if rev=$$(git rev-parse --short=12 HEAD 2>/dev/null); then \
+	  git diff --quiet HEAD 2>/dev/null || rev="$$rev+local changes"; else rev=unknown; fi; \
+	  echo "$$rev" | cmp -s - $@ 2>/dev/null || echo "$$rev" > $@
 $(OBJDIR)/src/cli/version.o: $(REVISION)
 $(OBJDIR)/src/cli/version.o: EXTRA_CPPFLAGS += -DCONFLUX_REVISION="\"$$(cat $(REVISION))\"" \
   -DCONFLUX_BUILD_TYPE=\"$(BUILD)\"
