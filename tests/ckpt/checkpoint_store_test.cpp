@@ -50,12 +50,18 @@ TEST(CheckpointStore, KeepsTheNewestAndPointsLatestAtIt) {
   EXPECT_EQ(name, "ckpt-000000030.h5");
 }
 
-TEST(CheckpointStore, FallsBackPastACorruptNewestAndReportsIt) {
-  TempDir dir;
-  CheckpointStore store(dir.path(), 3);
+// A store in `dir` keeping `keep`, holding checkpoints of steps 10 and 20, the newer truncated.
+CheckpointStore with_corrupt_newest(const fs::path& dir, int keep) {
+  CheckpointStore store(dir, keep);
   store.publish(state_at(10));
   store.publish(state_at(20));
   fs::resize_file(store.path_for(20), 100);
+  return store;
+}
+
+TEST(CheckpointStore, FallsBackPastACorruptNewestAndReportsIt) {
+  TempDir dir;
+  const CheckpointStore store = with_corrupt_newest(dir.path(), 3);
   std::vector<fs::path> skipped;
   const auto found =
       store.newest_valid([&](const fs::path& p, const std::string&) { skipped.push_back(p); });
@@ -73,10 +79,7 @@ TEST(CheckpointStore, EmptyOrMissingDirectoryHasNothingToResume) {
 
 TEST(CheckpointStore, ASetAsideCheckpointIsNoCandidateAndNotCountedAsKept) {
   TempDir dir;
-  CheckpointStore store(dir.path(), 2);
-  store.publish(state_at(10));
-  store.publish(state_at(20));
-  fs::resize_file(store.path_for(20), 100);
+  CheckpointStore store = with_corrupt_newest(dir.path(), 2);
   EXPECT_EQ(store.set_aside(store.path_for(20)), dir.path() / "ckpt-000000020.h5.corrupt");
   EXPECT_EQ(store.candidates(), std::vector<fs::path>{store.path_for(10)});
   store.publish(state_at(30));  // keep = 2 valid ones: 10 and 30
