@@ -8,6 +8,7 @@
 
 #include <chrono>
 
+#include "conflux/config/keys.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/plan/fit_file.hpp"
 #include "conflux/plan/planner.hpp"
@@ -42,7 +43,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 int run_planner(const std::vector<std::string>& args, const comm::Communicator& world) {
-  std::string model_path, s3_dir = "../shared/data/lambda-s3-transfer";
+  std::string model_path, s3_dir = CONFLUX_DEFAULT_DATA_DIR "/lambda-s3-transfer";
   int repeats = 5, epochs = 10;
   po::options_description desc("conflux-bench planner options");
   desc.add_options()("model", po::value(&model_path),

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "conflux/config/keys.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/data/io/catalog.hpp"
 #include "conflux/data/transform/transforms.hpp"
@@ -27,7 +28,7 @@ namespace po = boost::program_options;
 struct CostArgs {
   std::size_t samples = 2000;
   std::string dataset = "cifar10";
-  std::string data_dir = "../shared/data";
+  std::string data_dir = CONFLUX_DEFAULT_DATA_DIR;
 };
 
 // Returns nothing when --help was answered.

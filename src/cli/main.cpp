@@ -58,7 +58,7 @@ workers. SIGUSR1, SIGTERM or SIGINT make `train` checkpoint at the next step and
 Exit codes: 0 success, 2 bad input (config, command line, data files, corrupt checkpoint),
 3 runtime failure, 4 run directory in use by another job, 75 checkpointed on a signal
 (requeue me).
-Data: data.dir, else $CONFLUX_DATA, else ../shared/data.
+Data: data.dir, else $CONFLUX_DATA, else )" CONFLUX_DEFAULT_DATA_DIR R"(.
 )";
 
 // Usage of the commands whose actions take positional arguments (the others print their
@@ -255,7 +255,7 @@ int cmd_data(const std::vector<std::string>& args) {
     return 0;
   }
   po::notify(vm);
-  if (data_dir.empty()) data_dir = "../shared/data";
+  if (data_dir.empty()) data_dir = CONFLUX_DEFAULT_DATA_DIR;
   const auto splits = data::load_dataset(dataset, data_dir);
   data::write_hdf5_dataset(output, splits);
   fmt::print("wrote {} ({} train + {} test samples)\n", output, splits.train.size(),

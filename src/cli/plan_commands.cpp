@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "conflux/config/keys.hpp"
 #include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/plan/cost_model.hpp"
@@ -192,7 +193,7 @@ namespace {
 // `conflux plan`'s command line.
 struct PlanArgs {
   std::string model_path, target = "lambda", arch = "x86", batches,
-                          s3_dir = "../shared/data/lambda-s3-transfer";
+                          s3_dir = CONFLUX_DEFAULT_DATA_DIR "/lambda-s3-transfer";
   std::string emit_config, emit_sbatch;
   double deadline = 0;
   int epochs = 0, alternatives = 5;

@@ -53,7 +53,7 @@ KeyBinding ConfigBuilder::data_dir() {
           [](ConfigBuilder& b) {
             std::string dir = b.written("data.dir");
             if (dir.empty()) dir = b.sources().env_data_dir;
-            if (dir.empty()) dir = "../shared/data";
+            if (dir.empty()) dir = CONFLUX_DEFAULT_DATA_DIR;
             b.section<DataSection>().dir = std::filesystem::absolute(dir).lexically_normal();
           }};
 }

@@ -1,6 +1,6 @@
 #pragma once
 /// @file catalog.hpp
-/// Finds and loads the known datasets from a data directory laid out as ../shared/data is:
+/// Finds and loads the known datasets from a data directory (docs/design.md, "Data directory"):
 ///   <dir>/mnist/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz
 ///   <dir>/fashion-mnist/ (same names as mnist)
 ///   <dir>/cifar-10/data_batch_{1..5}.bin, test_batch.bin
