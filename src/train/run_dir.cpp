@@ -48,9 +48,13 @@ std::vector<DirectoryLock> lock_run_dirs(const Config& config, std::string_view 
   const bool inside =
       std::mismatch(run_dir.begin(), run_dir.end(), ckpt_dir.begin(), ckpt_dir.end()).first ==
       run_dir.end();
+  // Outside run.dir, creating its lock file already proves the directory can be written.
   usable("checkpoint.dir", [&] {
-    if (!inside) locks.emplace_back(config.checkpoint().dir, holder);
-    check_writable(config.checkpoint().dir);
+    if (inside) {
+      check_writable(config.checkpoint().dir);
+    } else {
+      locks.emplace_back(config.checkpoint().dir, holder);
+    }
   });
   for (const auto& lock : locks) {
     if (lock.state() == DirectoryLock::State::kUnsupported) {
