@@ -24,9 +24,9 @@ for i in $(seq 0 $((TRIES - 1))); do
     --set "data.dir=$DATA" --set data.train_limit=60000 --set train.epochs=2 --set train.log_every=0 \
     --set "run.dir=$TMP/run-$i" >"$log" 2>&1 &
   job=$!
-  for _ in $(seq 1 200); do [ "$(grep -c '(pid [0-9]*,' "$log")" -ge 3 ] && break; sleep 0.1; done
+  for _ in $(seq 1 200); do [ "$(grep -c ', pid [0-9]*,' "$log")" -ge 3 ] && break; sleep 0.1; done
   sleep 0.5
-  mapfile -t pids < <(grep -oP '\(pid \K[0-9]+' "$log")
+  mapfile -t pids < <(grep -oP ', pid \K[0-9]+' "$log")
   kill -USR1 "$job"
   sleep "$gap"
   kill -USR1 "$job" 2>/dev/null

@@ -25,6 +25,7 @@ void PipelineMonitor::on_step_end(StepContext& context) {
   const offload::WindowReport window =
       meter_.close(control.pipeline_counters(), control.offload_ratio(), now);
   fmt::print(lines_.get(), "{}\n", offload::profile_json_line(window, options_.trainer));
+  std::fflush(lines_.get());  // a window a line, readable while the run goes
   mark_window(window);
   if (settings_.automatic) tune(window, control, context.global_step());
 }
@@ -60,11 +61,11 @@ void PipelineMonitor::tune(const offload::WindowReport& window, offload::RatioCo
   }
   if (decision->probe) return;  // a trial of the search: on the timeline's counter only
   ++decisions_;
-  announce(*decision, global_step);
+  announce(*decision, global_step, window.start_s + window.seconds);
 }
 
-void PipelineMonitor::announce(const offload::RatioDecision& decision,
-                               std::size_t global_step) const {
+void PipelineMonitor::announce(const offload::RatioDecision& decision, std::size_t global_step,
+                               double t_s) {
   if (options_.log != nullptr) {
     options_.log->info("offload: trainer {} at step {}: ratio {:.2f} -> {:.2f}: {}",
                        options_.trainer, global_step, decision.previous, decision.ratio,
@@ -77,6 +78,18 @@ void PipelineMonitor::announce(const offload::RatioDecision& decision,
         fmt::format("{{\"from\": {}, \"to\": {}, \"reason\": {}}}", json_number(decision.previous),
                     json_number(decision.ratio), json_string(decision.reason)));
   }
+  if (!decision_lines_) {
+    const auto path =
+        options_.config.run().dir / fmt::format("decisions-trainer{}.jsonl", options_.trainer);
+    decision_lines_.reset(std::fopen(path.c_str(), "a"));
+    CONFLUX_CHECK(decision_lines_ != nullptr, "cannot open {}", path.string());
+  }
+  fmt::print(decision_lines_.get(),
+             "{{\"trainer\": {}, \"step\": {}, \"t_s\": {}, \"from\": {}, \"to\": {}, "
+             "\"reason\": {}}}\n",
+             options_.trainer, global_step, json_number(t_s), json_number(decision.previous),
+             json_number(decision.ratio), json_string(decision.reason));
+  std::fflush(decision_lines_.get());
 }
 
 void PipelineMonitor::on_train_end(const model::Model&, const TrainSummary&) {

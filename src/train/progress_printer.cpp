@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "conflux/core/elapsed.hpp"
+
 #include "conflux/model/model.hpp"
 
 namespace conflux::train {
@@ -12,8 +14,11 @@ void ProgressPrinter::on_train_begin(const model::Model& model) {
 }
 
 void ProgressPrinter::on_step_report(const StepReport& r) {
-  log_.info("epoch {} step {:>5}/{}  loss {:.4f}  acc {:6.2f}%  {:8.0f} samples/s", r.epoch + 1,
-            r.step + 1, r.steps_in_epoch, r.loss, 100 * r.accuracy, r.samples_per_s);
+  log_.info(
+      "epoch {} step {:>5}/{}  loss {:.4f}  acc {:6.2f}%  {:8.0f} samples/s  lr {:.4g}  "
+      "data wait {:.2f} ms/step  ETA {}",
+      r.epoch + 1, r.step + 1, r.steps_in_epoch, r.loss, 100 * r.accuracy, r.samples_per_s,
+      r.learning_rate, r.data_wait_ms, human_duration(r.eta_seconds));
 }
 
 void ProgressPrinter::on_epoch_end(const EpochReport& r) {

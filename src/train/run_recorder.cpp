@@ -1,6 +1,12 @@
 #include "conflux/train/run_recorder.hpp"
 
+#include <cerrno>
+#include <charconv>
 #include <cmath>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <string_view>
 
 #include "conflux/ckpt/training_state.hpp"
 #include "conflux/core/atomic_file.hpp"
@@ -20,10 +26,55 @@ void prepare_run_dir(const Config& config) {
   publish_text_file(dir / "config.toml", config.resolved_toml());
 }
 
+namespace {
+
+std::FILE* open_for_append(const std::filesystem::path& path) {
+  std::FILE* file = std::fopen(path.c_str(), "a");
+  CONFLUX_CHECK(file != nullptr, "cannot open {} for appending: {}", path.string(),
+                std::strerror(errno));
+  return file;
+}
+
+// The global step a steps.jsonl line reports ({"step": N, ...}); none for a torn line.
+std::optional<std::size_t> line_step(std::string_view line) {
+  constexpr std::string_view kPrefix = "{\"step\": ";
+  if (!line.starts_with(kPrefix) || !line.ends_with('}')) return std::nullopt;
+  std::size_t step = 0;
+  const char* first = line.data() + kPrefix.size();
+  const auto [end, ec] = std::from_chars(first, line.data() + line.size(), step);
+  if (ec != std::errc() || end == first) return std::nullopt;
+  return step;
+}
+
+// Keeps the lines of `path` that report steps up to `last_step` (the checkpoint's): the steps
+// after it are trained again, and reported again.
+void keep_steps_until(const std::filesystem::path& path, std::size_t last_step) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    const auto step = line_step(line);
+    if (step && *step <= last_step) kept += line + "\n";
+  }
+  publish_text_file(path, kept);
+}
+
+}  // namespace
+
 RunRecorder::RunRecorder(const Config& config)
-    : config_(config), metrics_(std::fopen((config.run().dir / "metrics.jsonl").c_str(), "a")) {
-  CONFLUX_CHECK(metrics_ != nullptr, "cannot open {}",
-                (config.run().dir / "metrics.jsonl").string());
+    : config_(config),
+      metrics_(open_for_append(config.run().dir / "metrics.jsonl")),
+      steps_(open_for_append(config.run().dir / "steps.jsonl")) {}
+
+std::string steps_json_line(const StepReport& r) {
+  return fmt::format(
+      "{{\"step\": {}, \"epoch\": {}, \"epoch_step\": {}, \"steps_in_epoch\": {}, "
+      "\"time_s\": {}, \"loss\": {}, \"accuracy\": {}, \"learning_rate\": {}, "
+      "\"samples_per_s\": {}, \"data_wait_ms\": {}, \"offload_ratio\": {}, \"eta_s\": {}}}",
+      r.global_step, r.epoch + 1, r.step + 1, r.steps_in_epoch, json_number(r.elapsed_seconds),
+      json_number(r.loss), json_number(r.accuracy), json_number(r.learning_rate),
+      json_number(r.samples_per_s), json_number(r.data_wait_ms), json_number(r.offload_ratio),
+      json_number(r.eta_seconds));
 }
 
 std::string metrics_json_line(const EpochReport& r) {
@@ -46,8 +97,17 @@ void RunRecorder::on_resume(const ckpt::TrainingState& state) {
   for (const std::string& line : state.metrics) text += line + "\n";
   metrics_.reset();
   publish_text_file(path, text);
-  metrics_.reset(std::fopen(path.c_str(), "a"));
-  CONFLUX_CHECK(metrics_ != nullptr, "cannot open {}", path.string());
+  metrics_.reset(open_for_append(path));
+  const auto steps_path = config_.run().dir / "steps.jsonl";
+  steps_.reset();
+  keep_steps_until(steps_path, state.global_step);
+  steps_.reset(open_for_append(steps_path));
+}
+
+void RunRecorder::on_step_report(const StepReport& r) {
+  // Flushed per line: a crash or kill loses no reported step.
+  fmt::print(steps_.get(), "{}\n", steps_json_line(r));
+  std::fflush(steps_.get());
 }
 
 void RunRecorder::on_epoch_end(const EpochReport& r) {

@@ -135,11 +135,17 @@ std::optional<ResourceLimits> function_limits(const JobRank& job) {
                                        std::chrono::duration<double>(l.cpu_period_ms / 1000));
 }
 
+std::string host_name() {
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  return host;
+}
+
 void log_rank(const JobRank& job, const std::optional<ResourceLimits>& limits) {
   const comm::RoleLayout& layout = job.roles.layout;
-  job.log.info("{} {}/{} (pid {}, node-local rank {}/{}){}", comm::role_name(layout.role),
-               layout.role_rank, job.is_trainer() ? layout.trainers : layout.workers, ::getpid(),
-               layout.node_local_rank, layout.node_local_size,
+  job.log.info("{} {}/{} (host {}, pid {}, node-local rank {}/{}){}", comm::role_name(layout.role),
+               layout.role_rank, job.is_trainer() ? layout.trainers : layout.workers, host_name(),
+               ::getpid(), layout.node_local_rank, layout.node_local_size,
                limits ? fmt::format(", Lambda-like limit {}", limits->size().describe()) : "");
 }
 
@@ -162,9 +168,7 @@ struct ResumePoint {
 
 // Who holds the run directory, for the error of a job refused it.
 std::string lock_holder(const JobRank& job) {
-  char host[256] = "?";
-  ::gethostname(host, sizeof host - 1);
-  return fmt::format("pid {} on host {}, rank 0 of {} ranks, launched {}", ::getpid(), host,
+  return fmt::format("pid {} on host {}, rank 0 of {} ranks, launched {}", ::getpid(), host_name(),
                      job.world.size(), job.config.sources().launch_time);
 }
 
@@ -179,6 +183,11 @@ ResumePoint prepare_run(const JobRank& job) {
     resume.found = find_resume_checkpoint(job.config, job.log);
   });
   resume.path = job.world.broadcast(resume.found ? resume.found->path.string() : "", 0);
+  // Once rank 0 holds the run directory, every rank keeps its own log in it (appended to
+  // by a resumed run), so that a worker's warnings are not lost in a merged stdout.
+  comm::run_agreed(job.world, "opening the rank's log file", [&] {
+    job.log.tee_to(job.config.run().dir / "logs" / fmt::format("rank-{}.log", job.world.rank()));
+  });
   return resume;
 }
 
@@ -310,9 +319,9 @@ JobEnd run_train_job(const Config& config, const comm::Communicator& world, cons
   const JobRank job{config, world, log, roles};
   openblas_set_num_threads(config.cluster().blas_threads);
   const std::optional<ResourceLimits> limits = function_limits(job);
+  ResumePoint resume = prepare_run(job);
   log_rank(job, limits);
   const DeviceChoice device = agree_on_device(job);
-  ResumePoint resume = prepare_run(job);
   telemetry::Timeline timeline(timeline_options(job));
   timeline.name_thread("main");
   if (job.is_root()) {

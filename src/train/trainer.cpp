@@ -172,15 +172,22 @@ double Trainer::stage_ahead(bool epoch_goes_on) {
   return std::chrono::duration<double>(t_fetched - t_fetch).count();
 }
 
+// Folds the steps since the last fold into the epoch's tally (global over the trainers); the
+// report's batch-wait sums too.
 void Trainer::fold_window() {
   Tally& window = reporting_.window;
-  std::array<double, 3> totals{window.loss, window.correct, window.samples};
+  std::array<double, 5> totals{window.loss, window.correct, window.samples,
+                               reporting_.window_data_wait,
+                               static_cast<double>(reporting_.window_steps)};
   trainers_.allreduce_sum(totals, timeout_);
   progress_.epoch_tally.loss += totals[0];
   progress_.epoch_tally.correct += totals[1];
   progress_.epoch_tally.samples += totals[2];
+  reporting_.data_wait_sum += totals[3];
+  reporting_.trainer_steps += totals[4];
   window = Tally{};
-  reporting_.window_start = Clock::now();
+  reporting_.window_data_wait = 0;
+  reporting_.window_steps = 0;
 }
 
 TrainSummary Trainer::run(Callbacks callbacks) {
@@ -190,6 +197,8 @@ TrainSummary Trainer::run(Callbacks callbacks) {
   backend_->connect();  // collective; every trainer has been built
   begin_callbacks(callbacks);
   reporting_.train_start = Clock::now();
+  reporting_.first_step = progress_.position.global_step;
+  reporting_.total_steps = total_steps;
   const auto epochs = static_cast<std::uint32_t>(config_.train().epochs);
   TrainSummary summary;
   summary.epochs = config_.train().epochs;
@@ -252,6 +261,7 @@ void Trainer::begin_callbacks(Callbacks callbacks) {
 // the loader's counters at the start.
 data::LoaderStats Trainer::train_epoch(Context& context, Callbacks callbacks) {
   reporting_.epoch_start = reporting_.window_start = Clock::now();
+  reporting_.reported = progress_.epoch_tally;  // zero, or a resumed epoch's tally
   const data::LoaderStats stats_before = loader_->stats();
   const std::size_t steps_per_epoch = loader_->steps_per_epoch();
   while (progress_.position.step < steps_per_epoch && !context.stop_requested()) {
@@ -296,6 +306,8 @@ Trainer::Clock::time_point Trainer::train_step() {
   reporting_.window.loss += result.loss_sum;
   reporting_.window.correct += result.correct;
   reporting_.window.samples += static_cast<double>(samples);
+  reporting_.window_data_wait += step_.times.data_wait;
+  ++reporting_.window_steps;
   ++p.step;
   ++p.global_step;
   return t_end;
@@ -309,19 +321,36 @@ void Trainer::report_steps(std::size_t step, Callbacks callbacks) {
   const std::size_t done = progress_.position.step;
   const bool last = done == steps_per_epoch;
   if (!(cfg.log_every > 0 && done % static_cast<std::size_t>(cfg.log_every) == 0) && !last) return;
+  fold_window();  // a checkpoint may have folded part of the report's steps already
   const double window_seconds = seconds_since(reporting_.window_start);
-  const Tally before = progress_.epoch_tally;
-  fold_window();
   const Tally& after = progress_.epoch_tally;
+  const Tally& before = reporting_.reported;
   const Tally w{after.loss - before.loss, after.correct - before.correct,
                 after.samples - before.samples};
+  const double data_wait =
+      reporting_.trainer_steps > 0 ? reporting_.data_wait_sum / reporting_.trainer_steps : 0.0;
+  reporting_.reported = after;
+  reporting_.window_start = Clock::now();
+  reporting_.data_wait_sum = reporting_.trainer_steps = 0;
   if (cfg.log_every <= 0 || w.samples <= 0) return;
-  const StepReport report{static_cast<int>(progress_.position.epoch),
-                          step,
-                          steps_per_epoch,
-                          w.loss / w.samples,
-                          w.correct / w.samples,
-                          w.samples / window_seconds};
+  StepReport report{static_cast<int>(progress_.position.epoch),
+                    step,
+                    steps_per_epoch,
+                    w.loss / w.samples,
+                    w.correct / w.samples,
+                    w.samples / window_seconds};
+  report.global_step = progress_.position.global_step;
+  report.total_steps = reporting_.total_steps;
+  report.learning_rate = lr_schedule_->at(report.global_step - 1);
+  report.data_wait_ms = 1e3 * data_wait;
+  report.offload_ratio = progress_.offload.ratio();
+  const double launch_seconds = seconds_since(reporting_.train_start);
+  report.elapsed_seconds = progress_.elapsed_seconds_before + launch_seconds;
+  const auto launch_steps = static_cast<double>(report.global_step - reporting_.first_step);
+  report.eta_seconds = launch_steps > 0
+                           ? launch_seconds / launch_steps *
+                                 static_cast<double>(reporting_.total_steps - report.global_step)
+                           : 0.0;
   for (auto* cb : callbacks) cb->on_step_report(report);
 }
 

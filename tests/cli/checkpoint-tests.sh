@@ -114,10 +114,10 @@ fi
 # Two epochs (over 2 s), so that the signal 1.5 s after start-up lands mid-run on a fast machine.
 "${RUN[@]}" --set data.train_limit=60000 --set train.epochs=2 --set run.dir="$TMP/s" >"$TMP/s.log" 2>&1 &
 job=$!
-for _ in $(seq 1 200); do [ "$(grep -c '(pid [0-9]*,' "$TMP/s.log")" -ge 3 ] && break; sleep 0.1; done
+for _ in $(seq 1 200); do [ "$(grep -c ', pid [0-9]*,' "$TMP/s.log")" -ge 3 ] && break; sleep 0.1; done
 sleep 1.5
 # As SLURM does: the signal goes to every rank (not to mpirun, which would abort the job).
-mapfile -t pids < <(grep -oP '\(pid \K[0-9]+' "$TMP/s.log")
+mapfile -t pids < <(grep -oP ', pid \K[0-9]+' "$TMP/s.log")
 kill -TERM "${pids[@]}"
 wait "$job"
 rc=$?
@@ -143,9 +143,9 @@ repeat_signal_run() {  # repeat_signal_run NAME GAP|burst SIGNAL2
   local name=$1 gap=$2 second=$3 log=$TMP/rs-$1.log
   "${RUN[@]}" --set data.train_limit=60000 --set train.epochs=2 --set run.dir="$TMP/rs-$name" >"$log" 2>&1 &
   local job=$!
-  for _ in $(seq 1 200); do [ "$(grep -c '(pid [0-9]*,' "$log")" -ge 3 ] && break; sleep 0.1; done
+  for _ in $(seq 1 200); do [ "$(grep -c ', pid [0-9]*,' "$log")" -ge 3 ] && break; sleep 0.1; done
   sleep 0.5
-  mapfile -t rpids < <(grep -oP '\(pid \K[0-9]+' "$log")
+  mapfile -t rpids < <(grep -oP ', pid \K[0-9]+' "$log")
   kill -USR1 "${rpids[@]}"
   if [ "$gap" = burst ]; then
     while kill -0 "$job" 2>/dev/null; do

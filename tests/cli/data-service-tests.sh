@@ -88,9 +88,9 @@ FROZEN=(--set cluster.trainers=1 --set data.train_limit=30000 --set train.epochs
 "${MPIRUN[@]}" -np 3 "$CONFLUX" train --config configs/mnist_mlp.toml "${SERVICE[@]}" "${FROZEN[@]}" \
   --set "run.dir=$TMP/run-frozen" >"$TMP/frozen.log" 2>&1 &
 job=$!
-for _ in $(seq 1 200); do [ "$(grep -c 'worker [0-9]/2 (pid' "$TMP/frozen.log")" -ge 2 ] && break; sleep 0.1; done
+for _ in $(seq 1 200); do [ "$(grep -c 'worker [0-9]/2 (host ' "$TMP/frozen.log")" -ge 2 ] && break; sleep 0.1; done
 sleep 1
-frozen=$(grep -oP 'worker 1/2 \(pid \K[0-9]+' "$TMP/frozen.log")
+frozen=$(grep -oP 'worker 1/2 \(host \S+, pid \K[0-9]+' "$TMP/frozen.log")
 kill -STOP "$frozen"
 last_step_at=""
 while kill -0 "$job" 2>/dev/null; do

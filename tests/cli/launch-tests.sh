@@ -45,7 +45,7 @@ if [ "$rc" -eq 2 ] && grep -qF "3 trainer rank(s) but only 2 slot(s)" <<<"$out";
 # Every launch runs under a time limit: a hang fails the test instead of blocking the suite.
 if [ -d "$DATA/mnist" ]; then
   check_run() {  # check_run NAME LOG RC
-    if [ "$3" -eq 0 ] && grep -q '^\[conflux r0\] trainer 0/1 ' <<<"$2" && grep -q '^\[conflux r1\] worker 0/1 ' <<<"$2" &&
+    if [ "$3" -eq 0 ] && grep -q '^\[conflux r0 [^]]*\] trainer 0/1 ' <<<"$2" && grep -q '^\[conflux r1 [^]]*\] worker 0/1 ' <<<"$2" &&
       grep -q '1 trainer(s), 1 worker(s)' <<<"$2" && [ -n "$(digest_in "$2")" ]; then
       ok "$1: rank 0 trainer, rank 1 worker, digest $(digest_in "$2")"
     else
@@ -117,7 +117,7 @@ else
       code=$(grep -oP ' ExitCode=\K\S+' <<<"$line")
       log=$(cat "$jobdir/het-$id.out" 2>/dev/null)
       if [ "$state" = COMPLETED ] && [ "$code" = 0:0 ] && grep -qF "hetjob: 1 trainer(s) on $node0, 1 worker(s) on $node1" <<<"$log" &&
-        grep -q '^\[conflux r0\] trainer 0/1 ' <<<"$log" && grep -q '^\[conflux r1\] worker 0/1 ' <<<"$log" &&
+        grep -q '^\[conflux r0 [^]]*\] trainer 0/1 ' <<<"$log" && grep -q '^\[conflux r1 [^]]*\] worker 0/1 ' <<<"$log" &&
         [ -n "$(digest_in "$log")" ]; then
         ok "hetjob.sbatch: trainer on $node0 (rank 0), worker on $node1 (rank 1), digest $(digest_in "$log")"
       else

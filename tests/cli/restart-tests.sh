@@ -44,7 +44,8 @@ else
 fi
 
 # kill_rank DIR LOG PATTERN: waits for the first checkpoint of the run in DIR, sleeps 0-1.5 s
-# and kill -9's the rank whose start line in LOG matches PATTERN ("[conflux r1] trainer 1/2").
+# and kill -9's the rank whose start line in LOG matches PATTERN ("r1 trainer 1/2": the rank
+# and its role, as in "[conflux r1 <time>] trainer 1/2 (host H, pid P, ...").
 kill_rank() {
   local dir=$1 log=$2 pattern=$3 pid=""
   for _ in $(seq 1 600); do
@@ -52,7 +53,7 @@ kill_rank() {
     sleep 0.05
   done
   sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.3f", (r % 1501) / 1000 }')"
-  pid=$(grep -F "$pattern (pid " "$log" | head -1 | grep -oP '\(pid \K[0-9]+')
+  pid=$(grep -oP "^\[conflux ${pattern%% *} [^]]*\] ${pattern#* } \(host \S+, pid \K[0-9]+" "$log" | head -1)
   if [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; then
     echo "killed $pattern (pid $pid), newest checkpoint then $(cat "$dir/checkpoints/latest" 2>/dev/null)" >"$dir.killed"
   else
@@ -74,15 +75,15 @@ kill_test() {
   what=$(cat "$dir.killed" 2>/dev/null)
   digest=$(log_digest "$log")
   if [ "$rc" -eq 0 ] && [[ $what == killed* ]] && grep -q 'run-until-done: attempt 1 exited with [0-9]*; relaunching (1/3)' "$log" &&
-    grep -q '^\[conflux r0\] resuming from .*ckpt-[0-9]\{9\}\.h5: epoch [0-9]* step [0-9]* (global step [0-9]*' "$log" &&
+    grep -q '^\[conflux r0 [^]]*\] resuming from .*ckpt-[0-9]\{9\}\.h5: epoch [0-9]* step [0-9]* (global step [0-9]*' "$log" &&
     [ -n "$ref" ] && [ "$digest" = "$ref" ]; then
-    ok "$name: $what; relaunched ($(grep -oP 'attempt 1 exited with \K[0-9]+' "$log")), $(grep -oP '^\[conflux r0\] \Kresuming from \S+' "$log" | head -1 | sed "s|$TMP/||"), same digest ($((SECONDS - start)) s)"
+    ok "$name: $what; relaunched ($(grep -oP 'attempt 1 exited with \K[0-9]+' "$log")), $(grep -oP '^\[conflux r0 [^]]*\] \Kresuming from \S+' "$log" | head -1 | sed "s|$TMP/||"), same digest ($((SECONDS - start)) s)"
   else
-    not_ok "$name: wrapper exit $rc, ${what:-no kill}, digest '$digest' (want '$ref')" "$(grep -v '^\[conflux r0\] checkpoint at' "$log")"
+    not_ok "$name: wrapper exit $rc, ${what:-no kill}, digest '$digest' (want '$ref')" "$(grep -v '^\[conflux r0 [^]]*\] checkpoint at' "$log")"
   fi
 }
-kill_test kill-trainer "[conflux r1] trainer 1/2"
-kill_test kill-worker "[conflux r2] worker 0/1"
+kill_test kill-trainer "r1 trainer 1/2"
+kill_test kill-worker "r2 worker 0/1"
 
 # --- exit 2: bad input is never relaunched -------------------------------------------------------
 out=$("${LIMIT[@]}" "$WRAP" --delay 0 -- "${MPI[@]}" -np 3 "$CONFLUX" train "${CFG[@]}" --set train.lr=fast \
@@ -152,11 +153,11 @@ if [ "$rc" -eq 75 ] && grep -qF "exiting with 75" "$log" && grep -qF "run-until-
   grep -qF "run-until-done: attempt 1 exited with 75 after SIGUSR1; not relaunching" "$log" && [ -z "$(log_digest "$log")" ]; then
   ok "SIGUSR1 to the wrapper: conflux checkpointed, exit 75, no relaunch ($(cat "$dir/checkpoints/latest" 2>/dev/null))"
 else
-  not_ok "SIGUSR1 to the wrapper: exit $rc (want 75)" "$(grep -v '^\[conflux r0\] checkpoint at' "$log")"
+  not_ok "SIGUSR1 to the wrapper: exit $rc (want 75)" "$(grep -v '^\[conflux r0 [^]]*\] checkpoint at' "$log")"
 fi
 "${LIMIT[@]}" "$WRAP" --delay 0.5 -- "${MPI[@]}" -np 3 "$CONFLUX" train "${CFG[@]}" --resume auto --set "run.dir=$dir" >"$log.2" 2>&1
 rc=$?
-if [ "$rc" -eq 0 ] && grep -q '^\[conflux r0\] resuming from ' "$log.2" && [ -n "$ref" ] && [ "$(log_digest "$log.2")" = "$ref" ]; then
+if [ "$rc" -eq 0 ] && grep -q '^\[conflux r0 [^]]*\] resuming from ' "$log.2" && [ -n "$ref" ] && [ "$(log_digest "$log.2")" = "$ref" ]; then
   ok "the next --resume auto run carries on and gives the reference digest ($((SECONDS - start)) s for both)"
 else
   not_ok "resume after SIGUSR1: exit $rc, digest '$(log_digest "$log.2")' (want '$ref')" "$(cat "$log.2")"
@@ -170,7 +171,7 @@ if [ "$rc" -eq 75 ] && grep -qF "run-until-done: got SIGTERM; forwarding SIGUSR1
   grep -qF "attempt 1 exited with 75 after SIGTERM; not relaunching" "$log"; then
   ok "SIGTERM to the wrapper with --forward-as USR1: conflux checkpointed, exit 75, no relaunch"
 else
-  not_ok "SIGTERM with --forward-as USR1: exit $rc (want 75)" "$(grep -v '^\[conflux r0\] checkpoint at' "$log")"
+  not_ok "SIGTERM with --forward-as USR1: exit $rc (want 75)" "$(grep -v '^\[conflux r0 [^]]*\] checkpoint at' "$log")"
 fi
 
 # --- two jobs on one run directory: the second exits 4 naming the holder, the wrapper does not
@@ -178,7 +179,7 @@ fi
 dir=$TMP/twice
 "${LIMIT[@]}" "${MPI[@]}" -np 3 "$CONFLUX" train "${CFG[@]}" --resume auto --set "run.dir=$dir" >"$TMP/first.log" 2>&1 &
 first=$!
-for _ in $(seq 1 300); do grep -q "^\[conflux r0\] run '" "$TMP/first.log" && break; sleep 0.05; done
+for _ in $(seq 1 300); do grep -q "^\[conflux r0 [^]]*\] run '" "$TMP/first.log" && break; sleep 0.05; done
 out=$("${LIMIT[@]}" "$WRAP" --delay 0.5 -- "${MPI[@]}" -np 3 "$CONFLUX" train "${CFG[@]}" --resume auto \
   --set "run.dir=$dir" 2>&1)
 rc=$?
@@ -195,9 +196,9 @@ fi
 # --- kill -9 of mpirun: its ranks end at once (PR_SET_PDEATHSIG), not when MPI notices -----
 "${MPI[@]}" -np 3 "$CONFLUX" train "${CFG[@]}" --set "run.dir=$TMP/orphan" >"$TMP/orphan.log" 2>&1 &
 launcher=$!
-for _ in $(seq 1 200); do [ "$(grep -c '(pid [0-9]*,' "$TMP/orphan.log")" -ge 3 ] && break; sleep 0.05; done
+for _ in $(seq 1 200); do [ "$(grep -c ', pid [0-9]*,' "$TMP/orphan.log")" -ge 3 ] && break; sleep 0.05; done
 sleep 0.5
-mapfile -t ranks < <(grep -oP '\(pid \K[0-9]+' "$TMP/orphan.log")
+mapfile -t ranks < <(grep -oP ', pid \K[0-9]+' "$TMP/orphan.log")
 kill -9 "$launcher"
 gone_after=""
 for i in $(seq 1 100); do

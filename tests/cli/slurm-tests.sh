@@ -196,7 +196,7 @@ if [ -n "$id_b" ]; then
   digest=$(log_digest "$jobdir/het-$id_b.out")
   if [ "$rc" -eq 0 ] && grep -q "^job $id_b COMPLETED ExitCode=0:0" <<<"$final" &&
     grep -qF "hetjob: 1 trainer(s) on node0, 1 worker(s) on node1" <<<"$log" &&
-    grep -q '^\[conflux r0\] trainer 0/1 ' <<<"$log" && grep -q '^\[conflux r1\] worker 0/1 ' <<<"$log" &&
+    grep -q '^\[conflux r0 [^]]*\] trainer 0/1 ' <<<"$log" && grep -q '^\[conflux r1 [^]]*\] worker 0/1 ' <<<"$log" &&
     [ -n "$ref_b" ] && [ "$digest" = "$ref_b" ]; then
     ok "hetjob.sbatch: trainer rank 0 on node0, worker rank 1 on node1, COMPLETED, mpirun digest"
   else
@@ -208,7 +208,7 @@ if [ -n "$id_b" ]; then
     not_ok "hetjob.sbatch: $signalled"
   elif grep -q "got SIGUSR1; sending SIGUSR1 to srun" <<<"$log" && grep -qF "exiting with 75" <<<"$log" &&
     grep -qF "conflux job $id_b: requeued" <<<"$log" && grep -q "^conflux job $id_b restart 1" <<<"$log" &&
-    grep -q '^\[conflux r0\] resuming from ' <<<"$log"; then
+    grep -q '^\[conflux r0 [^]]*\] resuming from ' <<<"$log"; then
     ok "hetjob.sbatch: SIGUSR1 -> checkpoint, exit 75, whole job requeued, restart 1 resumed"
   else
     not_ok "hetjob.sbatch job $id_b: no signal/exit 75/requeue/resume sequence" "$log"
@@ -268,7 +268,7 @@ if [ -n "$id_a" ]; then
   check "Exited with exit code 75"
   check "conflux job $id_a: requeued"
   check "^conflux job $id_a restart 1"
-  check "^\[conflux r0\] resuming from .*ckpt-[0-9]\{9\}\.h5: epoch [0-9]* step [0-9]* (global step [0-9]*"
+  check "^\[conflux r0 [^]]*\] resuming from .*ckpt-[0-9]\{9\}\.h5: epoch [0-9]* step [0-9]* (global step [0-9]*"
   if [ ${#missing[@]} -eq 0 ]; then
     ok "train.sbatch --time=1: SIGUSR1 before the time limit, checkpoint, exit 75, requeue, restart 1 resumed ($restarts requeue(s)$(sed 's/^/; /' "$TMP/lift" 2>/dev/null))"
   else

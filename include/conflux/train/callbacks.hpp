@@ -24,9 +24,17 @@ struct StepReport {
   int epoch = 0;         ///< 0-based
   std::size_t step = 0;  ///< 0-based step within the epoch
   std::size_t steps_in_epoch = 0;
-  double loss = 0;           ///< mean training loss since the last report
-  double accuracy = 0;       ///< training accuracy since the last report
-  double samples_per_s = 0;  ///< global training throughput since the last report
+  double loss = 0;              ///< mean training loss since the last report
+  double accuracy = 0;          ///< training accuracy since the last report
+  double samples_per_s = 0;     ///< global training throughput since the last report
+  std::size_t global_step = 0;  ///< steps completed over the run (a resumed run continues)
+  std::size_t total_steps = 0;  ///< steps of the whole run
+  double learning_rate = 0;     ///< the rate of the step just trained
+  double data_wait_ms = 0;     ///< mean wait for a batch per step and trainer since the last report
+  double offload_ratio = 0;    ///< this trainer's offload ratio now
+  double elapsed_seconds = 0;  ///< since training began (earlier launches included)
+  double eta_seconds =
+      0;  ///< remaining steps at this launch's mean step rate (evaluation included)
 };
 
 /// One epoch's results (global over trainers).

@@ -44,13 +44,14 @@ class PipelineMonitor : public TrainingCallback {
   void mark_window(const offload::WindowReport& window) const;
   void tune(const offload::WindowReport& window, offload::RatioControl& control,
             std::size_t global_step);
-  void announce(const offload::RatioDecision& decision, std::size_t global_step) const;
+  void announce(const offload::RatioDecision& decision, std::size_t global_step, double t_s);
 
   PipelineMonitorOptions options_;
   offload::OffloadSettings settings_;
   offload::WindowMeter meter_;
   std::optional<offload::RatioController> controller_;
   std::unique_ptr<std::FILE, CloseFile> lines_;
+  std::unique_ptr<std::FILE, CloseFile> decision_lines_;  // opened at the first decision
   std::size_t decisions_ = 0;
 };
 

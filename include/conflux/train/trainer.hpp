@@ -106,7 +106,14 @@ class Trainer {
   // What the reports measure from: their clocks, and this trainer's steps since the last report.
   struct Reporting {
     Clock::time_point train_start, epoch_start, window_start;
-    Tally window;
+    Tally window;                  // this trainer's steps since the last fold
+    Tally reported;                // the epoch's tally at the last report
+    double data_wait_sum = 0;      // all trainers' batch waits since the last report, s
+    double trainer_steps = 0;      // ... over this many trainer steps
+    double window_data_wait = 0;   // this trainer's batch waits since the last report, s
+    std::size_t window_steps = 0;  // this trainer's steps since the last report
+    std::size_t first_step = 0;    // the global step this launch began at (for the ETA)
+    std::size_t total_steps = 0;   // of the whole run
   };
   // data.audit: the exactly-once audit and what the checkpoint said of it.
   struct AuditState {
