@@ -61,6 +61,7 @@ run cli-restart tests/cli/restart-tests.sh
 run cli-kreduce tests/cli/kreduce-tests.sh
 run cli-gpu tests/cli/gpu-tests.sh
 run cli-plan tests/cli/plan-tests.sh
+run cli-watch tests/cli/watch-tests.sh
 run cli-slurm tests/cli/slurm-tests.sh
 
 echo

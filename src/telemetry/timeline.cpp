@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
+#include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <iterator>
 #include <limits>
@@ -14,6 +17,9 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
@@ -86,38 +92,34 @@ std::string args_object(std::string_view args) {
   return fmt::format("{{\"text\":{}}}", json_string(args));
 }
 
-// One rank's events and metadata as comma-separated Trace Event Format objects. `shift_ns`
-// maps this rank's steady clock onto root's clock, relative to the run's earliest event.
-std::string fragment(const Snapshot& s, int pid, const std::string& process_name,
-                     std::int64_t shift_ns) {
-  std::vector<std::string> quoted;
-  quoted.reserve(s.strings.size());
-  for (const auto& text : s.strings) quoted.push_back(json_string(text));
-
-  std::string out;
-  out.reserve(s.events.size() * 112 + s.track_names.size() * 160 + 256);
-  auto it = std::back_inserter(out);
-  fmt::format_to(it, R"({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":{}}}}})",
-                 pid,
-                 json_string(process_name.empty() ? fmt::format("rank {}", pid) : process_name));
-  fmt::format_to(
-      it,
-      ",\n"
+std::string process_metadata(int pid, const std::string& process_name) {
+  return fmt::format(
+      R"({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":{}}}}},)"
+      "\n"
       R"({{"name":"process_sort_index","ph":"M","pid":{},"tid":0,"args":{{"sort_index":{}}}}})",
-      pid, pid);
-  for (std::size_t track = 0; track < s.track_names.size(); ++track) {
-    const std::string& name = s.track_names[track];
-    fmt::format_to(it,
-                   ",\n"
-                   R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})",
-                   pid, track, json_string(name.empty() ? fmt::format("thread {}", track) : name));
-    fmt::format_to(
-        it,
-        ",\n"
-        R"({{"name":"thread_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
-        pid, track, track);
-  }
-  for (const Event& e : s.events) {
+      pid, json_string(process_name.empty() ? fmt::format("rank {}", pid) : process_name), pid,
+      pid);
+}
+
+std::string track_metadata(int pid, std::size_t track, const std::string& name) {
+  return fmt::format(
+      R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}},)"
+      "\n"
+      R"({{"name":"thread_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
+      pid, track, json_string(name.empty() ? fmt::format("thread {}", track) : name), pid, track,
+      track);
+}
+
+// Appends ",\n" and each event as a Trace Event Format object to `out`. `shift_ns` maps this
+// rank's steady clock onto root's clock, relative to the run's origin.
+void append_events(std::string& out, std::span<const Event> events,
+                   const std::vector<std::string>& strings, int pid, std::int64_t shift_ns) {
+  std::vector<std::string> quoted;
+  quoted.reserve(strings.size());
+  for (const auto& text : strings) quoted.push_back(json_string(text));
+  out.reserve(out.size() + events.size() * 112);
+  auto it = std::back_inserter(out);
+  for (const Event& e : events) {
     const std::string ts = microseconds(e.start_ns + shift_ns);
     switch (e.kind) {
       case Kind::kSpan:
@@ -143,6 +145,16 @@ std::string fragment(const Snapshot& s, int pid, const std::string& process_name
     if (!e.args.empty()) fmt::format_to(it, R"(,"args":{})", args_object(e.args));
     out += '}';
   }
+}
+
+// One rank's events and metadata as comma-separated Trace Event Format objects.
+std::string fragment(const Snapshot& s, int pid, const std::string& process_name,
+                     std::int64_t shift_ns) {
+  std::string out = process_metadata(pid, process_name);
+  for (std::size_t track = 0; track < s.track_names.size(); ++track) {
+    out += ",\n" + track_metadata(pid, track, s.track_names[track]);
+  }
+  append_events(out, s.events, s.strings, pid, shift_ns);
   return out;
 }
 
@@ -185,6 +197,41 @@ std::int64_t clock_offset_ns(const comm::Communicator& comm, int root) {
   }
   return offset;
 }
+
+// Writes all of `text` at `offset`, or throws.
+void write_at(int fd, std::string_view text, off_t offset, const std::filesystem::path& path) {
+  while (!text.empty()) {
+    const ssize_t n = ::pwrite(fd, text.data(), text.size(), offset);
+    if (n < 0 && errno == EINTR) continue;
+    CONFLUX_CHECK(n > 0, "cannot write the timeline stream {}: {}", path.string(),
+                  std::strerror(errno));
+    text.remove_prefix(static_cast<std::size_t>(n));
+    offset += n;
+  }
+}
+
+// A rank's streamed copy of its events: a flusher thread appends the new ones every interval.
+struct Stream {
+  std::filesystem::path path;
+  // The end of the file, rewritten by every flush, so that the file is a complete JSON
+  // document after each one; it names the wall-clock time of ts = 0.
+  std::string tail;
+  int fd = -1;
+  off_t end = 0;  // where the tail begins
+  int pid = 0;
+  std::int64_t shift_ns = 0;
+  std::size_t streamed = 0;                // events written so far
+  std::vector<std::string> written_names;  // track names as last written
+  std::chrono::duration<double> interval{2.0};
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool stopping = false;
+  std::string error;  // the first failure; streaming stops there
+  std::thread flusher;
+  ~Stream() {
+    if (fd >= 0) ::close(fd);
+  }
+};
 
 }  // namespace
 
@@ -237,11 +284,105 @@ struct Timeline::State {
     const std::lock_guard lock(mutex);
     return Snapshot{events, strings, track_names, dropped};
   }
+
+  std::unique_ptr<Stream> stream;
+
+  // Appends the events recorded since the last flush (and new or renamed tracks) to the stream.
+  void flush_stream() {
+    Stream& st = *stream;
+    Snapshot fresh;
+    {
+      const std::lock_guard lock(mutex);
+      fresh.events.assign(events.begin() + static_cast<std::ptrdiff_t>(st.streamed), events.end());
+      st.streamed = events.size();
+      fresh.strings = strings;
+      fresh.track_names = track_names;
+    }
+    std::string body;
+    for (std::size_t t = 0; t < fresh.track_names.size(); ++t) {
+      if (t < st.written_names.size() && st.written_names[t] == fresh.track_names[t]) continue;
+      body += ",\n" + track_metadata(st.pid, t, fresh.track_names[t]);
+    }
+    st.written_names = fresh.track_names;
+    append_events(body, fresh.events, fresh.strings, st.pid, st.shift_ns);
+    if (body.empty()) return;
+    body += st.tail;
+    // One pwrite over the old tail: the new events and the tail land together.
+    write_at(st.fd, body, st.end, st.path);
+    st.end += static_cast<off_t>(body.size() - st.tail.size());
+  }
+
+  void run_flusher() {
+    Stream& st = *stream;
+    std::unique_lock lock(st.mutex);
+    while (!st.wake.wait_for(lock, st.interval, [&] { return st.stopping; })) {
+      lock.unlock();
+      try {
+        flush_stream();
+      } catch (const std::exception& e) {
+        lock.lock();
+        st.error = e.what();
+        return;
+      }
+      lock.lock();
+    }
+  }
 };
 
 Timeline::Timeline(TimelineOptions options) : state_(std::make_unique<State>(std::move(options))) {}
 
-Timeline::~Timeline() = default;
+Timeline::~Timeline() {
+  try {
+    stop_stream();
+  } catch (...) {  // a destructor must not throw; stop_stream's caller hears of failures
+  }
+}
+
+void Timeline::start_stream(const comm::Communicator& comm, const std::filesystem::path& path,
+                            double flush_interval_s, int root) {
+  const std::int64_t offset = clock_offset_ns(comm, root);
+  const bool is_root = comm.rank() == root;
+  constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
+  const std::int64_t origin = comm.allreduce_max(is_root ? to_ns(SteadyClock::now()) : kNone);
+  const std::int64_t origin_unix_us =
+      comm.allreduce_max(is_root ? std::chrono::duration_cast<std::chrono::microseconds>(
+                                       std::chrono::system_clock::now().time_since_epoch())
+                                       .count()
+                                 : kNone);
+  if (!enabled()) return;
+  auto st = std::make_unique<Stream>();
+  st->tail = fmt::format(
+      "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{{\"origin_unix_s\":{}.{:06}}}}}\n",
+      origin_unix_us / 1000000, origin_unix_us % 1000000);
+  st->path = path;
+  st->pid = comm.rank();
+  st->shift_ns = offset - origin;
+  st->interval = std::chrono::duration<double>(flush_interval_s);
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  st->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  CONFLUX_CHECK(st->fd >= 0, "cannot create the timeline stream {}: {}", path.string(),
+                std::strerror(errno));
+  const std::string head =
+      "{\"traceEvents\":[\n" + process_metadata(st->pid, state_->options.process_name);
+  write_at(st->fd, head + st->tail, 0, path);
+  st->end = static_cast<off_t>(head.size());
+  state_->stream = std::move(st);
+  state_->stream->flusher = std::thread([this] { state_->run_flusher(); });
+}
+
+void Timeline::stop_stream() {
+  Stream* st = state_->stream.get();
+  if (st == nullptr || !st->flusher.joinable()) return;
+  {
+    const std::lock_guard lock(st->mutex);
+    st->stopping = true;
+  }
+  st->wake.notify_all();
+  st->flusher.join();
+  CONFLUX_CHECK(st->error.empty(), "{}", st->error);
+  state_->flush_stream();
+}
 
 bool Timeline::enabled() const noexcept {
   return state_->options.enabled;

@@ -21,6 +21,7 @@
 #include "conflux/train/resume.hpp"
 #include "conflux/train/run_dir.hpp"
 #include "conflux/train/run_recorder.hpp"
+#include "conflux/train/tensorboard_recorder.hpp"
 #include "conflux/train/trainer.hpp"
 #include "conflux/train/training_data.hpp"
 #include "conflux/train/transform_setup.hpp"
@@ -242,10 +243,32 @@ void log_dataset(const JobRank& job, const data::DatasetSplits& data) {
                data.train.shape.height, data.train.shape.width);
 }
 
+// profile.timeline: every rank streams its events to <run.dir>/timeline/rank-N.json while
+// the run goes (a collective: the ranks' clocks are aligned first).
+void start_timeline_stream(const JobRank& job, telemetry::Timeline& timeline) {
+  const Config& config = job.config;
+  if (!config.profile().timeline) return;
+  comm::run_agreed(job.world, "starting the timeline stream", [&] {
+    timeline.start_stream(
+        job.world, config.run().dir / "timeline" / fmt::format("rank-{}.json", job.world.rank()),
+        config.profile().timeline_flush_s);
+  });
+}
+
+// The stream's last events; a failed stream costs a warning, not the run's results.
+void finish_timeline_stream(const JobRank& job, telemetry::Timeline& timeline) {
+  try {
+    timeline.stop_stream();
+  } catch (const Error& e) {
+    job.log.warn("the timeline stream stopped early: {}", e.describe());
+  }
+}
+
 // Every rank learns whether training stopped on a signal, so all exit alike; the timeline is
 // merged first (a collective of every rank).
 ExitCode agreed_exit(const JobRank& job, telemetry::Timeline& timeline, bool stopped) {
   const Config& config = job.config;
+  finish_timeline_stream(job, timeline);
   if (config.profile().timeline) {
     const std::size_t events = timeline.write_merged(job.world, config.run().dir / "timeline.json");
     if (job.is_root()) {
@@ -265,6 +288,7 @@ JobEnd leave_lost_workers(const JobRank& job, telemetry::Timeline& timeline,
                           const TrainSummary& summary) {
   const Config& config = job.config;
   const std::filesystem::path path = config.run().dir / "timeline.json";
+  finish_timeline_stream(job, timeline);
   if (config.profile().timeline) timeline.write_merged(job.roles.role_comm, path);
   const ExitCode code = summary.stopped ? ExitCode::kRequeue : ExitCode::kSuccess;
   if (job.is_root()) {
@@ -285,6 +309,7 @@ JobEnd train_and_exit(const JobRank& job, Trainer& trainer, const std::string& r
   const Config& config = job.config;
   ProgressPrinter progress(job.log);
   std::optional<RunRecorder> recorder;
+  std::optional<TensorBoardRecorder> tensorboard;
   Checkpointer checkpointer(
       CheckpointerOptions{config, job.roles.role_comm, signals, &job.log, resume_path, &timeline});
   // The checkpointer goes first: its on_train_end makes the final checkpoint durable before
@@ -299,6 +324,7 @@ JobEnd train_and_exit(const JobRank& job, Trainer& trainer, const std::string& r
   if (job.is_root()) {
     recorder.emplace(config);
     callbacks.insert(callbacks.end(), {&progress, &*recorder});
+    if (config.profile().tensorboard) callbacks.push_back(&tensorboard.emplace(config));
   }
   const TrainSummary summary = trainer.run(callbacks);
   if (job.is_root()) {
@@ -324,6 +350,7 @@ JobEnd run_train_job(const Config& config, const comm::Communicator& world, cons
   const DeviceChoice device = agree_on_device(job);
   telemetry::Timeline timeline(timeline_options(job));
   timeline.name_thread("main");
+  start_timeline_stream(job, timeline);
   if (job.is_root()) {
     log.info("run '{}': {} trainer(s), {} worker(s); run directory {}", config.run().name,
              roles.layout.trainers, roles.layout.workers, config.run().dir.string());

@@ -380,6 +380,7 @@ EpochReport Trainer::finish_epoch(const data::LoaderStats& stats_before) {
   EpochReport report;
   report.epoch = static_cast<int>(progress_.position.epoch);
   report.epochs = cfg.epochs;
+  report.global_step = progress_.position.global_step;
   report.epoch_seconds = progress_.epoch_seconds_before + seconds_since(reporting_.epoch_start);
   progress_.epoch_seconds_before = 0;
   report.samples = static_cast<std::size_t>(tally.samples);

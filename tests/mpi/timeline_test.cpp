@@ -253,5 +253,53 @@ TEST(Timeline, WritesNoFileWhenEveryRankIsDisabled) {
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 
+// The events of a streamed file that are not metadata.
+std::size_t streamed_events(const std::filesystem::path& path) {
+  std::size_t n = 0;
+  for (const auto& e : trace_events(read_file(path))) n += field(e, "ph") != R"("M")";
+  return n;
+}
+
+TEST(Timeline, StreamsEachRankToAFileThatIsCompleteAfterEveryFlush) {
+  const auto world = comm::Communicator::world();
+  testing::TempDir dir;
+  const auto path = dir.path() / fmt::format("rank-{}.json", world.rank());
+  TimelineOptions options;
+  options.process_name = fmt::format("test rank {}", world.rank());
+  Timeline t(options);
+  t.instant("before the stream", "test");
+  t.start_stream(world, path, 0.02);
+  ASSERT_TRUE(std::filesystem::exists(path));
+  EXPECT_TRUE(python_accepts(path));
+  for (int i = 0; i < 20; ++i) t.counter("i", i);
+  // The flusher writes without being asked: wait for it (bounded), never calling stop_stream.
+  for (int wait = 0; wait < 500 && streamed_events(path) < 21; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(streamed_events(path), 21u);
+  EXPECT_TRUE(python_accepts(path)) << read_file(path);
+  t.instant("last", "test");
+  t.stop_stream();
+  const std::string json = read_file(path);
+  EXPECT_TRUE(python_accepts(path)) << json;
+  EXPECT_EQ(streamed_events(path), t.size());
+  EXPECT_NE(json.find(R"("origin_unix_s":)"), std::string::npos);
+  for (const auto& e : trace_events(json)) EXPECT_EQ(std::stoi(field(e, "pid")), world.rank());
+  t.stop_stream();  // twice is harmless
+}
+
+TEST(Timeline, DisabledRanksJoinTheStreamStartButWriteNothing) {
+  const auto world = comm::Communicator::world();
+  testing::TempDir dir;
+  const auto path = dir.path() / "rank.json";
+  TimelineOptions options;
+  options.enabled = world.rank() % 2 == 0;
+  Timeline t(options);
+  t.start_stream(world, path, 0.05);
+  t.instant("tick", "test");
+  t.stop_stream();
+  EXPECT_EQ(std::filesystem::exists(path), options.enabled);
+}
+
 }  // namespace
 }  // namespace conflux::telemetry

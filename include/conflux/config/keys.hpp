@@ -194,7 +194,7 @@
 #define CONFLUX_PROFILE_KEYS(KEY, HOOKED)                                                       \
   KEY(profile, enabled, bool, true, unbounded, (),                                              \
       "Profile every step (data wait, compute, gradient sync, callbacks) and every worker "     \
-      "(service time, busy fraction, queue depth); writes <run.dir>/profile.jsonl.")            \
+      "(service time, busy fraction, queue depth); writes <run.dir>/profile-trainerN.jsonl.")   \
   KEY(profile, initial_steps, std::int64_t, 5, in(0, kIntMax), (),                              \
       "Warm-up steps before the start-up bottleneck measurement.")                              \
   KEY(profile, steps, std::int64_t, 20, in(1, kIntMax), (),                                     \
@@ -212,7 +212,14 @@
       "Write <run.dir>/timeline.json (Chrome trace / Perfetto): steps, waits, requests, "       \
       "checkpoints and decisions of every rank.")                                               \
   KEY(profile, timeline_max_events, std::int64_t, 200000, in(0, kIntMax), (),                   \
-      "Most timeline events kept per rank (later ones are counted and dropped).")
+      "Most timeline events kept per rank (later ones are counted and dropped).")               \
+  KEY(profile, timeline_flush_s, double, 2.0, in(0.05, 3600), (),                               \
+      "Every rank appends its new timeline events to <run.dir>/timeline/rank-N.json this "      \
+      "often, so that a crash or kill loses at most this much of the timeline.")                \
+  KEY(profile, tensorboard, bool, true, unbounded, (),                                          \
+      "Write TensorBoard event files to <run.dir>/tensorboard/: loss, accuracy, learning "      \
+      "rate, samples/s, data wait and offload ratio every train.log_every steps, and each "     \
+      "epoch's metrics.")
 
 #define CONFLUX_COMM_KEYS(KEY, HOOKED)                                                          \
   KEY(comm, strategy, std::string, "allreduce", unbounded, ("allreduce", "kreduce"),            \

@@ -1,9 +1,10 @@
 #pragma once
 /// @file timeline.hpp
 /// A per-run timeline in Chrome trace / Perfetto JSON ("Trace Event Format"): every rank
-/// records spans and instants from any of its threads into memory; at the end all ranks' events
-/// are merged on rank 0 (clocks aligned to rank 0's) into one file with one process per rank
-/// and one track per thread, which chrome://tracing and ui.perfetto.dev open.
+/// records spans and instants from any of its threads into memory and, while the run goes,
+/// streams them to a file of its own; at the end all ranks' events are merged on rank 0
+/// (clocks aligned to rank 0's) into one file with one process per rank and one track per
+/// thread, which chrome://tracing and ui.perfetto.dev open.
 
 #include <cstddef>
 #include <filesystem>
@@ -48,6 +49,17 @@ class Timeline {
   std::size_t size() const;
   /// Events dropped because max_events was reached.
   std::size_t dropped() const;
+
+  /// Collective over `comm` (every rank calls it, enabled or not): from now on an enabled
+  /// rank appends its events to `path` every `flush_interval_s` seconds from a thread of its
+  /// own, as a Chrome trace of its own (pid = its rank in `comm`) that is a complete JSON
+  /// document after every flush, so that a crash loses at most one interval. Timestamps are
+  /// aligned to rank `root`'s clock and count from this call. Error when `path` cannot be made.
+  void start_stream(const comm::Communicator& comm, const std::filesystem::path& path,
+                    double flush_interval_s, int root = 0);
+  /// Writes the events not streamed yet and stops the stream (the destructor does it too);
+  /// Error when a write of the stream failed (streaming stopped there).
+  void stop_stream();
 
   /// Collective over `comm` (every rank of the run calls it, enabled or not): merges all
   /// ranks' events, each rank's clock aligned to rank `root`'s by ping-pong offset estimation,

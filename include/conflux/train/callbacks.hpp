@@ -49,6 +49,7 @@ struct EpochReport {
   double epoch_seconds = 0;  ///< training time of the epoch (evaluation excluded)
   double eval_seconds = 0;
   double elapsed_seconds = 0;        ///< since training started
+  std::size_t global_step = 0;       ///< steps completed over the run at the epoch's end
   std::size_t samples = 0;           ///< training samples in the epoch
   std::size_t local_batches = 0;     ///< batches built by trainers themselves (all trainers)
   std::size_t worker_batches = 0;    ///< batches built by worker ranks
