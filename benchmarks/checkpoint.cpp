@@ -157,7 +157,7 @@ int run_checkpoint(const std::vector<std::string>& args, const comm::Communicato
   const double overhead_pct = 100 * (with / base - 1);
   const double stall = median(stall_ms), persist = median(persist_mib_s);
   const double idle_persist = median(idle_persist_mib_s), sequential = median(sequential_mib_s);
-  Report report("checkpoint");
+  Report report("checkpoint", common);
   report.add_parameters(*vm);
   report.set_parameter("trainers", world.size());
   Table& table =
@@ -197,7 +197,7 @@ int run_checkpoint(const std::vector<std::string>& args, const comm::Communicato
       "RESULT overhead_pct={:.3f} stall_ms={:.3f} file_mib={:.3f} persist_mib_s={:.1f} "
       "idle_persist_mib_s={:.1f}\n",
       overhead_pct, stall, file_mib, persist, idle_persist);
-  report.write(common);
+  report.write();
   return 0;
 }
 

@@ -92,7 +92,7 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
   const comm::Communicator service = world.split(0, world.rank());
   const data::Dataset dataset = data::load_dataset("cifar10", opt.data_dir).train;
   const bool root = world.rank() == 0;
-  Report report("data-service");
+  Report report("data-service", common);
   report.add_parameters(*vm);
   report.set_parameter("workers", world.size() - 1);
   if (root) {
@@ -175,7 +175,7 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
                      fmt::format("[{:.2f}]", fmt::join(fractions, " "))});
     goodput.print();
     report.set_summary("goodput_fraction", median(fractions));
-    report.write(common);
+    report.write();
   }
   return 0;
 }

@@ -240,7 +240,7 @@ int run_grad_sync(const std::vector<std::string>& args, const comm::Communicator
         "algbw = bytes / time; busbw = algbw * 2(n-1)/n (nccl-tests' definitions)\n\n",
         sync.name(), n, opt.iters, opt.warmup);
   }
-  Report report("grad-sync");
+  Report report("grad-sync", common);
   report.add_parameters(*vm);
   report.set_parameter("ranks", n);
   Table& table = report.add_table(
@@ -295,7 +295,7 @@ int run_grad_sync(const std::vector<std::string>& args, const comm::Communicator
                        .logx = true,
                        .xtics = tics,
                        .series = {sweep_bus, sweep_alg, models}});
-  report.write(common);
+  report.write();
   return 0;
 }
 

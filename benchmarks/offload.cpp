@@ -151,6 +151,7 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
   opt.add_pipeline_options(desc);
   const auto vm = parse_scenario_options("offload", args, desc, common, world);
   if (!vm) return 0;
+  if (world.rank() == 0) check_output_file(opt.timeline, "--timeline");  // root writes it
   CONFLUX_REQUIRE(world.size() >= 2, "offload: needs at least 2 ranks (1 trainer + workers)");
   CONFLUX_REQUIRE(opt.batch >= 1 && opt.rounds >= 1 && opt.auto_warmup >= 0 && opt.resolution >= 1,
                   "offload: --batch, --rounds and --resolution must be at least 1, "
@@ -174,7 +175,7 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
         max_workers, opt.resolution, opt.resolution, opt.batch, opt.gpu_step_ms,
         opt.compute_bound_gpu_step_ms);
   }
-  Report report("offload");
+  Report report("offload", common);
   report.add_parameters(*vm);
   Table& summary = report.add_table(
       Table("input_bound",
@@ -402,7 +403,7 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
                        .xlabel = "offload ratio",
                        .ylabel = "samples/s",
                        .series = plot_series});
-  report.write(common);
+  report.write();
   return 0;
 }
 

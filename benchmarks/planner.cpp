@@ -61,7 +61,7 @@ int run_planner(const std::vector<std::string>& args, const comm::Communicator& 
       model_path.empty() ? builtin_model() : plan::read_fit_file(model_path);
   const plan::S3TransferTable s3 = plan::S3TransferTable::load(s3_dir);
 
-  Report report("planner");
+  Report report("planner", common);
   report.add_parameters(*vm);
   Table& full = report.add_table(
       Table("full_space", "plan() on the full default space (median of --repeats queries)",
@@ -133,7 +133,7 @@ int run_planner(const std::vector<std::string>& args, const comm::Communicator& 
   small.print();
   fmt::print("slowest full-space query: {:.1f} ms (target < 1000 ms)\n", worst_ms);
   report.set_summary("worst_full_space_ms", worst_ms);
-  report.write(common);
+  report.write();
   return 0;
 }
 

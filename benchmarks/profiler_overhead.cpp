@@ -109,7 +109,7 @@ void report_overhead(const Options& o, const Rounds& r, const po::variables_map&
   const double base = median(r.base_s), with = median(r.with_s);
   const double step_ms = 1e3 * base / static_cast<double>(r.steps);
   const double ns_per_step = profiler_ns_per_step(100);
-  Report report("profiler");
+  Report report("profiler", common);
   report.add_parameters(vm);
   Table& table = report.add_table(
       Table("overhead",
@@ -127,7 +127,7 @@ void report_overhead(const Options& o, const Rounds& r, const po::variables_map&
   table.print();
   report.set_summary("overhead_pct", 100 * (with / base - 1));
   report.set_summary("per_step_pct", 100 * ns_per_step * 1e-6 / step_ms);
-  report.write(common);
+  report.write();
 }
 
 }  // namespace

@@ -4,12 +4,16 @@
 
 #include <unistd.h>
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -325,10 +329,53 @@ std::optional<po::variables_map> parse_scenario_options(const std::string& scena
   } catch (const po::error& e) {
     CONFLUX_INPUT_ERROR("{}: {} (see conflux-bench {} --help)", scenario, e.what(), scenario);
   }
+  if (world.rank() == 0) {  // the rank that writes them
+    check_output_file(common.json, "--json");
+    check_output_file(common.plot, "--plot");
+  } else {  // so that no other rank's report, partial or not, ever writes them
+    common = CommonOptions{};
+  }
   return vm;
 }
 
-Report::Report(std::string scenario) : scenario_(std::move(scenario)) {}
+void check_output_file(const std::string& path, std::string_view option) {
+  if (path.empty()) return;
+  const std::filesystem::path file(path);
+  const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : ".";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    CONFLUX_INPUT_ERROR("{} {}: cannot create directory {}: {}", option, path, dir.string(),
+                        ec.message());
+  if (std::filesystem::is_directory(file)) {
+    CONFLUX_INPUT_ERROR("{} {}: is a directory, not a file", option, path);
+  }
+  const std::filesystem::path probe = dir / fmt::format(".conflux-bench-probe-{}", ::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    CONFLUX_INPUT_ERROR("{} {}: cannot write in {}: {}", option, path, dir.string(),
+                        std::strerror(errno));
+  }
+  ::close(fd);
+  std::filesystem::remove(probe, ec);
+}
+
+Report::Report(std::string scenario, CommonOptions outputs)
+    : scenario_(std::move(scenario)),
+      outputs_(std::move(outputs)),
+      uncaught_at_start_(std::uncaught_exceptions()) {}
+
+Report::~Report() {
+  if (written_ || std::uncaught_exceptions() <= uncaught_at_start_) return;
+  if (outputs_.json.empty() && outputs_.plot.empty()) return;
+  try {  // unwinding: keep what was measured, and say that the rest is missing
+    set_summary("complete", false);
+    write();
+    fmt::print(stderr, "conflux-bench {}: failed; the results measured so far were written\n",
+               scenario_);
+  } catch (...) {  // the original error is the one to report
+  }
+}
 
 void Report::add_parameters(const po::variables_map& vm) {
   for (const auto& [name, value] : vm) {
@@ -382,19 +429,20 @@ std::string Report::json() const {
   return out + fmt::format("  \"summary\": {}\n}}\n", object(summary_));
 }
 
-void Report::write(const CommonOptions& common) const {
-  if (!common.json.empty()) {
-    const std::filesystem::path path(common.json);
+void Report::write() {
+  written_ = true;
+  if (!outputs_.json.empty()) {
+    const std::filesystem::path path(outputs_.json);
     std::error_code ec;
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
     publish_text_file(path, json());
-    fmt::print("results written to {}\n", common.json);
+    fmt::print("results written to {}\n", outputs_.json);
   }
-  if (!common.plot.empty()) {
+  if (!outputs_.plot.empty()) {
     if (plot_) {
-      draw_plot(*plot_, common.plot);
+      draw_plot(*plot_, outputs_.plot);
     } else {
-      fmt::print("plot {} skipped: scenario {} has no plot\n", common.plot, scenario_);
+      fmt::print("plot {} skipped: scenario {} has no plot\n", outputs_.plot, scenario_);
     }
   }
   std::fflush(stdout);

@@ -115,19 +115,31 @@ struct CommonOptions {
   std::string plot;  ///< --plot FILE.png: a plot (scenarios without one say so)
 };
 
+/// Checks, before anything is measured, that an output file can be written: creates its
+/// directory and a probe file beside it. InputError naming `option` and the reason otherwise.
+/// Empty `path`: nothing to check.
+void check_output_file(const std::string& path, std::string_view option);
+
 /// Parses a scenario's command line: `desc` plus the common options. Returns nothing when
 /// --help was asked for (rank 0 has printed it). Unknown or malformed options raise
-/// InputError (exit 2) naming the scenario.
+/// InputError (exit 2) naming the scenario, as does (on rank 0) a --json or --plot file that
+/// cannot be written.
 std::optional<boost::program_options::variables_map> parse_scenario_options(
     const std::string& scenario, const std::vector<std::string>& args,
     boost::program_options::options_description& desc, CommonOptions& common,
     const comm::Communicator& world);
 
 /// What a scenario measured: its parameters, tables, summary figures and plot. Scenarios fill
-/// it on the rank that measured (world rank 0) and call write() at the end.
+/// it on the rank that measured (world rank 0) and call write() at the end. A report left by
+/// an exception writes what it holds so far (marked incomplete), so that a late failure costs
+/// no measured result.
 class Report {
  public:
-  explicit Report(std::string scenario);
+  /// Reports scenario `scenario` into the files `outputs` names.
+  Report(std::string scenario, CommonOptions outputs);
+  ~Report();
+  Report(const Report&) = delete;
+  Report& operator=(const Report&) = delete;
   /// Records every option in `vm` except help, json and plot as a parameter.
   void add_parameters(const boost::program_options::variables_map& vm);
   /// Records one parameter (replacing one of the same name).
@@ -141,10 +153,13 @@ class Report {
   /// The whole report as one JSON object.
   std::string json() const;
   /// Writes --json (RuntimeError when the file cannot be written) and draws --plot.
-  void write(const CommonOptions& common) const;
+  void write();
 
  private:
   std::string scenario_;
+  CommonOptions outputs_;
+  bool written_ = false;
+  int uncaught_at_start_ = 0;
   std::vector<std::pair<std::string, Cell>> parameters_;
   std::deque<Table> tables_;
   std::vector<std::pair<std::string, Cell>> summary_;

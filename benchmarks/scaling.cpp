@@ -85,7 +85,7 @@ int run_scaling(const std::vector<std::string>& args, const comm::Communicator& 
         opt.gpu_step_ms);
   }
 
-  Report report("scaling");
+  Report report("scaling", common);
   report.add_parameters(*vm);
   report.set_parameter("max_workers", max_workers);
   Table sweep("sweep", "every run (the chosen ratio per worker count is marked)",
@@ -181,7 +181,7 @@ int run_scaling(const std::vector<std::string>& args, const comm::Communicator& 
              .style = "lines dashtype 2"});
   add_ceiling(plot, bound, "SIMULATED GPU step bound, samples/s");
   report.set_plot(std::move(plot));
-  report.write(common);
+  report.write();
   return 0;
 }
 

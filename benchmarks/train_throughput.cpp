@@ -119,7 +119,7 @@ int run_train(const std::vector<std::string>& args, const comm::Communicator& wo
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!root) return static_cast<int>(code);
 
-  Report report("train");
+  Report report("train", common);
   report.add_parameters(*vm);
   report.set_parameter("trainers", config->cluster().trainers);
   report.set_parameter("workers", workers);
@@ -174,7 +174,7 @@ int run_train(const std::vector<std::string>& args, const comm::Communicator& wo
            .series = {Series{.title = "samples/s (evaluation excluded)",
                              .x = table.numbers("epoch"),
                              .y = table.numbers("samples/s")}}});
-  report.write(common);
+  report.write();
   return static_cast<int>(code);
 }
 

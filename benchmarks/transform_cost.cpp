@@ -122,7 +122,7 @@ int run_transform_cost(const std::vector<std::string>& args, const comm::Communi
   };
 
   constexpr int kRepetitions = 5;
-  Report report("transforms");
+  Report report("transforms", common);
   report.add_parameters(*vm);
   report.set_parameter("repetitions", kRepetitions);
   Table& table = report.add_table(Table(
@@ -147,7 +147,7 @@ int run_transform_cost(const std::vector<std::string>& args, const comm::Communi
                        .ylabel = "us per sample (1 thread)",
                        .categories = names,
                        .series = {Series{.title = "us/sample", .y = table.numbers("us/sample")}}});
-  report.write(common);
+  report.write();
   return 0;
 }
 
