@@ -202,7 +202,7 @@ $(MPI_TESTS): $(call obj,$(MPI_SRCS)) $(LIB) $(FLAVOR)
 
 $(call obj,$(UNIT_SRCS) $(MPI_SRCS)): EXTRA_CPPFLAGS = $(shell $(PKG_CONFIG) --cflags gtest)
 
-build-tests: $(CONFLUX) $(UNIT_TESTS) $(MPI_TESTS) plugins
+build-tests: $(CONFLUX) $(BENCH) $(UNIT_TESTS) $(MPI_TESTS) plugins
 
 # The README's test command: installs what is missing, builds, runs every test.
 test: deps

@@ -316,6 +316,8 @@ std::optional<po::variables_map> parse_scenario_options(const std::string& scena
       "plot", po::value(&common.plot)->value_name("FILE.png"),
       "also draw the results into FILE.png with gnuplot (skipped, with a message, when "
       "gnuplot is not installed)");
+  // Every scenario answers --help, whether or not its own options name it.
+  if (desc.find_nothrow("help", false) == nullptr) output.add_options()("help", "this help");
   desc.add(output);
   po::variables_map vm;
   try {

@@ -11,15 +11,27 @@ mnist_train() { "${MPIRUN[@]}" -np "$1" "$CONFLUX" train --config configs/mnist_
 
 # --- every command and action answers --help with exit 0 and a usage; --version names the libraries
 help_failures=()
-for cmd in "train" "config" "config check" "config reference" "data" "data convert" "data info" \
-  "ckpt" "ckpt inspect" "ckpt verify" "profile" "fit" "predict" "plan" "help"; do
+# The commands and actions the usage names (so a new one is tested without editing this list),
+# plus the bare command groups.
+mapfile -t commands < <("$CONFLUX" --help 2>&1 | grep -oP '\bconflux \K[a-z]+( [a-z]+)?(?= |$)' | sort -u)
+[ "${#commands[@]}" -ge 12 ] || help_failures+=("only ${#commands[@]} commands in the usage")
+for cmd in "${commands[@]}" "config" "data" "ckpt"; do
   # shellcheck disable=SC2086  # the command's words are meant to split
   out=$("$CONFLUX" $cmd --help 2>&1)
   rc=$?
   if [ "$rc" -ne 0 ] || ! grep -qiE "usage|options" <<<"$out"; then help_failures+=("'$cmd' (exit $rc)"); fi
 done
+BENCH=${CONFLUX_BIN:-build/bin}/conflux-bench
+mapfile -t scenarios < <("$BENCH" --help 2>&1 | sed -n '/^Scenarios:/,/^$/p' | grep -oP '^  \K[a-z-]+')
+[ "${#scenarios[@]}" -ge 9 ] || help_failures+=("only ${#scenarios[@]} conflux-bench scenarios")
+for s in "" "${scenarios[@]}"; do
+  # shellcheck disable=SC2086
+  out=$("$BENCH" $s --help 2>&1)
+  rc=$?
+  if [ "$rc" -ne 0 ] || ! grep -qiE "usage|options" <<<"$out"; then help_failures+=("'conflux-bench $s' (exit $rc)"); fi
+done
 if [ ${#help_failures[@]} -eq 0 ]; then
-  ok "--help of every command and action: exit 0 with a usage"
+  ok "--help of every command and action (${#commands[@]}) and conflux-bench scenario (${#scenarios[@]}): exit 0 with a usage"
 else
   not_ok "--help failed for: ${help_failures[*]}"
 fi
