@@ -82,14 +82,16 @@ fi
 # the missed batches itself, publishes its results, and the job ends a few seconds after the
 # last step with exit 0, not after cluster.peer_timeout_s with exit 3 and no model.
 FROZEN=(--set cluster.trainers=1 --set data.train_limit=30000 --set train.epochs=1
-  --set data.offload_ratio=0.5 --set data.worker_timeout_s=1 --set cluster.peer_timeout_s=20)
+  --set data.offload_ratio=0.5 --set data.worker_timeout_s=1 --set cluster.peer_timeout_s=20
+  --set train.log_every=50)
 "${MPIRUN[@]}" -np 1 "$CONFLUX" train --config configs/mnist_mlp.toml "${SERVICE[@]}" "${FROZEN[@]}" \
   --set "run.dir=$TMP/run-unfrozen" >"$TMP/unfrozen.log" 2>&1
 "${MPIRUN[@]}" -np 3 "$CONFLUX" train --config configs/mnist_mlp.toml "${SERVICE[@]}" "${FROZEN[@]}" \
   --set "run.dir=$TMP/run-frozen" >"$TMP/frozen.log" 2>&1 &
 job=$!
-for _ in $(seq 1 200); do [ "$(grep -c 'worker [0-9]/2 (host ' "$TMP/frozen.log")" -ge 2 ] && break; sleep 0.1; done
-sleep 1
+# Frozen once training is under way (its first step report): start-up's collectives have no
+# deadline, so a worker frozen there would hold the job until the launcher's time limit.
+for _ in $(seq 1 300); do [ -s "$TMP/run-frozen/steps.jsonl" ] && break; sleep 0.1; done
 frozen=$(grep -oP 'worker 1/2 \(host \S+, pid \K[0-9]+' "$TMP/frozen.log")
 kill -STOP "$frozen"
 last_step_at=""
@@ -119,9 +121,8 @@ fi
 "${MPIRUN[@]}" -np 2 "$CONFLUX" train --config configs/mnist_mlp.toml "${SERVICE[@]}" "${FROZEN[@]}" \
   --set "run.dir=$TMP/run-leave" >"$TMP/leave.log" 2>&1 &
 job=$!
-for _ in $(seq 1 200); do grep -q 'worker 0/1 (pid' "$TMP/leave.log" && break; sleep 0.1; done
-sleep 1
-kill -TERM "$(grep -oP 'worker 0/1 \(pid \K[0-9]+' "$TMP/leave.log")"
+for _ in $(seq 1 300); do [ -s "$TMP/run-leave/steps.jsonl" ] && break; sleep 0.1; done
+kill -TERM "$(grep -oP 'worker 0/1 \(host \S+, pid \K[0-9]+' "$TMP/leave.log")"
 wait "$job"
 rc=$?
 if [ "$rc" -eq 0 ] && [ "$(digest_of "$TMP/leave.log")" = "$(digest_of "$TMP/unfrozen.log")" ] &&

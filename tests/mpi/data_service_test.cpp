@@ -252,10 +252,14 @@ TEST(DataService, StoppedWorkerIsReplacedAndTheJobStillEnds) {
     // the end. With one worker every remote batch after its second answer went to it; with
     // more, requests go to the worker expected to answer soonest, so how many reach the
     // stopped one depends on timing.
+    // On a loaded machine one of its two answers may come after the deadline too: that late
+    // answer is dropped, not cancelled.
     EXPECT_EQ(out.loader.fallback, out.loader.client.timeouts);
-    EXPECT_EQ(out.loader.client.cancelled, out.loader.client.timeouts);
+    EXPECT_EQ(out.loader.client.cancelled + out.loader.client.late_dropped,
+              out.loader.client.timeouts);
     if (world.size() == 2) {
       EXPECT_GE(out.loader.fallback, 1u);
+      EXPECT_GE(out.loader.client.cancelled, 1u);
     }
   } else if (world.rank() == 1) {
     EXPECT_LE(out.server.batches, 2u);  // it stopped after two answers
