@@ -112,7 +112,7 @@ Figure data_wait(const RunRecords& r) {
   for (const auto& [trainer, windows] : r.profiles) {
     Series s{.title = fmt::format("trainer {}", trainer), .style = "lines lw 1.5"};
     for (const ProfileWindow& w : windows) {
-      s.x.push_back(w.t_s + w.window_s);
+      s.x.push_back(w.t_s + w.window_s / 2);  // a window's mean, at its middle
       s.y.push_back(w.data_wait_ms);
     }
     add(p, std::move(s));
@@ -155,10 +155,16 @@ Figure offload(const RunRecords& r) {
          .yrange = "[0:1.05]",
          .key = "below"};
   for (const auto& [trainer, windows] : r.profiles) {
+    // A window's line holds the ratio in force during it (a decision at its end applies
+    // from the next window), so each value is drawn from the window's start to the next's.
     Series s{.title = fmt::format("trainer {}", trainer), .style = "steps lw 2"};
     for (const ProfileWindow& w : windows) {
-      s.x.push_back(w.t_s + w.window_s);
+      s.x.push_back(w.t_s);
       s.y.push_back(w.offload_ratio);
+    }
+    if (!windows.empty()) {
+      s.x.push_back(windows.back().t_s + windows.back().window_s);
+      s.y.push_back(windows.back().offload_ratio);
     }
     add(p, std::move(s));
   }
