@@ -20,7 +20,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 code, pre { font-family: monospace; }
 pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; }
 figure { margin: 1.5em 0; }
-figure img { max-width: 100%; border: 1px solid #ddd; }
+figure img { max-width: 100%; height: auto; border: 1px solid #ddd; }
 figcaption { color: #444; font-size: 0.92em; margin-top: 0.3em; }
 .missing { color: #a33; }
 ul.notes li { margin: 0.2em 0; }

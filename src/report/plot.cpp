@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -178,6 +179,9 @@ void render_plot(const Plot& plot, const std::filesystem::path& png,
     status = ::pclose(pipe);
   }
   std::filesystem::remove(script, ec);
+  while (!messages.empty() && std::isspace(static_cast<unsigned char>(messages.back()))) {
+    messages.pop_back();
+  }
   if (messages.size() > 600) messages = "..." + messages.substr(messages.size() - 600);
   CONFLUX_CHECK(status == 0, "gnuplot could not draw {} ({}): {}", png.string(),
                 status == -1             ? std::string("could not start it")

@@ -56,7 +56,7 @@ Figure learning_curve(const RunRecords& r, bool loss) {
          .xlabel = "epoch",
          .ylabel = what,
          .y_from_zero = loss,
-         .key = loss ? "top right" : "bottom right"};
+         .key = "below"};
   Series steps{.title = "train, per report (steps.jsonl)", .style = "lines lw 1.5"};
   for (const StepRecord& s : r.steps) {
     steps.x.push_back(epoch_position(s));
@@ -85,7 +85,8 @@ Figure throughput(const RunRecords& r) {
                "the steps since the previous report) and per epoch (metrics.jsonl, drawn "
                "at the epoch's end). Time counts from the start of training, across "
                "resumes."};
-  Plot p{.title = "training throughput", .xlabel = "time (s)", .ylabel = "samples/s"};
+  Plot p{
+      .title = "training throughput", .xlabel = "time (s)", .ylabel = "samples/s", .key = "below"};
   Series steps{.title = "per report (steps.jsonl)", .style = "lines lw 1.5"};
   for (const StepRecord& s : r.steps) {
     steps.x.push_back(s.time_s);
@@ -108,7 +109,8 @@ Figure data_wait(const RunRecords& r) {
                "Mean time a step waited for its batch, per profiling window and trainer "
                "(profile-trainer<t>.jsonl; steps.jsonl's rank-0 figure when there is no "
                "profile). Time is each trainer's profile clock."};
-  Plot p{.title = "data wait per step", .xlabel = "time (s)", .ylabel = "ms per step"};
+  Plot p{
+      .title = "data wait per step", .xlabel = "time (s)", .ylabel = "ms per step", .key = "below"};
   for (const auto& [trainer, windows] : r.profiles) {
     Series s{.title = fmt::format("trainer {}", trainer), .style = "lines lw 1.5"};
     for (const ProfileWindow& w : windows) {
@@ -204,7 +206,12 @@ Figure checkpoint_stalls(const RunRecords& r) {
     line.x.push_back(s.t_s);
     line.y.push_back(s.ms);
   }
-  for (auto& [key, s] : series) add(p, std::move(s));
+  for (auto& [key, s] : series) {
+    // A dot on each impulse, so that a stall of a few microseconds is still seen.
+    Series dots{.title = "", .x = s.x, .y = s.y, .style = "points pt 7 ps 0.8 lc rgb 'black'"};
+    add(p, std::move(s));
+    add(p, std::move(dots));
+  }
   if (!r.stalls.empty()) {
     double total = 0, worst = 0;
     for (const CheckpointStall& s : r.stalls) total += s.ms, worst = std::max(worst, s.ms);
