@@ -61,9 +61,12 @@ void scan_event(Scan& scan, const JsonValue& e) {
   }
 }
 
-// Streams one trace file into `scan`; a file that ends early (a per-rank file still being
-// written) is noted with what was read from it.
-void scan_file(Scan& scan, const fs::path& path, const std::string& shown,
+// Streams one trace file into `scan`; a file that ends early is noted with what was read from
+// it. A per-rank stream (`streamed`) is rewritten in place at every flush, and a kill during
+// that write can leave new events cut off by the old closing text (docs/watching.md, "The
+// streamed timeline"): what precedes the damage is kept, as for a cut end. The merged
+// timeline.json is published atomically, so damage there is an error.
+void scan_file(Scan& scan, const fs::path& path, const std::string& shown, bool streamed,
                std::vector<std::string>& notes) {
   std::ifstream in(path, std::ios::binary);
   CONFLUX_REQUIRE(in.good(), "{}: cannot read this file of the run directory", path.string());
@@ -76,10 +79,18 @@ void scan_file(Scan& scan, const fs::path& path, const std::string& shown,
       if (e.is_object()) scan_event(scan, e);
     });
   } catch (const JsonSyntaxError& e) {
-    if (!e.truncated()) throw;
-    notes.push_back(fmt::format(
-        "{} ends early (still being written, or cut by a kill): read its first {} events", shown,
-        events));
+    if (e.truncated()) {
+      notes.push_back(fmt::format(
+          "{} ends early (still being written, or cut by a kill): read its first {} events", shown,
+          events));
+    } else if (streamed) {
+      notes.push_back(fmt::format(
+          "{} is damaged after its first {} events (a flush cut by a kill?): {}; those events "
+          "were read",
+          shown, events, e.what()));
+    } else {
+      throw;
+    }
   }
 }
 
@@ -120,7 +131,9 @@ TimelineRecords read_timeline_records(const fs::path& dir) {
     return out;
   }
   Scan scan;
-  for (const std::string& file : out.files) scan_file(scan, dir / file, file, out.notes);
+  for (const std::string& file : out.files) {
+    scan_file(scan, dir / file, file, file != "timeline.json", out.notes);
+  }
   const bool named = !scan.processes.empty();
   for (const auto& [pid, name] : scan.processes) {
     out.trainers += trainer_of(name) >= 0;

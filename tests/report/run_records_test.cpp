@@ -220,5 +220,27 @@ TEST(RunRecords, PerRankTimelinesOfARunningJob) {
   EXPECT_EQ(r.files, (std::vector<std::string>{"timeline/rank-0.json", "timeline/rank-1.json"}));
 }
 
+TEST(RunRecords, AStreamCutByAKillKeepsItsEventsButTheMergedFileMustBeWhole) {
+  TempDir dir;
+  // A flush cut mid-write: new events end in the middle, followed by the old closing text.
+  const std::string damaged = R"json({"traceEvents":[
+{"name":"process_name","ph":"M","pid":0,"tid":0,"args":{"name":"trainer 0 (rank 0)"}},
+{"name":"checkpoint capture","cat":"checkpoint","ph":"X","ts":1000000,"dur":2000,"pid":0,"tid":0},
+{"name":"checkpoint capture","cat":"checkp],
+"displayTimeUnit":"ms"}
+)json";
+  write(dir.path() / "timeline" / "rank-0.json", damaged);
+  const RunRecords r = read_run_records(dir.path());
+  ASSERT_EQ(r.stalls.size(), 1u);
+  bool noted = false;
+  for (const auto& n : r.notes) {
+    noted |= n.find("timeline/rank-0.json is damaged after its first 2 events") == 0;
+  }
+  EXPECT_TRUE(noted);
+  write(dir.path() / "timeline.json", damaged);
+  expect_input_error([&] { read_run_records(dir.path()); },
+                     {(dir.path() / "timeline.json").string() + ": line 4"});
+}
+
 }  // namespace
 }  // namespace conflux::report
