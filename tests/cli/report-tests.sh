@@ -3,10 +3,11 @@
 # data.offload_ratio = "auto" (MNIST, 1 trainer + 2 workers, augmentation heavy enough to be
 # input-bound, so the controller decides), then its report: every PNG is a real image, the
 # folder copied elsewhere loads in headless Chromium with every image, the screenshot is not
-# blank, the page holds the run's digest and decisions. Also: --output, a run with only some
-# files (killed, or only metrics.jsonl) still gets a report saying what is missing, and the
+# blank, the page holds the run's digest and decisions. Also: --output, a job reported while
+# it runs and after a SIGKILL, runs with only some files (a cut steps line, no timeline, only
+# metrics.jsonl) still get a report saying what is missing, and the
 # errors (missing directory, malformed file, gnuplot missing) exit 2 naming what is wrong.
-# Needs Debian's gnuplot-nox and chromium. About 30 s on 2 cores.
+# Needs Debian's gnuplot-nox and chromium. About 50 s on 2 cores.
 set -uo pipefail
 # shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -200,10 +201,45 @@ else
   not_ok "--output" "$out"
 fi
 
-# A killed run: no summary.json, no timeline.json, steps.jsonl cut in its last line.
+# A job reported while it runs, then killed (SIGKILL to mpirun; its ranks die with it): both
+# reports are made from what is on disk, the per-rank timeline streams instead of timeline.json.
+live=$TMP/live
+"${MPIRUN[@]}" -np 3 "$CONFLUX" train --config "$TMP/job.toml" --set "run.dir=$live" \
+  --set train.epochs=100 --set profile.timeline_flush_s=0.2 >"$TMP/live.log" 2>&1 &
+launcher=$!
+for _ in $(seq 1 300); do
+  [ -s "$live/metrics.jsonl" ] && [ -s "$live/timeline/rank-0.json" ] && break
+  sleep 0.1
+done
+out=$("$CONFLUX" report "$live" 2>&1)
+rc=$?
+running=$([ -e "$live/summary.json" ] && echo finished || echo running)
+mpirun_pid=$(pgrep -P "$launcher")
+[ -n "$mpirun_pid" ] && kill -9 "$mpirun_pid"
+wait "$launcher"
+page=$live/report/index.html
+if [ "$rc" -eq 0 ] && [ "$running" = running ] && grep -q 'summary.json is missing' "$page" &&
+  grep -q '<code>timeline/rank-0.json</code>' "$page" && png_check "$live/report/loss.png" \
+  "$live/report/checkpoints.png"; then
+  ok "a running job: report made from steps, metrics and the per-rank timeline streams"
+else
+  not_ok "running job: rc $rc, job $running" "$out$(tail -5 "$TMP/live.log")"
+fi
+sleep 0.5  # the ranks' death signal is delivered asynchronously
+left=$(pgrep -f -- "run.dir=$live" | wc -l)
+out=$("$CONFLUX" report "$live" 2>&1)
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$left" -eq 0 ] && [ ! -e "$live/summary.json" ] &&
+  grep -q 'summary.json is missing' "$page" && png_check "$live/report/offload.png"; then
+  ok "the job killed with SIGKILL: report made, says it did not finish"
+else
+  not_ok "killed job: rc $rc, $left rank(s) left" "$out$(tail -5 "$TMP/live.log")"
+fi
+
+# A run cut harder: no summary.json, no timeline at all, steps.jsonl cut in its last line.
 killed=$TMP/killed
 cp -r "$run" "$killed"
-rm -rf "$killed/summary.json" "$killed/timeline.json" "$killed/report"
+rm -rf "$killed/summary.json" "$killed/timeline.json" "$killed/timeline" "$killed/report"
 head -c -40 "$run/steps.jsonl" >"$killed/steps.jsonl"
 out=$("$CONFLUX" report "$killed" 2>&1)
 rc=$?
@@ -213,9 +249,9 @@ if [ "$rc" -eq 0 ] && grep -q 'summary.json is missing' "$page" &&
   grep -qP 'steps.jsonl: the last line \(\d+\) is incomplete' "$page" &&
   grep -q 'Not drawn: no timeline was read' "$page" && png_check "$killed/report/loss.png" &&
   [ ! -e "$killed/report/checkpoints.png" ]; then
-  ok "killed run: report made, says summary.json and timeline.json are missing, the cut line"
+  ok "cut run: report made, says summary.json and timeline.json are missing, the cut line"
 else
-  not_ok "killed run: rc $rc" "$out$(sed 's/<[^>]*>/ /g' "$page" 2>&1 | tr -s ' \n' | head -c 2000)"
+  not_ok "cut run: rc $rc" "$out$(sed 's/<[^>]*>/ /g' "$page" 2>&1 | tr -s ' \n' | head -c 2000)"
 fi
 
 # Only metrics.jsonl: per-epoch curves, the rest named as missing.
