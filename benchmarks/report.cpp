@@ -2,16 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
 #include <unistd.h>
 
-#include <fcntl.h>
-#include <sys/wait.h>
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -38,45 +35,6 @@ std::size_t display_width(std::string_view text) {
 std::string pad(const std::string& text, std::size_t width, bool right) {
   const std::string fill(width - std::min(width, display_width(text)), ' ');
   return right ? fill + text : text + fill;
-}
-
-// A gnuplot single-quoted string: nothing is special inside but the quote, written twice.
-std::string gp_quote(std::string_view text) {
-  std::string out = "'";
-  for (const char ch : text) out += ch == '\'' ? std::string("''") : std::string(1, ch);
-  return out + "'";
-}
-
-// A gnuplot double-quoted string, where \n breaks the line (a long title needs two).
-std::string gp_dquote(std::string_view text) {
-  std::string out = "\"";
-  for (const char ch : text) {
-    if (ch == '\n') {
-      out += "\\n";
-    } else {
-      if (ch == '"' || ch == '\\') out += '\\';
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
-
-std::string gp_number(double value) {
-  return std::isfinite(value) ? fmt::format("{}", value) : "NaN";  // NaN: gnuplot skips it
-}
-
-// The first executable `name` on $PATH, or empty.
-std::string find_on_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  while (!dirs.empty()) {
-    const std::size_t colon = dirs.find(':');
-    const std::string dir(dirs.substr(0, colon));
-    dirs = colon == std::string_view::npos ? std::string_view() : dirs.substr(colon + 1);
-    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return {};
 }
 
 // A boost::any from Boost.Program_options as a cell, for the types the scenarios use.
@@ -201,106 +159,19 @@ std::string Table::json() const {
   return out + (rows_.empty() ? "]}" : "\n  ]}");
 }
 
-void add_ceiling(Plot& plot, double y, const std::string& title) {
-  if (!std::isfinite(y)) return;
-  double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin, ymax = -xmin;
-  for (const Series& s : plot.series) {
-    for (const double x : s.x) xmin = std::min(xmin, x), xmax = std::max(xmax, x);
-    for (const double v : s.y) {
-      if (std::isfinite(v)) ymax = std::max(ymax, v);
-    }
-  }
-  if (!std::isfinite(xmin) || y > 1.5 * ymax) {
-    plot.title += fmt::format("\n({} {:.0f}: off the chart)", title, y);
-    return;
-  }
-  plot.series.push_back(Series{.title = title, .x = {xmin, xmax}, .y = {y, y}, .style = "lines"});
-}
-
-std::string gnuplot_script(const Plot& plot, const std::string& png) {
-  std::string s;
-  // pngcairo draws antialiased text; Debian's gnuplot-nox has it, other builds may only have
-  // the libgd `png` terminal.
-  s += "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-       "  set terminal pngcairo size 900,560 noenhanced font ',10'\n"
-       "} else {\n"
-       "  set terminal png size 900,560 noenhanced\n"
-       "}\n";
-  s += "set output " + gp_quote(png) + "\n";
-  s += "set title " + gp_dquote(plot.title) + "\n";
-  s += "set xlabel " + gp_quote(plot.xlabel) + "\nset ylabel " + gp_quote(plot.ylabel) + "\n";
-  s += "set grid\nset key " + plot.key + "\n";
-  if (!plot.xtics.empty()) {
-    s += "set xtics (";
-    for (std::size_t i = 0; i < plot.xtics.size(); ++i) {
-      s += fmt::format("{}{} {}", i ? ", " : "", gp_quote(plot.xtics[i].second),
-                       gp_number(plot.xtics[i].first));
-    }
-    s += ")\n";
-  }
-  if (plot.logx && plot.categories.empty()) s += "set logscale x 2\n";
-  if (plot.logy) s += "set logscale y 10\n";
-  if (plot.y_from_zero && !plot.logy) s += "set yrange [0:*]\n";
-  if (!plot.categories.empty()) {
-    s += "set style data histograms\nset style histogram clustered gap 1\n"
-         "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset xtics rotate by -25\n";
-  }
-  std::string command = "plot ";
-  std::string data;
-  for (std::size_t i = 0; i < plot.series.size(); ++i) {
-    const Series& series = plot.series[i];
-    if (i > 0) command += ", ";
-    if (plot.categories.empty()) {
-      command +=
-          fmt::format("'-' using 1:2 with {} title {}", series.style, gp_quote(series.title));
-      for (std::size_t k = 0; k < std::min(series.x.size(), series.y.size()); ++k) {
-        data += gp_number(series.x[k]) + " " + gp_number(series.y[k]) + "\n";
-      }
-    } else {
-      command += "'-' using 2:xtic(1) title " + gp_quote(series.title);
-      for (std::size_t k = 0; k < std::min(plot.categories.size(), series.y.size()); ++k) {
-        std::string label = plot.categories[k];
-        for (char& ch : label) ch = ch == '"' ? '\'' : ch;  // a data field cannot hold a quote
-        data += "\"" + label + "\" " + gp_number(series.y[k]) + "\n";
-      }
-    }
-    data += "e\n";
-  }
-  return s + command + "\n" + data;
-}
-
 void draw_plot(const Plot& plot, const std::string& png) {
-  const std::string gnuplot = find_on_path("gnuplot");
-  if (gnuplot.empty()) {
-    fmt::print("plot {} skipped: gnuplot is not installed (apt-get install gnuplot-nox)\n", png);
-    return;
-  }
   if (plot.series.empty()) {
     fmt::print("plot {} skipped: no data to plot\n", png);
     return;
   }
-  const auto parent = std::filesystem::path(png).parent_path();
-  std::error_code ec;
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  const std::string script = gnuplot_script(plot, png);
-  std::fflush(stdout);
-  // A gnuplot that dies early must not kill the benchmark with SIGPIPE.
-  const auto previous = std::signal(SIGPIPE, SIG_IGN);
-  // Its stdout gets the image itself when `set output` fails; its errors go to stderr.
-  FILE* pipe = ::popen(("'" + gnuplot + "' >/dev/null").c_str(), "w");
-  int status = -1;
-  if (pipe != nullptr) {
-    std::fwrite(script.data(), 1, script.size(), pipe);
-    status = ::pclose(pipe);
-  }
-  std::signal(SIGPIPE, previous);
-  if (status == 0) {
+  try {
+    const auto parent = std::filesystem::path(png).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    report::render_plot(plot, png, report::find_gnuplot());
     fmt::print("plot written to {}\n", png);
-  } else {
-    fmt::print("plot {} skipped: gnuplot failed ({})\n", png,
-               status == -1             ? std::string("could not start it")
-               : WIFEXITED(status) != 0 ? fmt::format("exit {}", WEXITSTATUS(status))
-                                        : std::string("killed by a signal"));
+  } catch (const Error& e) {
+    fmt::print("plot {} skipped: {}\n", png, e.what());
   }
 }
 

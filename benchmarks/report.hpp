@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "conflux/comm/communicator.hpp"
+#include "conflux/report/plot.hpp"
 
 namespace conflux::bench {
 
@@ -73,40 +74,16 @@ class Table {
   std::vector<std::vector<Cell>> rows_;
 };
 
-/// One line of a plot.
-struct Series {
-  std::string title{};
-  std::vector<double> x{};  ///< ignored for bar charts (Plot::categories set)
-  std::vector<double> y{};
-  std::string style = "linespoints";  ///< gnuplot `with` style: lines, points, linespoints
-};
+// The plots are conflux's one plotting code (conflux/report/plot.hpp), shared with
+// `conflux report`.
+using report::add_ceiling;
+using report::gnuplot_script;
+using report::Plot;
+using report::Series;
 
-/// A PNG plot: several series of y against x, or a bar chart over named categories.
-struct Plot {
-  std::string title{};
-  std::string xlabel{};
-  std::string ylabel{};
-  bool logx = false;
-  bool logy = false;
-  bool y_from_zero = true;       ///< y axis starts at 0 (not with logy)
-  std::string key = "top left";  ///< where the legend goes (gnuplot `set key`)
-  std::vector<std::pair<double, std::string>> xtics{};  ///< labelled x tics; empty: automatic
-  std::vector<std::string> categories{};  ///< non-empty: bar chart, series[i].y[k] per category k
-  std::vector<Series> series{};
-};
-
-/// Adds a horizontal line at `y` (an upper bound such as the simulated GPU step's) titled
-/// `title` across the x range of plot.series. Far above every point it would only squash the
-/// lines it explains, so then a second line of the plot's title names it instead. Non-finite
-/// `y`: nothing.
-void add_ceiling(Plot& plot, double y, const std::string& title);
-
-/// The gnuplot script that draws `plot` into `png` (data inline, so it stands alone).
-std::string gnuplot_script(const Plot& plot, const std::string& png);
-
-/// Draws `plot` into `png` by piping gnuplot_script() into gnuplot. Prints one line saying
-/// where the plot went, or that it was skipped and why (gnuplot missing or failing): a plot
-/// is a convenience, so it never fails the benchmark.
+/// Draws `plot` into `png` with gnuplot (report::render_plot). Prints one line saying where
+/// the plot went, or that it was skipped and why (gnuplot missing or failing): a plot is a
+/// convenience, so it never fails the benchmark.
 void draw_plot(const Plot& plot, const std::string& png);
 
 /// The options every scenario accepts.

@@ -57,6 +57,7 @@ run cli-data-service tests/cli/data-service-tests.sh
 run cli-launch tests/cli/launch-tests.sh
 run cli-checkpoint tests/cli/checkpoint-tests.sh
 run cli-profile tests/cli/profile-tests.sh
+run cli-report tests/cli/report-tests.sh
 run cli-restart tests/cli/restart-tests.sh
 run cli-kreduce tests/cli/kreduce-tests.sh
 run cli-gpu tests/cli/gpu-tests.sh

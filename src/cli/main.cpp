@@ -28,6 +28,7 @@
 #include "conflux/train/model_budget.hpp"
 #include "conflux/train/train_job.hpp"
 #include "plan_commands.hpp"
+#include "report_command.hpp"
 #include "version.hpp"
 
 namespace po = boost::program_options;
@@ -51,6 +52,7 @@ Usage:
   conflux fit --profile PROFILE.toml... --output MODEL.toml  fit T_train, T_trans, sync
   conflux predict --model MODEL.toml --config FILE           predicted epoch time of a config
   conflux plan --model MODEL.toml --config FILE --deadline S cheapest config meeting S seconds
+  conflux report RUN_DIR [--output DIR]                      HTML page + plots of a run
   conflux help | --help | --version                          (every command takes --help)
 
 Ranks 0..trainers-1 train ([cluster] trainers in the config); the others are preprocessing
@@ -312,6 +314,7 @@ int dispatch(int argc, char** argv) {
   if (command == "ckpt") return cmd_ckpt(args);
   if (command == "profile") return cmd_profile(argc, argv, args);
   if (command == "fit") return cli::cmd_fit(args);
+  if (command == "report") return cli::cmd_report(args);
   const ConfigSources sources{{}, env_or_empty("CONFLUX_DATA"), local_time("%Y%m%d-%H%M%S")};
   if (command == "predict") return cli::cmd_predict(args, sources);
   if (command == "plan") return cli::cmd_plan(args, sources);

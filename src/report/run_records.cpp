@@ -1,0 +1,313 @@
+#include "conflux/report/run_records.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <regex>
+#include <sstream>
+
+#include "conflux/core/error.hpp"
+#include "conflux/core/json_reader.hpp"
+#include "conflux/core/toml_file.hpp"
+
+namespace conflux::report {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  CONFLUX_REQUIRE(in.good(), "{}: cannot read this file of the run directory", path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  CONFLUX_REQUIRE(!in.bad(), "{}: read error", path.string());
+  return text.str();
+}
+
+// The number at `key` of a line; InputError naming the line when it is missing.
+double required(const JsonValue& line, std::string_view key, const std::string& where) {
+  const JsonValue* v = line.find(key);
+  CONFLUX_REQUIRE(v != nullptr && v->is_number(), "{}: expected a number at \"{}\", found {}",
+                  where, key, v == nullptr ? std::string_view("nothing") : v->type_name());
+  return v->as_number();
+}
+
+// Calls `on_line(object, "path:N")` for every line of a JSON Lines file. A last line that
+// ends early (a writer killed mid-line) is noted and skipped; any other bad line is an
+// InputError naming the file and line.
+void read_jsonl(const fs::path& path, std::vector<std::string>& notes,
+                const std::function<void(const JsonValue&, const std::string&)>& on_line) {
+  const std::string text = read_text(path);
+  std::size_t start = 0;
+  for (std::size_t number = 1; start < text.size(); ++number) {
+    std::size_t end = text.find('\n', start);
+    const bool last = end == std::string::npos;
+    if (last) end = text.size();
+    const std::string_view line = std::string_view(text).substr(start, end - start);
+    start = end + 1;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    const std::string where = fmt::format("{}:{}", path.string(), number);
+    JsonValue value;
+    try {
+      value = parse_json(line, where);
+    } catch (const JsonSyntaxError& e) {
+      if (!(last && e.truncated())) throw;
+      notes.push_back(fmt::format(
+          "{}: the last line ({}) is incomplete, as a run cut while writing leaves it; ignored",
+          path.filename().string(), number));
+      continue;
+    }
+    CONFLUX_REQUIRE(value.is_object(), "{}: expected a JSON object per line, found {}", where,
+                    value.type_name());
+    on_line(value, where);
+  }
+}
+
+// Every plain value of a config table as "section.key" -> its TOML text (strings unquoted);
+// tables in arrays (model.layers) are left out.
+std::map<std::string, std::string> config_values(const toml::table& config) {
+  std::map<std::string, std::string> out;
+  for (const auto& [section, node] : config) {
+    const toml::table* table = node.as_table();
+    if (table == nullptr) continue;
+    for (const auto& [key, value] : *table) {
+      const std::string path = fmt::format("{}.{}", section.str(), key.str());
+      if (const auto* text = value.as_string()) {
+        out[path] = text->get();
+      } else if (!value.is_table() && !value.is_array_of_tables()) {
+        std::ostringstream printed;
+        value.visit([&](const auto& v) { printed << v; });
+        out[path] = printed.str();
+      }
+    }
+  }
+  return out;
+}
+
+void read_summary(RunRecords& r) {
+  const fs::path path = r.dir / "summary.json";
+  if (!fs::exists(path)) {
+    r.notes.push_back(
+        "summary.json is missing: the run has not finished (it is still going, or was stopped "
+        "or killed), so there is no digest or final accuracy");
+    return;
+  }
+  const JsonValue v = parse_json(read_text(path), path.string());
+  CONFLUX_REQUIRE(v.is_object(), "{}: expected a JSON object, found {}", path.string(),
+                  v.type_name());
+  r.summary = RunSummary{.name = v.string_or("name", ""),
+                         .digest = v.string_or("digest", ""),
+                         .final_test_accuracy = v.number_or("final_test_accuracy", kNaN),
+                         .epochs = v.number_or("epochs", kNaN),
+                         .total_seconds = v.number_or("total_seconds", kNaN),
+                         .parameters = v.number_or("parameters", kNaN)};
+  r.files.push_back("summary.json");
+}
+
+void read_metrics(RunRecords& r) {
+  const fs::path path = r.dir / "metrics.jsonl";
+  if (!fs::exists(path)) {
+    r.notes.push_back("metrics.jsonl is missing: no epoch finished, so no per-epoch curves");
+    return;
+  }
+  read_jsonl(path, r.notes, [&](const JsonValue& l, const std::string& where) {
+    r.epochs.push_back({.epoch = static_cast<int>(required(l, "epoch", where)),
+                        .train_loss = l.number_or("train_loss", kNaN),
+                        .train_accuracy = l.number_or("train_accuracy", kNaN),
+                        .test_loss = l.number_or("test_loss", kNaN),
+                        .test_accuracy = l.number_or("test_accuracy", kNaN),
+                        .samples_per_s = l.number_or("samples_per_s", kNaN),
+                        .epoch_seconds = l.number_or("epoch_seconds", kNaN),
+                        .elapsed_seconds = l.number_or("elapsed_seconds", kNaN)});
+  });
+  r.files.push_back("metrics.jsonl");
+}
+
+void read_steps(RunRecords& r) {
+  const fs::path path = r.dir / "steps.jsonl";
+  if (!fs::exists(path)) {
+    r.notes.push_back(
+        "steps.jsonl is missing (a run from before it existed, or train.log_every = 0 and no "
+        "epoch finished): loss, accuracy and samples/s are drawn per epoch only");
+    return;
+  }
+  read_jsonl(path, r.notes, [&](const JsonValue& l, const std::string& where) {
+    r.steps.push_back({.step = required(l, "step", where),
+                       .epoch = l.number_or("epoch", kNaN),
+                       .epoch_step = l.number_or("epoch_step", kNaN),
+                       .steps_in_epoch = l.number_or("steps_in_epoch", kNaN),
+                       .time_s = l.number_or("time_s", kNaN),
+                       .loss = l.number_or("loss", kNaN),
+                       .accuracy = l.number_or("accuracy", kNaN),
+                       .learning_rate = l.number_or("learning_rate", kNaN),
+                       .samples_per_s = l.number_or("samples_per_s", kNaN),
+                       .data_wait_ms = l.number_or("data_wait_ms", kNaN),
+                       .offload_ratio = l.number_or("offload_ratio", kNaN),
+                       .eta_s = l.number_or("eta_s", kNaN)});
+  });
+  r.files.push_back("steps.jsonl");
+}
+
+// The trainers that wrote `<prefix><t>.jsonl`, in order.
+std::vector<int> trainer_files(const fs::path& dir, const std::string& prefix) {
+  std::vector<int> trainers;
+  const std::regex pattern(prefix + "([0-9]+)\\.jsonl");
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, m, pattern)) trainers.push_back(std::stoi(m[1]));
+  }
+  std::sort(trainers.begin(), trainers.end());
+  return trainers;
+}
+
+// Each process of a resumed run starts its profile clock at 0 again and appends to the same
+// file: a window that starts before the previous one begins a new segment, which is laid after
+// the previous segment's end. Returns the offset of each segment.
+std::vector<double> read_profile(RunRecords& r, int trainer) {
+  const std::string name = fmt::format("profile-trainer{}.jsonl", trainer);
+  std::vector<double> offsets{0};
+  double last_start = -1, last_end = 0;
+  auto& windows = r.profiles[trainer];
+  read_jsonl(r.dir / name, r.notes, [&](const JsonValue& l, const std::string& where) {
+    const double t = required(l, "t_s", where);
+    const double window = l.number_or("window_s", 0);
+    if (t < last_start) offsets.push_back(last_end);
+    last_start = t;
+    const double stitched = t + offsets.back();
+    last_end = stitched + window;
+    const JsonValue* workers = l.find("workers");
+    windows.push_back({.t_s = stitched,
+                       .window_s = window,
+                       .steps_per_s = l.number_or("steps_per_s", kNaN),
+                       .data_wait_ms = l.number_or("data_wait_ms", kNaN),
+                       .offload_ratio = l.number_or("offload_ratio", kNaN),
+                       .workers = workers && workers->is_array() ? workers->as_array().size() : 0});
+  });
+  if (offsets.size() > 1) {
+    r.notes.push_back(fmt::format(
+        "{}: {} segments (the run was resumed); each restarts the trainer's clock, so they are "
+        "drawn end to end and the time between them is left out",
+        name, offsets.size()));
+  }
+  r.files.push_back(name);
+  return offsets;
+}
+
+void read_decisions(RunRecords& r, int trainer, const std::vector<double>& offsets) {
+  const std::string name = fmt::format("decisions-trainer{}.jsonl", trainer);
+  std::size_t segment = 0;
+  double last = -1;
+  read_jsonl(r.dir / name, r.notes, [&](const JsonValue& l, const std::string& where) {
+    const double t = required(l, "t_s", where);
+    if (t < last && segment + 1 < offsets.size()) ++segment;  // a resumed process's clock
+    last = t;
+    r.decisions.push_back({.trainer = static_cast<int>(l.number_or("trainer", trainer)),
+                           .step = l.number_or("step", -1),
+                           .t_s = t + offsets[segment],
+                           .from = l.number_or("from", kNaN),
+                           .to = required(l, "to", where),
+                           .reason = l.string_or("reason", "")});
+  });
+  r.files.push_back(name);
+}
+
+// Profiles and decisions per trainer.
+std::map<int, std::vector<double>> read_trainer_files(RunRecords& r) {
+  std::map<int, std::vector<double>> offsets;
+  for (const int t : trainer_files(r.dir, "profile-trainer")) offsets[t] = read_profile(r, t);
+  if (offsets.empty()) {
+    r.notes.push_back(
+        "no profile-trainer<t>.jsonl (profile.enabled = false, or no window closed yet): no "
+        "data-wait or offload-ratio curves");
+  }
+  const std::vector<int> with_decisions = trainer_files(r.dir, "decisions-trainer");
+  for (const int t : with_decisions) {
+    read_decisions(r, t, offsets.count(t) ? offsets[t] : std::vector<double>{0});
+  }
+  return offsets;
+}
+
+// The timeline's clock starts at the run's earliest event; each trainer's profile clock at its
+// monitor's start. Its first "steps per s" counter is written when its first profile window
+// closes, which gives the shift from one to the other (of the last segment: the timeline is
+// that of the last process).
+void merge_timeline(RunRecords& r, const TimelineRecords& tl,
+                    const std::map<int, std::vector<double>>& offsets, bool have_decisions) {
+  std::map<int, double> shift;  // timeline seconds - profile seconds
+  for (const auto& [trainer, first_end] : tl.first_window_end) {
+    const auto& windows = r.profiles[trainer];
+    const auto seg = offsets.find(trainer);
+    if (windows.empty() || seg == offsets.end()) continue;
+    const double segment_start = seg->second.back();
+    for (const ProfileWindow& w : windows) {
+      if (w.t_s >= segment_start) {
+        shift[trainer] = first_end - (w.t_s + w.window_s);
+        break;
+      }
+    }
+  }
+  if (!tl.files.empty()) {
+    r.timeline_clock = shift.empty() ? "timeline clock" : "aligned to the trainers' profile clock";
+  }
+  const auto to_profile = [&](int trainer, double t) {
+    const auto s = shift.count(trainer) ? shift.find(trainer) : shift.find(0);
+    return s == shift.end() ? t : t - s->second;
+  };
+  for (CheckpointStall stall : tl.stalls) {
+    stall.t_s = to_profile(stall.trainer, stall.t_s);
+    r.stalls.push_back(stall);
+  }
+  if (!have_decisions && !tl.decisions.empty()) {
+    r.notes.push_back(
+        "no decisions-trainer<t>.jsonl: the offload decisions come from the timeline (without "
+        "their steps)");
+    for (Decision d : tl.decisions) {
+      d.t_s = to_profile(d.trainer, d.t_s);
+      r.decisions.push_back(d);
+    }
+  }
+  r.timeline_trainers = tl.trainers;
+  r.timeline_workers = tl.workers;
+  r.files.insert(r.files.end(), tl.files.begin(), tl.files.end());
+  r.notes.insert(r.notes.end(), tl.notes.begin(), tl.notes.end());
+}
+
+}  // namespace
+
+RunRecords read_run_records(const fs::path& dir) {
+  std::error_code ec;
+  CONFLUX_REQUIRE(fs::exists(dir, ec), "{}: no such run directory", dir.string());
+  CONFLUX_REQUIRE(fs::is_directory(dir, ec), "{}: not a directory (expected a run directory)",
+                  dir.string());
+  fs::directory_iterator probe(dir, ec);
+  CONFLUX_REQUIRE(!ec, "{}: cannot read the run directory: {}", dir.string(), ec.message());
+  RunRecords r;
+  r.dir = dir;
+  if (fs::exists(dir / "config.toml")) {
+    r.config_text = read_text(dir / "config.toml");
+    r.config_values = config_values(parse_toml_file(dir / "config.toml"));
+    r.files.push_back("config.toml");
+  } else {
+    r.notes.push_back("config.toml is missing: no settings to show");
+  }
+  read_summary(r);
+  read_metrics(r);
+  read_steps(r);
+  const auto offsets = read_trainer_files(r);
+  const bool have_decisions = !r.decisions.empty();
+  merge_timeline(r, read_timeline_records(dir), offsets, have_decisions);
+  // One order for the plot's numbers and the page's table.
+  std::stable_sort(r.decisions.begin(), r.decisions.end(),
+                   [](const Decision& a, const Decision& b) { return a.t_s < b.t_s; });
+  return r;
+}
+
+}  // namespace conflux::report
