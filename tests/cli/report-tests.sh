@@ -216,7 +216,7 @@ rc=$?
 running=$([ -e "$live/summary.json" ] && echo finished || echo running)
 mpirun_pid=$(pgrep -P "$launcher")
 [ -n "$mpirun_pid" ] && kill -9 "$mpirun_pid"
-wait "$launcher"
+wait "$launcher" 2>/dev/null  # its "Killed" notice is expected
 page=$live/report/index.html
 if [ "$rc" -eq 0 ] && [ "$running" = running ] && grep -q 'summary.json is missing' "$page" &&
   grep -q '<code>timeline/rank-0.json</code>' "$page" && png_check "$live/report/loss.png" \
