@@ -88,8 +88,8 @@ void draw_plot(const Plot& plot, const std::string& png);
 
 /// The options every scenario accepts.
 struct CommonOptions {
-  std::string json;  ///< --json FILE: results as JSON
-  std::string plot;  ///< --plot FILE.png: a plot (scenarios without one say so)
+  std::string json{};  ///< --json FILE: results as JSON
+  std::string plot{};  ///< --plot FILE.png: a plot (scenarios without one say so)
 };
 
 /// Checks, before anything is measured, that an output file can be written: creates its

@@ -13,8 +13,11 @@
 #include "conflux/core/error.hpp"
 #include "conflux/core/json_reader.hpp"
 #include "conflux/core/toml_file.hpp"
+#include "conflux/train/run_files.hpp"
 
 namespace conflux::report {
+
+namespace run_files = train::run_files;
 
 namespace fs = std::filesystem;
 
@@ -92,7 +95,7 @@ std::map<std::string, std::string> config_values(const toml::table& config) {
 }
 
 void read_summary(RunRecords& r) {
-  const fs::path path = r.dir / "summary.json";
+  const fs::path path = r.dir / run_files::kSummary;
   if (!fs::exists(path)) {
     r.notes.push_back(
         "summary.json is missing: the run has not finished (it is still going, or was stopped "
@@ -108,11 +111,11 @@ void read_summary(RunRecords& r) {
                          .epochs = v.number_or("epochs", kNaN),
                          .total_seconds = v.number_or("total_seconds", kNaN),
                          .parameters = v.number_or("parameters", kNaN)};
-  r.files.push_back("summary.json");
+  r.files.emplace_back(run_files::kSummary);
 }
 
 void read_metrics(RunRecords& r) {
-  const fs::path path = r.dir / "metrics.jsonl";
+  const fs::path path = r.dir / run_files::kMetrics;
   if (!fs::exists(path)) {
     r.notes.push_back("metrics.jsonl is missing: no epoch finished, so no per-epoch curves");
     return;
@@ -127,11 +130,11 @@ void read_metrics(RunRecords& r) {
                         .epoch_seconds = l.number_or("epoch_seconds", kNaN),
                         .elapsed_seconds = l.number_or("elapsed_seconds", kNaN)});
   });
-  r.files.push_back("metrics.jsonl");
+  r.files.emplace_back(run_files::kMetrics);
 }
 
 void read_steps(RunRecords& r) {
-  const fs::path path = r.dir / "steps.jsonl";
+  const fs::path path = r.dir / run_files::kSteps;
   if (!fs::exists(path)) {
     r.notes.push_back(
         "steps.jsonl is missing (a run from before it existed, or train.log_every = 0 and no "
@@ -152,13 +155,13 @@ void read_steps(RunRecords& r) {
                        .offload_ratio = l.number_or("offload_ratio", kNaN),
                        .eta_s = l.number_or("eta_s", kNaN)});
   });
-  r.files.push_back("steps.jsonl");
+  r.files.emplace_back(run_files::kSteps);
 }
 
 // The trainers that wrote `<prefix><t>.jsonl`, in order.
-std::vector<int> trainer_files(const fs::path& dir, const std::string& prefix) {
+std::vector<int> trainer_files(const fs::path& dir, std::string_view prefix) {
   std::vector<int> trainers;
-  const std::regex pattern(prefix + "([0-9]+)\\.jsonl");
+  const std::regex pattern(std::string(prefix) + "([0-9]+)\\.jsonl");
   for (const auto& entry : fs::directory_iterator(dir)) {
     std::smatch m;
     const std::string name = entry.path().filename().string();
@@ -172,7 +175,7 @@ std::vector<int> trainer_files(const fs::path& dir, const std::string& prefix) {
 // file: a window that starts before the previous one begins a new segment, which is laid after
 // the previous segment's end. Returns the offset of each segment.
 std::vector<double> read_profile(RunRecords& r, int trainer) {
-  const std::string name = fmt::format("profile-trainer{}.jsonl", trainer);
+  const std::string name = run_files::profile(trainer);
   std::vector<double> offsets{0};
   double last_start = -1, last_end = 0;
   auto& windows = r.profiles[trainer];
@@ -202,7 +205,7 @@ std::vector<double> read_profile(RunRecords& r, int trainer) {
 }
 
 void read_decisions(RunRecords& r, int trainer, const std::vector<double>& offsets) {
-  const std::string name = fmt::format("decisions-trainer{}.jsonl", trainer);
+  const std::string name = run_files::decisions(trainer);
   std::size_t segment = 0;
   double last = -1;
   read_jsonl(r.dir / name, r.notes, [&](const JsonValue& l, const std::string& where) {
@@ -222,13 +225,14 @@ void read_decisions(RunRecords& r, int trainer, const std::vector<double>& offse
 // Profiles and decisions per trainer.
 std::map<int, std::vector<double>> read_trainer_files(RunRecords& r) {
   std::map<int, std::vector<double>> offsets;
-  for (const int t : trainer_files(r.dir, "profile-trainer")) offsets[t] = read_profile(r, t);
+  for (const int t : trainer_files(r.dir, run_files::kProfilePrefix))
+    offsets[t] = read_profile(r, t);
   if (offsets.empty()) {
     r.notes.push_back(
         "no profile-trainer<t>.jsonl (profile.enabled = false, or no window closed yet): no "
         "data-wait or offload-ratio curves");
   }
-  const std::vector<int> with_decisions = trainer_files(r.dir, "decisions-trainer");
+  const std::vector<int> with_decisions = trainer_files(r.dir, run_files::kDecisionsPrefix);
   for (const int t : with_decisions) {
     read_decisions(r, t, offsets.count(t) ? offsets[t] : std::vector<double>{0});
   }
@@ -291,10 +295,10 @@ RunRecords read_run_records(const fs::path& dir) {
   CONFLUX_REQUIRE(!ec, "{}: cannot read the run directory: {}", dir.string(), ec.message());
   RunRecords r;
   r.dir = dir;
-  if (fs::exists(dir / "config.toml")) {
-    r.config_text = read_text(dir / "config.toml");
-    r.config_values = config_values(parse_toml_file(dir / "config.toml"));
-    r.files.push_back("config.toml");
+  if (fs::exists(dir / run_files::kConfig)) {
+    r.config_text = read_text(dir / run_files::kConfig);
+    r.config_values = config_values(parse_toml_file(dir / run_files::kConfig));
+    r.files.emplace_back(run_files::kConfig);
   } else {
     r.notes.push_back("config.toml is missing: no settings to show");
   }

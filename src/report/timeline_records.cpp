@@ -13,8 +13,11 @@
 #include "conflux/core/error.hpp"
 #include "conflux/core/json_reader.hpp"
 #include "conflux/report/run_records.hpp"
+#include "conflux/train/run_files.hpp"
 
 namespace conflux::report {
+
+namespace run_files = train::run_files;
 
 namespace fs = std::filesystem;
 
@@ -104,11 +107,11 @@ int trainer_of(const std::string& process) {
 // The files to read: timeline.json (merged at the end of a run), else the per-rank files a
 // running job streams. Paths relative to `dir`.
 std::vector<std::string> timeline_files(const fs::path& dir) {
-  if (fs::exists(dir / "timeline.json")) return {"timeline.json"};
+  if (fs::exists(dir / run_files::kTimeline)) return {std::string(run_files::kTimeline)};
   std::vector<std::pair<int, std::string>> ranks;
   std::error_code ec;
   const std::regex pattern("rank-([0-9]+)\\.json");
-  for (const auto& entry : fs::directory_iterator(dir / "timeline", ec)) {
+  for (const auto& entry : fs::directory_iterator(dir / run_files::kTimelineStreams, ec)) {
     std::smatch m;
     const std::string name = entry.path().filename().string();
     if (std::regex_match(name, m, pattern)) ranks.emplace_back(std::stoi(m[1]), "timeline/" + name);
@@ -132,7 +135,7 @@ TimelineRecords read_timeline_records(const fs::path& dir) {
   }
   Scan scan;
   for (const std::string& file : out.files) {
-    scan_file(scan, dir / file, file, file != "timeline.json", out.notes);
+    scan_file(scan, dir / file, file, file != run_files::kTimeline, out.notes);
   }
   const bool named = !scan.processes.empty();
   for (const auto& [pid, name] : scan.processes) {

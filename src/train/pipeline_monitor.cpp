@@ -4,6 +4,7 @@
 
 #include "conflux/core/error.hpp"
 #include "conflux/core/json.hpp"
+#include "conflux/train/run_files.hpp"
 
 namespace conflux::train {
 
@@ -11,8 +12,7 @@ PipelineMonitor::PipelineMonitor(PipelineMonitorOptions options)
     : options_(options),
       settings_(offload::offload_settings(options.config, options.trainer)),
       meter_(settings_.window_s, settings_.window_ends) {
-  const auto path =
-      options_.config.run().dir / fmt::format("profile-trainer{}.jsonl", options_.trainer);
+  const auto path = options_.config.run().dir / run_files::profile(options_.trainer);
   lines_.reset(std::fopen(path.c_str(), "a"));
   CONFLUX_CHECK(lines_ != nullptr, "cannot open {}", path.string());
 }
@@ -79,8 +79,7 @@ void PipelineMonitor::announce(const offload::RatioDecision& decision, std::size
                     json_number(decision.ratio), json_string(decision.reason)));
   }
   if (!decision_lines_) {
-    const auto path =
-        options_.config.run().dir / fmt::format("decisions-trainer{}.jsonl", options_.trainer);
+    const auto path = options_.config.run().dir / run_files::decisions(options_.trainer);
     decision_lines_.reset(std::fopen(path.c_str(), "a"));
     CONFLUX_CHECK(decision_lines_ != nullptr, "cannot open {}", path.string());
   }

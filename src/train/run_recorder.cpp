@@ -14,6 +14,7 @@
 #include "conflux/core/json.hpp"
 #include "conflux/core/log.hpp"
 #include "conflux/model/model_io.hpp"
+#include "conflux/train/run_files.hpp"
 
 namespace conflux::train {
 
@@ -23,7 +24,7 @@ void prepare_run_dir(const Config& config) {
   std::filesystem::create_directories(dir, ec);
   CONFLUX_REQUIRE(!ec, "{}: cannot create run.dir '{}': {}", config.where("run.dir"), dir.string(),
                   ec.message());
-  publish_text_file(dir / "config.toml", config.resolved_toml());
+  publish_text_file(dir / run_files::kConfig, config.resolved_toml());
 }
 
 namespace {
@@ -63,8 +64,8 @@ void keep_steps_until(const std::filesystem::path& path, std::size_t last_step) 
 
 RunRecorder::RunRecorder(const Config& config)
     : config_(config),
-      metrics_(open_for_append(config.run().dir / "metrics.jsonl")),
-      steps_(open_for_append(config.run().dir / "steps.jsonl")) {}
+      metrics_(open_for_append(config.run().dir / run_files::kMetrics)),
+      steps_(open_for_append(config.run().dir / run_files::kSteps)) {}
 
 std::string steps_json_line(const StepReport& r) {
   return fmt::format(
@@ -92,13 +93,13 @@ std::string metrics_json_line(const EpochReport& r) {
 }
 
 void RunRecorder::on_resume(const ckpt::TrainingState& state) {
-  const auto path = config_.run().dir / "metrics.jsonl";
+  const auto path = config_.run().dir / run_files::kMetrics;
   std::string text;
   for (const std::string& line : state.metrics) text += line + "\n";
   metrics_.reset();
   publish_text_file(path, text);
   metrics_.reset(open_for_append(path));
-  const auto steps_path = config_.run().dir / "steps.jsonl";
+  const auto steps_path = config_.run().dir / run_files::kSteps;
   steps_.reset();
   keep_steps_until(steps_path, state.global_step);
   steps_.reset(open_for_append(steps_path));
@@ -118,7 +119,7 @@ void RunRecorder::on_epoch_end(const EpochReport& r) {
 void RunRecorder::on_train_end(const model::Model& model, const TrainSummary& s) {
   const auto& dir = config_.run().dir;
   model::save_model_hdf5(dir / "model.h5", model);
-  publish_text_file(dir / "summary.json",
+  publish_text_file(dir / run_files::kSummary,
                     fmt::format("{{\"name\": {}, \"digest\": {}, \"final_test_accuracy\": {}, "
                                 "\"epochs\": {}, \"total_seconds\": {}, \"parameters\": {}}}\n",
                                 json_string(config_.run().name), json_string(s.digest),

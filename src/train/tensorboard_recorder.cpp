@@ -4,11 +4,12 @@
 #include <vector>
 
 #include "conflux/ckpt/training_state.hpp"
+#include "conflux/train/run_files.hpp"
 
 namespace conflux::train {
 
 TensorBoardRecorder::TensorBoardRecorder(const Config& config)
-    : events_(config.run().dir / "tensorboard") {}
+    : events_(config.run().dir / run_files::kTensorBoard) {}
 
 void TensorBoardRecorder::on_resume(const ckpt::TrainingState& state) {
   events_.add_session_start(static_cast<std::int64_t>(state.global_step) + 1);

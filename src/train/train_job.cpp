@@ -20,6 +20,7 @@
 #include "conflux/train/progress_printer.hpp"
 #include "conflux/train/resume.hpp"
 #include "conflux/train/run_dir.hpp"
+#include "conflux/train/run_files.hpp"
 #include "conflux/train/run_recorder.hpp"
 #include "conflux/train/tensorboard_recorder.hpp"
 #include "conflux/train/trainer.hpp"
@@ -187,7 +188,7 @@ ResumePoint prepare_run(const JobRank& job) {
   // Once rank 0 holds the run directory, every rank keeps its own log in it (appended to
   // by a resumed run), so that a worker's warnings are not lost in a merged stdout.
   comm::run_agreed(job.world, "opening the rank's log file", [&] {
-    job.log.tee_to(job.config.run().dir / "logs" / fmt::format("rank-{}.log", job.world.rank()));
+    job.log.tee_to(job.config.run().dir / run_files::rank_log(job.world.rank()));
   });
   return resume;
 }
@@ -249,9 +250,9 @@ void start_timeline_stream(const JobRank& job, telemetry::Timeline& timeline) {
   const Config& config = job.config;
   if (!config.profile().timeline) return;
   comm::run_agreed(job.world, "starting the timeline stream", [&] {
-    timeline.start_stream(
-        job.world, config.run().dir / "timeline" / fmt::format("rank-{}.json", job.world.rank()),
-        config.profile().timeline_flush_s);
+    timeline.start_stream(job.world,
+                          config.run().dir / run_files::timeline_stream(job.world.rank()),
+                          config.profile().timeline_flush_s);
   });
 }
 
@@ -270,10 +271,11 @@ ExitCode agreed_exit(const JobRank& job, telemetry::Timeline& timeline, bool sto
   const Config& config = job.config;
   finish_timeline_stream(job, timeline);
   if (config.profile().timeline) {
-    const std::size_t events = timeline.write_merged(job.world, config.run().dir / "timeline.json");
+    const std::size_t events =
+        timeline.write_merged(job.world, config.run().dir / run_files::kTimeline);
     if (job.is_root()) {
       job.log.info("timeline: {} events in {}", events,
-                   (config.run().dir / "timeline.json").string());
+                   (config.run().dir / run_files::kTimeline).string());
     }
   }
   return job.world.allreduce_max(stopped ? static_cast<int>(ExitCode::kRequeue) : 0) != 0
@@ -287,7 +289,7 @@ ExitCode agreed_exit(const JobRank& job, telemetry::Timeline& timeline, bool sto
 JobEnd leave_lost_workers(const JobRank& job, telemetry::Timeline& timeline,
                           const TrainSummary& summary) {
   const Config& config = job.config;
-  const std::filesystem::path path = config.run().dir / "timeline.json";
+  const std::filesystem::path path = config.run().dir / run_files::kTimeline;
   finish_timeline_stream(job, timeline);
   if (config.profile().timeline) timeline.write_merged(job.roles.role_comm, path);
   const ExitCode code = summary.stopped ? ExitCode::kRequeue : ExitCode::kSuccess;
