@@ -8,7 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=tools/mpi-env.sh
 source tools/mpi-env.sh
-DATA=${CONFLUX_DATA:-../shared/data}
+# shellcheck source=tools/data-env.sh
+source tools/data-env.sh
+DATA=$CONFLUX_DATA
 OUT=bench-results
 mkdir -p "$OUT"
 run_dir="$OUT/conflux-mnist-$(date +%Y%m%d-%H%M%S)"
