@@ -248,14 +248,14 @@ build-mpi-tests: $(CONFLUX) $(MPI_TESTS) plugins
 # conflux-bench too, and must not build it), runs every test under $(MPI), then the
 # MPI-dependent suites again against a build with $(OTHER_MPI).
 test: deps test-deps
-	@$(MAKE) --no-print-directory -j$(JOBS) all build-tests
+	@$(MAKE) --no-print-directory -j$(JOBS) MPI=$(MPI) all build-tests
 	@$(MAKE) --no-print-directory -j$(JOBS) MPI=$(OTHER_MPI) build-mpi-tests
 	@CONFLUX_BIN=$(BINDIR) CONFLUX_OTHER_MPI_BIN=$(call bindir_for,$(OTHER_MPI)) \
 	  tests/run-all.sh
 
 # The README's demo command: MNIST MLP on 2 trainer ranks under mpirun.
 demo: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) $(CONFLUX)
+	@$(MAKE) --no-print-directory -j$(JOBS) MPI=$(MPI) $(CONFLUX)
 	@CONFLUX_BIN=$(BINDIR) tools/run-demo.sh
 
 # One at a time when installing them together fails, so that a missing PyTorch costs no plots.
@@ -265,12 +265,12 @@ bench-deps:
 	    "gnuplot-nox: no plots)"; done
 
 bench: deps bench-deps
-	@$(MAKE) --no-print-directory -j$(JOBS) all
-	@benchmarks/mnist_epoch_vs_pytorch.sh
-	@benchmarks/data_service.sh
-	@benchmarks/checkpoint.sh
-	@benchmarks/plan_accuracy.sh
-	@benchmarks/scenarios.sh
+	@$(MAKE) --no-print-directory -j$(JOBS) MPI=$(MPI) all
+	@CONFLUX_BIN=$(BINDIR) benchmarks/mnist_epoch_vs_pytorch.sh
+	@CONFLUX_BIN=$(BINDIR) benchmarks/data_service.sh
+	@CONFLUX_BIN=$(BINDIR) benchmarks/checkpoint.sh
+	@CONFLUX_BIN=$(BINDIR) benchmarks/plan_accuracy.sh
+	@CONFLUX_BIN=$(BINDIR) benchmarks/scenarios.sh
 
 # docs/config.md = its hand-written head + the schema table printed by the binary.
 docs: $(CONFLUX)

@@ -51,6 +51,7 @@ case $CONFLUX_MPI in
     ;;
   *)
     echo "tools/mpi-env.sh: CONFLUX_MPI must be openmpi or mpich, not '$CONFLUX_MPI'" >&2
+    # shellcheck disable=SC2317  # exit when run rather than sourced
     return 2 2>/dev/null || exit 2
     ;;
 esac

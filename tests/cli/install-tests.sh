@@ -101,8 +101,10 @@ check_consumer() {  # check_consumer NAME BINARY
     not_ok "$1: unexpected output" "$out"
   fi
 }
-if out=$(cd "$WORK" && PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig g++ -std=c++20 -O0 -o consumer-pc \
-  "$ROOT/tests/cli/install/consumer.cpp" $(PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig pkg-config --cflags --libs conflux) 2>&1); then
+# pkg-config's words are meant to split into g++'s arguments.
+read -r -a PC_FLAGS <<<"$(PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig pkg-config --cflags --libs conflux 2>&1)"
+if out=$(cd "$WORK" && g++ -std=c++20 -O0 -o consumer-pc "$ROOT/tests/cli/install/consumer.cpp" \
+  "${PC_FLAGS[@]}" 2>&1); then
   check_consumer "pkg-config --cflags --libs conflux" "$WORK/consumer-pc"
 else
   not_ok "g++ with pkg-config conflux" "$out"
@@ -114,7 +116,7 @@ if command -v cmake >/dev/null; then
   else
     not_ok "CMake find_package(conflux)" "$out"
   fi
-  expect_fail "CMake find_package(conflux 9) refuses the installed version" 1 "conflux-config-version.cmake" -- \
+  expect_fail "CMake find_package(conflux 9) refuses the installed version 0.1.0" 1 "conflux-config.cmake, version: 0.1.0" -- \
     cmake -S "$ROOT/tests/cli/install" -B "$WORK/cmake9" -DCMAKE_PREFIX_PATH="$PREFIX" -DCONFLUX_WANT_VERSION=9
 else
   ok "CMake find_package (skipped: cmake not installed; make test-deps installs it)"

@@ -17,16 +17,17 @@ record() {  # record "f|d path": once per manifest
   grep -qxF -- "$1" "$manifest" 2>/dev/null || echo "$1" >>"$manifest"
 }
 make_dir() {  # make_dir REL: creates ROOT/REL and its missing parents, recording each
-  local rel=$1 parts=() part path=
+  local rel=$1 parts=() part path="" created=()
   IFS=/ read -r -a parts <<<"$rel"
   for part in "${parts[@]}"; do
     [ -n "$part" ] || continue
     path=${path:+$path/}$part
-    if [ ! -d "$root/$path" ]; then
-      mkdir -p "$root/$path"
-      record "d $path"
-    fi
+    [ -d "$root/$path" ] || created+=("$path")
   done
+  [ ${#created[@]} -eq 0 ] && return
+  # All first: the manifest itself may live in one of them.
+  mkdir -p "$root/$rel"
+  for path in "${created[@]}"; do record "d $path"; done
 }
 mkdir -p "$root"
 make_dir "$(dirname "$manifest_rel")"

@@ -22,7 +22,7 @@ rm -f "$manifest"
 removed=0 kept=0
 # Deepest first: by the number of slashes, descending.
 while IFS= read -r path; do
-  [ -n "$path" ] && [ -d "$root/$path" ] || continue
+  if [ -z "$path" ] || [ ! -d "$root/$path" ]; then continue; fi
   if rmdir "$root/$path" 2>/dev/null; then
     removed=$((removed + 1))
   else
