@@ -199,7 +199,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/mpi-env.sh"
 
 app=("$bin" train --config "$config" --set "cluster.trainers=$trainers" --set "cluster.workers=$workers")
 app+=(${conflux_args[@]+"${conflux_args[@]}"})
-cmd=("${CONFLUX_MPIRUN:-${MPIRUN[0]}}")
+cmd=("${CONFLUX_MPIRUN:-$MPI_LAUNCHER}")
 [ "$oversubscribe" -eq 0 ] || cmd+=(--oversubscribe)
 cmd+=(-x OPENBLAS_NUM_THREADS ${mpirun_args[@]+"${mpirun_args[@]}"})
 cmd+=(-np "$trainers" --host "$(host_list t_names t_slots)" "${app[@]}")

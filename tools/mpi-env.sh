@@ -5,6 +5,7 @@
 # build's stamp ($CONFLUX_BIN/.flavor, written by make), else Open MPI. Provides:
 #   MPIRUN        the launcher with the options for a workstation or CI box (an array; append
 #                 -np N PROGRAM ARGS..., and ": -np M PROGRAM ..." for more app contexts)
+#   MPI_LAUNCHER  the launcher's name alone (mpirun.openmpi, mpiexec.mpich, ...)
 #   mpi_env NAME=VALUE   prints the app-context options that give one app context's ranks
 #                 NAME=VALUE (Open MPI: -x NAME=VALUE, MPICH: -env NAME VALUE), one per line
 #   mpi_one_host_cluster_env  prints, as NAME=VALUE lines, the environment a job needs on a
@@ -27,12 +28,12 @@ case $CONFLUX_MPI in
     export OMPI_MCA_mca_base_component_disable_dlclose=1
     # mpirun.openmpi when both implementations are installed (Debian's `mpirun` is whichever
     # the alternatives system picked); plain mpirun elsewhere.
-    launcher=mpirun
-    command -v mpirun.openmpi >/dev/null 2>&1 && launcher=mpirun.openmpi
+    MPI_LAUNCHER=mpirun
+    command -v mpirun.openmpi >/dev/null 2>&1 && MPI_LAUNCHER=mpirun.openmpi
     # More ranks than cores is fine for tests; yield instead of spinning when idle; no binding
     # (ranks share the cores).
     # shellcheck disable=SC2034  # used by the scripts that source this file
-    MPIRUN=("$launcher" --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none)
+    MPIRUN=("$MPI_LAUNCHER" --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none)
     mpi_env() { printf '%s\n' -x "$1"; }
     # Two slurmds on one host: Open MPI's shared-memory segments of the two "nodes" would
     # collide, so the ranks talk over TCP.
@@ -41,10 +42,10 @@ case $CONFLUX_MPI in
   mpich)
     # MPICH's hydra: runs as root, allows more ranks than cores and binds nothing by default,
     # and passes the whole environment to the ranks.
-    launcher=mpiexec
-    command -v mpiexec.mpich >/dev/null 2>&1 && launcher=mpiexec.mpich
+    MPI_LAUNCHER=mpiexec
+    command -v mpiexec.mpich >/dev/null 2>&1 && MPI_LAUNCHER=mpiexec.mpich
     # shellcheck disable=SC2034
-    MPIRUN=("$launcher")
+    MPIRUN=("$MPI_LAUNCHER")
     mpi_env() { printf '%s\n' -env "${1%%=*}" "${1#*=}"; }
     # MPICH sees one host name and uses shared memory between the "nodes", which is right.
     mpi_one_host_cluster_env() { :; }
@@ -55,4 +56,3 @@ case $CONFLUX_MPI in
     return 2 2>/dev/null || exit 2
     ;;
 esac
-unset launcher

@@ -24,6 +24,9 @@ WORK=$TMP/work
 mkdir -p "$PREFIX" "$WORK"
 
 # --- make install: no compiling, every part in its place ------------------------------------------
+# Up to date first: a commit since the build recompiles version.cpp alone (the revision it
+# prints), which is make all's business, not install's.
+make "${MAKE_ARGS[@]}" -s all >/dev/null 2>&1
 before=$(stat -c %Y "$BIN/conflux")
 out=$(make "${MAKE_ARGS[@]}" install PREFIX="$PREFIX" 2>&1)
 rc=$?

@@ -49,7 +49,7 @@ if [ "$CONFLUX_MPI" != openmpi ]; then
   ok "hostfile-launch runs (skipped: tools/hostfile-launch.sh is Open MPI-only, this build uses $CONFLUX_MPI)"
 elif [ -d "$DATA/mnist" ]; then
   # The Open MPI launcher of tools/mpi-env.sh (mpirun.openmpi when MPICH is installed too).
-  export CONFLUX_MPIRUN=${MPIRUN[0]}
+  export CONFLUX_MPIRUN=$MPI_LAUNCHER
   check_run() {  # check_run NAME LOG RC
     if [ "$3" -eq 0 ] && grep -q '^\[conflux r0\] trainer 0/1 ' <<<"$2" && grep -q '^\[conflux r1\] worker 0/1 ' <<<"$2" &&
       grep -q '1 trainer(s), 1 worker(s)' <<<"$2" && [ -n "$(digest_in "$2")" ]; then
