@@ -88,8 +88,11 @@ FROZEN=(--set cluster.trainers=1 --set data.train_limit=30000 --set train.epochs
 "${MPIRUN[@]}" -np 3 "$CONFLUX" train --config configs/mnist_mlp.toml "${SERVICE[@]}" "${FROZEN[@]}" \
   --set "run.dir=$TMP/run-frozen" >"$TMP/frozen.log" 2>&1 &
 job=$!
-for _ in $(seq 1 200); do [ "$(grep -c 'worker [0-9]/2 (pid' "$TMP/frozen.log")" -ge 2 ] && break; sleep 0.1; done
-sleep 1
+# Frozen once training runs (the trainer logs its model just before the first step): a rank
+# frozen during the start-up agreements (config and data hashes, a blocking broadcast) would
+# hang the others, and loading takes more than a fixed second on a loaded machine.
+for _ in $(seq 1 600); do grep -q 'model: [0-9]* parameters' "$TMP/frozen.log" && break; sleep 0.1; done
+sleep 0.3
 frozen=$(grep -oP 'worker 1/2 \(pid \K[0-9]+' "$TMP/frozen.log")
 kill -STOP "$frozen"
 last_step_at=""
