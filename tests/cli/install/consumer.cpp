@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string abc = "abc";
-  std::printf("sha256(abc) = %s\n", conflux::data::sha256_hex(std::as_bytes(std::span(abc))).c_str());
+  std::printf("sha256(abc) = %s\n",
+              conflux::data::sha256_hex(std::as_bytes(std::span(abc))).c_str());
   const auto table = conflux::plan::S3TransferTable::load(argv[1]);
   std::printf("s3 table: %zu object sizes, upload of 1 MB at 1024 MB: %.3f s\n",
               table.rows().size(), table.upload_seconds(1024, 1));
