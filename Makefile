@@ -6,12 +6,40 @@ BUILDDIR ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 PKG_CONFIG ?= pkg-config
 
-# Debian packages the project needs; `make deps` installs the missing ones.
-DEB_PACKAGES ?= g++ make pkg-config openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools \
-  libboost-program-options-dev libtomlplusplus-dev libfmt-dev libgtest-dev libopenblas-dev \
-  zlib1g-dev protobuf-compiler libprotobuf-dev clang-format time slurm-wlm munge
+# The MPI implementation to build with (docs/launching.md, "MPI implementations"): openmpi or
+# mpich. Default: Open MPI when its pkg-config file is installed, else MPICH when its is, else
+# Open MPI (which `make deps` then installs). Headers and libraries come from the matching
+# pkg-config packages, never from the `mpicxx` alternative, so both can be installed at once.
+ifndef MPI
+  MPI := $(shell if $(PKG_CONFIG) --exists ompi-c 2>/dev/null; then echo openmpi; \
+    elif $(PKG_CONFIG) --exists mpich 2>/dev/null; then echo mpich; else echo openmpi; fi)
+endif
+MPI_PKGS_openmpi := ompi-c hdf5-openmpi
+MPI_PKGS_mpich   := mpich hdf5-mpich
+MPI_DEBS_openmpi := openmpi-bin libopenmpi-dev libhdf5-openmpi-dev
+MPI_DEBS_mpich   := mpich libmpich-dev libhdf5-mpich-dev
+ifeq ($(MPI_PKGS_$(MPI)),)
+  $(error MPI must be openmpi or mpich, not '$(MPI)')
+endif
+# The other implementation: `make test` also runs the MPI suites against a build with it.
+OTHER_MPI := $(if $(filter openmpi,$(MPI)),mpich,openmpi)
 
-PKGS := ompi-c hdf5-openmpi fmt tomlplusplus openblas zlib protobuf-lite
+# Debian packages that building and running conflux need; `make deps` installs the missing
+# ones. hdf5-tools: h5dump, to read checkpoints and model files.
+DEB_PACKAGES ?= g++ make pkg-config $(MPI_DEBS_$(MPI)) hdf5-tools \
+  libboost-program-options-dev libtomlplusplus-dev libfmt-dev libopenblas-dev zlib1g-dev \
+  protobuf-compiler libprotobuf-dev
+# What only the tests need (`make test-deps`, run by `make test`): GoogleTest; GNU time (peak
+# memory); SLURM and munge (the local test cluster of tests/cli/slurm-tests.sh); cmake (the
+# find_package check of tests/cli/install-tests.sh); the other MPI with its parallel HDF5 (the
+# MPI suites run under both); gnuplot and chromium (`conflux report` and its headless-browser
+# check in tests/cli/report-tests.sh); python3 (the independent checkers in tests/).
+TEST_PACKAGES ?= libgtest-dev time slurm-wlm munge cmake $(MPI_DEBS_$(OTHER_MPI)) gnuplot-nox \
+  chromium python3
+# `make format` and `make format-check`.
+FORMAT_PACKAGES ?= clang-format
+
+PKGS := $(MPI_PKGS_$(MPI)) fmt tomlplusplus openblas zlib protobuf-lite
 # Lazily expanded so that `make deps` can install them first within one invocation.
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lboost_program_options -lpthread -ldl \
@@ -45,7 +73,8 @@ else
 endif
 
 CXXFLAGS ?= -std=c++20 -Wall -Wextra -Wpedantic
-CPPFLAGS += -Iinclude -MMD -MP -DOMPI_SKIP_MPICXX
+# No MPI C++ bindings (conflux uses the C API): Open MPI's and MPICH's switches.
+CPPFLAGS += -Iinclude -MMD -MP -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX
 # nvcc: C++20, host warnings as for g++ (-Wpedantic would only flag nvcc's generated code).
 # FMT_USE_CONSTEXPR: fmt 9 turns constexpr off when it sees nvcc but keeps consteval format
 # strings, which then fail to compile; with it on, .cu files use fmt (and error.hpp) normally.
@@ -59,23 +88,30 @@ ifeq ($(CUDA),1)
   CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lnccl
   # foo_nocuda.cpp: the CPU build's stand-in for foo.cu.
   SRC_FILTER := -not -name '*_nocuda.cpp'
-  OUT      := $(BUILDDIR)/$(BUILD)
+  OUT_BASE := $(BUILDDIR)/$(BUILD)
 else
   SRC_FILTER :=
   # Separate objects, so that switching CUDA never mixes the two builds.
-  OUT      := $(BUILDDIR)/$(BUILD)-cpu
+  OUT_BASE := $(BUILDDIR)/$(BUILD)-cpu
 endif
+# Separate objects and binaries per MPI too: build/release-cpu-mpich, build/release-mpich.
+out_for    = $(OUT_BASE)$(if $(filter mpich,$(1)),-mpich)
+# Release Open MPI binaries go to build/bin (what users run); the others beside their objects.
+bindir_for = $(if $(filter release-openmpi,$(BUILD)-$(1)),$(BUILDDIR)/bin,$(call out_for,$(1))/bin)
+OUT      := $(call out_for,$(MPI))
 OBJDIR   := $(OUT)/obj
-# Release binaries go to build/bin (what users run); debug/asan ones beside their objects.
-BINDIR   := $(if $(filter release,$(BUILD)),$(BUILDDIR)/bin,$(OUT)/bin)
-# Which build the binaries in BINDIR come from: rewritten only when CUDA changes, so that
-# switching relinks them from the right objects.
+BINDIR   := $(call bindir_for,$(MPI))
+# Which build the binaries in BINDIR come from, as make variables (the install test reads
+# them): rewritten only when it changes, so that switching CUDA relinks from the right objects.
 FLAVOR   := $(BINDIR)/.flavor
+FLAVOR_TEXT := BUILD=$(BUILD) CUDA=$(CUDA) MPI=$(MPI)
 
 LIB_SRCS   := $(shell find src -name '*.cpp' -not -path 'src/cli/*' $(SRC_FILTER) | sort) \
   $(if $(filter 1,$(CUDA)),$(shell find src -name '*.cu' -not -path 'src/cli/*' | sort))
 CLI_SRCS   := $(shell find src/cli -name '*.cpp' | sort)
-UNIT_SRCS  := $(shell find tests -name '*.cpp' -not -path 'tests/mpi/*' $(SRC_FILTER) | sort)
+# tests/cli/ holds shell suites and the install test's consumer program, not unit tests.
+UNIT_SRCS  := $(shell find tests -name '*.cpp' -not -path 'tests/mpi/*' -not -path 'tests/cli/*' \
+  $(SRC_FILTER) | sort)
 MPI_SRCS   := $(shell find tests/mpi -name '*.cpp' 2>/dev/null | sort)
 BENCH_SRCS := $(shell find benchmarks -name '*.cpp' 2>/dev/null | sort)
 PLUGIN_SRCS := $(shell find examples/plugins -maxdepth 1 \( -name '*.c' -o -name '*.cpp' \) \
@@ -107,8 +143,17 @@ PLUGIN_FLAGS := -O2 -Wall -Wextra -shared -fPIC -Iinclude
 # --plot (skipped with a message without it).
 BENCH_PACKAGES ?= python3-torch python3-numpy gnuplot-nox
 
-.PHONY: all deps bench-deps test build-tests plugins demo bench docs install format format-check clean help \
-  FORCE
+# The datasets: conflux reads data.dir, else $CONFLUX_DATA, else a per-user directory, never a
+# path relative to the working directory (docs/design.md, "Data directory"). The targets that
+# run it (test, demo, bench) pass the development and CI layout, ../shared/data beside the
+# clone, as $CONFLUX_DATA when it exists and CONFLUX_DATA is not set already.
+DEV_DATA := $(wildcard $(abspath ../shared/data))
+ifneq ($(DEV_DATA),)
+  export CONFLUX_DATA ?= $(DEV_DATA)
+endif
+
+.PHONY: all deps test-deps format-deps bench-deps test build-tests build-mpi-tests plugins demo \
+  bench docs install uninstall format format-check clean help FORCE
 all: $(CONFLUX) $(if $(BENCH_SRCS),$(BENCH)) plugins
 
 help:
@@ -116,18 +161,33 @@ help:
 	@echo "     [CUDA=0|1]                    1 (default when $(CUDA_HOME)/bin/nvcc exists): also"
 	@echo "                                   the GPU code (nvcc, cuBLAS, NCCL); CUDA=0 forces the"
 	@echo "                                   CPU-only build (CUDA_HOME=$(CUDA_HOME), docs/gpu.md)"
+	@echo "     [MPI=openmpi|mpich]           MPI implementation (now: $(MPI)); MPICH builds go to"
+	@echo "                                   build/<BUILD>[-cpu]-mpich/bin (docs/launching.md)"
 	@echo "make plugins                       build examples/plugins/*.c* into lib/libconflux-*.so"
-	@echo "make deps                          install missing Debian packages"
+	@echo "make deps                          install the missing Debian packages to build and run"
+	@echo "make test-deps                     ... and those only the tests need (SLURM, munge, cmake,"
+	@echo "                                   GoogleTest, the other MPI)"
 	@echo "make demo                          deps + build + train the MNIST demo (2 trainers)"
-	@echo "make test                          deps + build + all unit and MPI tests"
+	@echo "make test                          deps + test-deps + build + every test under $(MPI),"
+	@echo "                                   then the MPI suites again under $(OTHER_MPI)"
 	@echo "make bench                         run benchmarks/ (MNIST vs PyTorch DDP, data service,"
 	@echo "                                   checkpoints, scaling, grad sync, training) into bench-results/"
 	@echo "make docs                          regenerate docs/config.md from the schema"
-	@echo "make install PREFIX=/opt/conflux   install binaries, headers, configs"
+	@echo "make install PREFIX=/opt/conflux   install binaries, headers, libconflux.a, pkg-config and"
+	@echo "     [DESTDIR=/stage]              CMake files, configs, the S3 tables (PREFIX=$(PREFIX))"
+	@echo "make uninstall PREFIX=/opt/conflux remove exactly what install wrote (its manifest)"
 	@echo "make format | format-check         clang-format every source file"
+	@echo "Datasets: data.dir, else \$$CONFLUX_DATA, else \$${XDG_DATA_HOME:-\$$HOME/.local/share}/conflux/data;"
+	@echo "  test, demo and bench set CONFLUX_DATA=../shared/data when it exists (now: $(or $(CONFLUX_DATA),unset))"
 
 deps:
 	@tools/install-deps.sh $(DEB_PACKAGES)
+
+test-deps:
+	@tools/install-deps.sh $(TEST_PACKAGES)
+
+format-deps:
+	@tools/install-deps.sh $(FORMAT_PACKAGES)
 
 $(OBJDIR)/%.o: %.cpp
 	@mkdir -p $(dir $@)
@@ -152,7 +212,7 @@ $(OBJDIR)/src/cli/version.o: EXTRA_CPPFLAGS += -DCONFLUX_REVISION="\"$$(cat $(RE
 
 $(FLAVOR): FORCE
 	@mkdir -p $(dir $@)
-	@echo 'CUDA=$(CUDA)' | cmp -s - $@ 2>/dev/null || echo 'CUDA=$(CUDA)' > $@
+	@echo '$(FLAVOR_TEXT)' | cmp -s - $@ 2>/dev/null || echo '$(FLAVOR_TEXT)' > $@
 
 $(GENDIR)/%.pb.cc $(GENDIR)/%.pb.h: proto/%.proto
 	@mkdir -p $(GENDIR)
@@ -203,15 +263,21 @@ $(MPI_TESTS): $(call obj,$(MPI_SRCS)) $(LIB) $(FLAVOR)
 $(call obj,$(UNIT_SRCS) $(MPI_SRCS)): EXTRA_CPPFLAGS = $(shell $(PKG_CONFIG) --cflags gtest)
 
 build-tests: $(CONFLUX) $(BENCH) $(UNIT_TESTS) $(MPI_TESTS) plugins
+# What the MPI-dependent suites need (tests/run-all.sh --mpi-only): no unit tests.
+build-mpi-tests: $(CONFLUX) $(BENCH) $(MPI_TESTS) plugins
 
-# The README's test command: installs what is missing, builds, runs every test.
-test: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) build-tests
-	@CONFLUX_BIN=$(BINDIR) tests/run-all.sh
+# The README's test command: installs what is missing, builds (all: the install test installs
+# conflux-bench too, and must not build it), runs every test under $(MPI), then the
+# MPI-dependent suites again against a build with $(OTHER_MPI).
+test: deps test-deps
+	@$(MAKE) --no-print-directory -j$(JOBS) MPI=$(MPI) all build-tests
+	@$(MAKE) --no-print-directory -j$(JOBS) MPI=$(OTHER_MPI) build-mpi-tests
+	@CONFLUX_BIN=$(BINDIR) CONFLUX_OTHER_MPI_BIN=$(call bindir_for,$(OTHER_MPI)) \
+	  tests/run-all.sh
 
 # The README's demo command: MNIST MLP on 2 trainer ranks under mpirun.
 demo: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) $(CONFLUX)
+	@$(MAKE) --no-print-directory -j$(JOBS) MPI=$(MPI) $(CONFLUX)
 	@CONFLUX_BIN=$(BINDIR) tools/run-demo.sh
 
 # One at a time when installing them together fails, so that a missing PyTorch costs no plots.
@@ -221,12 +287,12 @@ bench-deps:
 	    "gnuplot-nox: no plots)"; done
 
 bench: deps bench-deps
-	@$(MAKE) --no-print-directory -j$(JOBS) all
-	@benchmarks/mnist_epoch_vs_pytorch.sh
-	@benchmarks/data_service.sh
-	@benchmarks/checkpoint.sh
-	@benchmarks/plan_accuracy.sh
-	@benchmarks/scenarios.sh
+	@$(MAKE) --no-print-directory -j$(JOBS) MPI=$(MPI) all
+	@CONFLUX_BIN=$(BINDIR) benchmarks/mnist_epoch_vs_pytorch.sh
+	@CONFLUX_BIN=$(BINDIR) benchmarks/data_service.sh
+	@CONFLUX_BIN=$(BINDIR) benchmarks/checkpoint.sh
+	@CONFLUX_BIN=$(BINDIR) benchmarks/plan_accuracy.sh
+	@CONFLUX_BIN=$(BINDIR) benchmarks/scenarios.sh
 
 # docs/config.md = its hand-written head + the schema table printed by the binary.
 docs: $(CONFLUX)
@@ -234,21 +300,53 @@ docs: $(CONFLUX)
 	@{ cat $(OUT)/config-head.md; echo; $(CONFLUX) config reference; } > docs/config.md
 	@echo "docs/config.md regenerated"
 
+# `make install`: the binaries, libconflux.a and its headers, the example plugins, configs, the
+# Lambda-S3 tables (found relative to the installed binary), a pkg-config file and a CMake
+# package for programs built against conflux, and LICENSE. Every file and every directory it
+# creates is recorded in a manifest, which `make uninstall` follows (tools/install/).
+VERSION := $(shell sed -n 's/.*kVersion = "\([^"]*\)".*/\1/p' src/cli/version.hpp)
+INSTALL_ROOT  = $(DESTDIR)$(PREFIX)
+MANIFEST      := share/conflux/install-manifest.txt
+INSTALL_FILES = tools/install/install-files.sh "$(INSTALL_ROOT)" $(MANIFEST)
+GENERATED     := $(OUT)/install
+# What a program built against libconflux.a needs besides the pkg-config packages in PKGS.
+CONSUMER_CFLAGS := -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX \
+  $(if $(filter 1,$(CUDA)),-DCONFLUX_HAVE_CUDA=1 -I$(CUDA_HOME)/include)
+CONSUMER_LIBS   := -lboost_program_options -lpthread -ldl $(CUDA_LIBS)
+INSTALL_SED = -e 's|@VERSION@|$(VERSION)|g' -e 's|@MPI@|$(MPI)|g' -e 's|@REQUIRES@|$(PKGS)|g' \
+  -e 's|@CFLAGS@|$(strip $(CONSUMER_CFLAGS))|g' -e 's|@LIBS@|$(strip $(CONSUMER_LIBS))|g' \
+  -e 's|@CMAKE_DEFINES@|OMPI_SKIP_MPICXX;MPICH_SKIP_MPICXX$(if $(filter 1,$(CUDA)),;CONFLUX_HAVE_CUDA=1)|g' \
+  -e 's|@CMAKE_CUDA_INCLUDE@|$(if $(filter 1,$(CUDA)),;$(CUDA_HOME)/include)|g' \
+  -e 's|@CMAKE_CUDA_LINK_DIR@|$(if $(filter 1,$(CUDA)),$(CUDA_HOME)/lib64)|g' \
+  -e 's|@CMAKE_CUDA_LIBS@|$(if $(filter 1,$(CUDA)),;-Wl$(comma)-rpath$(comma)$(CUDA_HOME)/lib64;cudart;nccl)|g'
+comma := ,
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib \
-	  $(DESTDIR)$(PREFIX)/lib/conflux $(DESTDIR)$(PREFIX)/share/conflux/configs
-	install -m 755 $(CONFLUX) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/
-	$(if $(BENCH_SRCS),install -m 755 $(BENCH) $(DESTDIR)$(PREFIX)/bin/)
-	$(if $(PLUGINS),install -m 755 $(PLUGINS) $(DESTDIR)$(PREFIX)/lib/conflux/)
-	cp -r include/conflux $(DESTDIR)$(PREFIX)/include/
-	install -m 644 configs/*.toml $(DESTDIR)$(PREFIX)/share/conflux/configs/
+	@rm -rf $(GENERATED) && mkdir -p $(GENERATED)
+	@for f in conflux.pc conflux-config.cmake conflux-config-version.cmake; do \
+	  sed $(INSTALL_SED) tools/install/$$f.in > $(GENERATED)/$$f || exit 1; done
+	@$(INSTALL_FILES) 755 bin $(CONFLUX) $(if $(BENCH_SRCS),$(BENCH))
+	@$(INSTALL_FILES) 644 lib $(LIB)
+	@$(if $(PLUGINS),$(INSTALL_FILES) 755 lib/conflux $(PLUGINS))
+	@tools/install/install-files.sh --base include "$(INSTALL_ROOT)" $(MANIFEST) 644 include \
+	  $(shell find include/conflux -type f | sort)
+	@$(INSTALL_FILES) 644 share/conflux/configs configs/*.toml
+	@$(INSTALL_FILES) 644 share/conflux/lambda-s3-transfer share/conflux/lambda-s3-transfer/*
+	@$(INSTALL_FILES) 644 lib/pkgconfig $(GENERATED)/conflux.pc
+	@$(INSTALL_FILES) 644 lib/cmake/conflux $(GENERATED)/conflux-config.cmake \
+	  $(GENERATED)/conflux-config-version.cmake
+	@$(INSTALL_FILES) 644 share/doc/conflux LICENSE README.md
+	@echo "installed conflux $(VERSION) ($(FLAVOR_TEXT)) into $(INSTALL_ROOT)" \
+	  "($$(grep -c '^f ' "$(INSTALL_ROOT)/$(MANIFEST)") files; manifest $(MANIFEST))"
+
+uninstall:
+	@tools/install/uninstall.sh "$(INSTALL_ROOT)" $(MANIFEST)
 
 FORMAT_FILES = $(shell find include src tests benchmarks examples -name '*.hpp' -o -name '*.cpp' \
   -o -name '*.h' -o -name '*.c' -o -name '*.cu' -o -name '*.cuh' 2>/dev/null | sort)
-format:
+format: format-deps
 	clang-format -i $(FORMAT_FILES)
-format-check:
+format-check: format-deps
 	clang-format --dry-run --Werror $(FORMAT_FILES)
 
 clean:

@@ -9,6 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=tools/mpi-env.sh
 source tools/mpi-env.sh
+# shellcheck source=tools/data-env.sh
+source tools/data-env.sh
 BENCH=${CONFLUX_BIN:-build/bin}/conflux-bench
 OUT=bench-results
 DIR=${CHECKPOINT_BENCH_DIR:-$OUT/checkpoint-run}

@@ -9,7 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=tools/mpi-env.sh
 source tools/mpi-env.sh
-DATA=${CONFLUX_DATA:-../shared/data}
+# shellcheck source=tools/data-env.sh
+source tools/data-env.sh
+DATA=$CONFLUX_DATA
 BENCH=${CONFLUX_BIN:-build/bin}/conflux-bench
 OUT=bench-results
 mkdir -p "$OUT"

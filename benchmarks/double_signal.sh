@@ -10,8 +10,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 3
 # shellcheck source=tools/mpi-env.sh
 source tools/mpi-env.sh
+# shellcheck source=tools/data-env.sh
+source tools/data-env.sh
 TRIES=${1:-20}
-DATA=${CONFLUX_DATA:-../shared/data}
+DATA=$CONFLUX_DATA
 CONFLUX=${CONFLUX_BIN:-build/bin}/conflux
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT

@@ -17,6 +17,7 @@
 #include "conflux/comm/gradient_sync.hpp"
 #include "conflux/comm/kreduce_sync.hpp"
 #include "conflux/config/config.hpp"
+#include "conflux/config/environment.hpp"
 #include "conflux/model/model.hpp"
 #include "conflux/train/training_data.hpp"
 #include "conflux/train/transform_setup.hpp"
@@ -51,7 +52,7 @@ struct Buffer {
 // The parameter count of the model `path` describes, built as a trainer builds it (the input
 // shape comes from the dataset and the transform, so the data must be readable).
 std::size_t parameter_count(const std::string& path, const std::vector<std::string>& overrides) {
-  const Config config = load_config_file(path, ConfigSources{overrides, "", "bench"});
+  const Config config = load_config_file(path, environment_sources(overrides, "bench"));
   const data::DatasetSplits data = train::load_training_data(config);
   const data::SampleTransform transform = train::make_transform(config, data.train);
   const data::ImageShape in = transform.output_shape();

@@ -8,13 +8,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=tools/mpi-env.sh
 source tools/mpi-env.sh
-DATA=${CONFLUX_DATA:-../shared/data}
+# shellcheck source=tools/data-env.sh
+source tools/data-env.sh
+DATA=$CONFLUX_DATA
 OUT=bench-results
 mkdir -p "$OUT"
 run_dir="$OUT/conflux-mnist-$(date +%Y%m%d-%H%M%S)"
 
 echo "conflux: mpirun -np 2, configs/mnist_mlp.toml, 2 epochs, eval off"
-"${MPIRUN[@]}" -np 2 build/bin/conflux train --config configs/mnist_mlp.toml \
+"${MPIRUN[@]}" -np 2 "${CONFLUX_BIN:-build/bin}/conflux" train --config configs/mnist_mlp.toml \
   --set train.epochs=2 --set train.eval=false --set train.log_every=0 \
   --set "run.dir=$run_dir" --set "data.dir=$DATA" >"$OUT/conflux.log" 2>&1
 conflux_s=$(sed -n '2p' "$run_dir/metrics.jsonl" | python3 -c 'import json,sys; print(json.load(sys.stdin)["epoch_seconds"])')

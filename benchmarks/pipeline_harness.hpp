@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "conflux/comm/communicator.hpp"
-#include "conflux/config/keys.hpp"
+#include "conflux/config/environment.hpp"
 #include "conflux/data/io/dataset.hpp"
 #include "conflux/data/service/batch_loader.hpp"
 #include "conflux/data/service/batch_server.hpp"
@@ -71,7 +71,7 @@ struct PipelineRun {
 /// The settings the data-service scenarios share (scaling, data-service, offload), with their
 /// command-line options. A scenario's options derive from it and may change the defaults.
 struct PipelineSettings {
-  std::string data_dir = CONFLUX_DEFAULT_DATA_DIR;
+  std::string data_dir = environment_data_dir();  // as conflux: $CONFLUX_DATA, else per-user
   int batch = 128;
   int warmup = 5;          ///< unmeasured first steps
   double gpu_step_ms = 2;  ///< the SIMULATED GPU STEP

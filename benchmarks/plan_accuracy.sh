@@ -11,6 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=tools/mpi-env.sh
 source tools/mpi-env.sh
+# shellcheck source=tools/data-env.sh
+source tools/data-env.sh
 BIN=${CONFLUX_BIN:-build/bin}
 CONFIG=${1:-configs/mnist_mlp.toml}
 OUT=bench-results

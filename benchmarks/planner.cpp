@@ -8,7 +8,6 @@
 
 #include <chrono>
 
-#include "conflux/config/keys.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/plan/fit_file.hpp"
 #include "conflux/plan/planner.hpp"
@@ -43,13 +42,14 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 int run_planner(const std::vector<std::string>& args, const comm::Communicator& world) {
-  std::string model_path, s3_dir = CONFLUX_DEFAULT_DATA_DIR "/lambda-s3-transfer";
+  std::string model_path, s3_dir;
   int repeats = 5, epochs = 10;
   po::options_description desc("conflux-bench planner options");
   desc.add_options()("model", po::value(&model_path),
                      "model file from `conflux fit` (default: "
                      "a built-in MNIST-like model)")(
-      "s3-table", po::value(&s3_dir)->default_value(s3_dir), "Lambda-S3 transfer tables")(
+      "s3-table", po::value(&s3_dir),
+      "Lambda-S3 transfer tables (default: share/conflux/lambda-s3-transfer, as conflux plan)")(
       "repeats", po::value(&repeats)->default_value(repeats), "timed queries per case")(
       "epochs", po::value(&epochs)->default_value(epochs), "epochs of the planned job");
   CommonOptions common;
@@ -59,7 +59,8 @@ int run_planner(const std::vector<std::string>& args, const comm::Communicator& 
   if (world.rank() != 0) return 0;
   const plan::PerformanceModel model =
       model_path.empty() ? builtin_model() : plan::read_fit_file(model_path);
-  const plan::S3TransferTable s3 = plan::S3TransferTable::load(s3_dir);
+  const plan::S3TransferTable s3 = plan::S3TransferTable::load(
+      s3_dir.empty() ? plan::S3TransferTable::installed_dir() : std::filesystem::path(s3_dir));
 
   Report report("planner", common);
   report.add_parameters(*vm);

@@ -16,6 +16,7 @@
 
 #include "conflux/comm/agreement.hpp"
 #include "conflux/config/config.hpp"
+#include "conflux/config/environment.hpp"
 #include "conflux/core/log.hpp"
 #include "conflux/train/train_job.hpp"
 #include "report.hpp"
@@ -82,7 +83,7 @@ int run_train(const std::vector<std::string>& args, const comm::Communicator& wo
   CONFLUX_REQUIRE(opt.epochs >= 1 && opt.train_limit >= 0,
                   "train: --epochs must be at least 1 and --train-limit not negative");
 
-  ConfigSources sources{{}, "", "bench"};
+  ConfigSources sources = environment_sources({}, "bench");  // data as conflux finds it
   sources.overrides = {fmt::format("train.epochs={}", opt.epochs),
                        fmt::format("data.train_limit={}", opt.train_limit),
                        fmt::format("train.eval={}", opt.eval ? "true" : "false"),

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "conflux/config/environment.hpp"
+
 namespace conflux::bench {
 
 Config load_trainers_only(const TrainersOnlyConfig& c, const std::vector<std::string>& variant) {
-  ConfigSources sources{c.overrides, "", "bench"};
+  ConfigSources sources = environment_sources(c.overrides, "bench");  // data as conflux finds it
   sources.overrides.push_back(fmt::format("cluster.trainers={}", c.trainers));
   sources.overrides.push_back("cluster.workers=0");
   sources.overrides.push_back("train.eval=false");

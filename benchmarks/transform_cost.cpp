@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "conflux/config/keys.hpp"
+#include "conflux/config/environment.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/data/io/catalog.hpp"
 #include "conflux/data/transform/transforms.hpp"
@@ -28,7 +28,7 @@ namespace po = boost::program_options;
 struct CostArgs {
   std::size_t samples = 2000;
   std::string dataset = "cifar10";
-  std::string data_dir = CONFLUX_DEFAULT_DATA_DIR;
+  std::string data_dir = environment_data_dir();  // as conflux: $CONFLUX_DATA, else per-user
 };
 
 // Returns nothing when --help was answered.

@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
 # Runs every test: GoogleTest units, MPI integration tests under mpirun -np 2 and -np 4, and
-# the command-line tests. Prints "N passed, M failed" and exits non-zero on any failure.
+# the command-line tests, against the build in $CONFLUX_BIN (default build/bin) with the MPI it
+# was built with (tools/mpi-env.sh). With $CONFLUX_OTHER_MPI_BIN (a build with the other MPI,
+# e.g. build/release-cpu-mpich/bin), the MPI-dependent suites run again against that build,
+# named "<suite>@<mpi>". --mpi-only runs only the MPI-dependent suites. Prints
+# "N passed, M failed" and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 3
-# shellcheck source=tools/mpi-env.sh
-source tools/mpi-env.sh
+mpi_only=0
+[ "${1:-}" = --mpi-only ] && mpi_only=1
 BIN=${CONFLUX_BIN:-build/bin}
 export CONFLUX_BIN=$BIN
+# shellcheck source=tools/mpi-env.sh
+source tools/mpi-env.sh
+# shellcheck source=tools/data-env.sh
+source tools/data-env.sh
+echo "tests: data from CONFLUX_DATA=$CONFLUX_DATA"
 # For BUILD=asan: leaks inside MPI/BLAS/HDF5 libraries are theirs (see tests/lsan.supp).
-# Full (slow) unwinding and no plugin unloading let every leak stack name its library.
+# Full (slow) unwinding and no plugin unloading (tools/mpi-env.sh) let every leak stack name
+# its library.
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0:fast_unwind_on_malloc=0"
-export OMPI_MCA_mca_base_component_disable_dlclose=1
 # Undefined behaviour fails the run instead of scrolling past.
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 passed=0
@@ -48,22 +57,43 @@ run() {  # run NAME COMMAND...
   fi
 }
 
-run layering tools/check-layering.sh
-run unit "$BIN/conflux-unit-tests" --gtest_color=no
-run mpi-np2 "${MPIRUN[@]}" -np 2 "$BIN/conflux-mpi-tests" --gtest_color=no
-run mpi-np4 "${MPIRUN[@]}" -np 4 "$BIN/conflux-mpi-tests" --gtest_color=no
-run cli tests/cli/cli-tests.sh
-run cli-data-service tests/cli/data-service-tests.sh
-run cli-launch tests/cli/launch-tests.sh
-run cli-checkpoint tests/cli/checkpoint-tests.sh
-run cli-profile tests/cli/profile-tests.sh
-run cli-report tests/cli/report-tests.sh
-run cli-restart tests/cli/restart-tests.sh
-run cli-kreduce tests/cli/kreduce-tests.sh
-run cli-gpu tests/cli/gpu-tests.sh
-run cli-plan tests/cli/plan-tests.sh
-run cli-watch tests/cli/watch-tests.sh
-run cli-slurm tests/cli/slurm-tests.sh
+# The suites that start MPI jobs, for the build in $CONFLUX_BIN with MPI $CONFLUX_MPI; SUFFIX
+# names them. MPI runs are under `timeout` (lib.sh), so a hang fails instead of stalling.
+run_mpi_suites() {  # run_mpi_suites SUFFIX
+  local s=$1
+  run "mpi-np2$s" timeout 600 "${MPIRUN[@]}" -np 2 "$CONFLUX_BIN/conflux-mpi-tests" --gtest_color=no
+  run "mpi-np4$s" timeout 600 "${MPIRUN[@]}" -np 4 "$CONFLUX_BIN/conflux-mpi-tests" --gtest_color=no
+  run "cli$s" tests/cli/cli-tests.sh
+  run "cli-data-service$s" tests/cli/data-service-tests.sh
+  run "cli-launch$s" tests/cli/launch-tests.sh
+  run "cli-checkpoint$s" tests/cli/checkpoint-tests.sh
+  run "cli-profile$s" tests/cli/profile-tests.sh
+  run "cli-report$s" tests/cli/report-tests.sh
+  run "cli-restart$s" tests/cli/restart-tests.sh
+  run "cli-kreduce$s" tests/cli/kreduce-tests.sh
+  run "cli-gpu$s" tests/cli/gpu-tests.sh
+  run "cli-plan$s" tests/cli/plan-tests.sh
+  run "cli-watch$s" tests/cli/watch-tests.sh
+  run "cli-slurm$s" tests/cli/slurm-tests.sh
+}
+
+if [ "$mpi_only" -eq 0 ]; then
+  run layering tools/check-layering.sh
+  run unit "$BIN/conflux-unit-tests" --gtest_color=no
+fi
+run_mpi_suites ""
+if [ "$mpi_only" -eq 0 ]; then
+  run cli-install tests/cli/install-tests.sh
+fi
+if [ -n "${CONFLUX_OTHER_MPI_BIN:-}" ]; then
+  # The same suites against the other MPI's build, with that MPI's launcher.
+  export CONFLUX_BIN=$CONFLUX_OTHER_MPI_BIN
+  unset CONFLUX_MPI
+  # shellcheck source=tools/mpi-env.sh
+  source tools/mpi-env.sh
+  echo "=== the MPI-dependent suites again: $CONFLUX_BIN ($CONFLUX_MPI)"
+  run_mpi_suites "@$CONFLUX_MPI"
+fi
 
 echo
 [ ${#failures[@]} -gt 0 ] && echo "failed suites: ${failures[*]}"

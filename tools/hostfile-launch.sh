@@ -33,7 +33,8 @@ usage: tools/hostfile-launch.sh --trainer-hosts HOSTS --worker-hosts HOSTS --con
   -h, --help             this text
 Hosts without a slot count share the remaining ranks evenly. A host named in both lists is
 given the sum of both slot counts in each app context, so that the two groups fit side by
-side. Environment: CONFLUX_MPIRUN (default: mpirun).
+side. Open MPI only (docs/launching.md, "MPI implementations"). Environment: CONFLUX_MPIRUN
+(default: mpirun.openmpi when installed, else mpirun).
 EOF
 }
 
@@ -191,12 +192,14 @@ host_list() {  # host_list NAMES SLOTS: "h1:n1,h2:n2" with shared hosts' slots s
 }
 
 # Root needs Open MPI's opt-in variables (forwarded by mpirun); one BLAS thread per rank.
+# Open MPI's, whatever the build in CONFLUX_BIN says: the command below is Open MPI's syntax.
+CONFLUX_MPI=openmpi
 # shellcheck source=tools/mpi-env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/mpi-env.sh"
 
 app=("$bin" train --config "$config" --set "cluster.trainers=$trainers" --set "cluster.workers=$workers")
 app+=(${conflux_args[@]+"${conflux_args[@]}"})
-cmd=("${CONFLUX_MPIRUN:-mpirun}")
+cmd=("${CONFLUX_MPIRUN:-$MPI_LAUNCHER}")
 [ "$oversubscribe" -eq 0 ] || cmd+=(--oversubscribe)
 cmd+=(-x OPENBLAS_NUM_THREADS ${mpirun_args[@]+"${mpirun_args[@]}"})
 cmd+=(-np "$trainers" --host "$(host_list t_names t_slots)" "${app[@]}")

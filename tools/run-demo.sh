@@ -5,8 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=tools/mpi-env.sh
 source tools/mpi-env.sh
+# shellcheck source=tools/data-env.sh
+source tools/data-env.sh
 run_dir="runs/mnist_mlp-demo-$(date +%Y%m%d-%H%M%S)"
-echo "demo: mpirun -np 2 build/bin/conflux train --config configs/mnist_mlp.toml --set run.dir=$run_dir"
+echo "demo: $MPI_LAUNCHER -np 2 ${CONFLUX_BIN:-build/bin}/conflux train --config configs/mnist_mlp.toml --set run.dir=$run_dir"
 "${MPIRUN[@]}" -np 2 "${CONFLUX_BIN:-build/bin}/conflux" train --config configs/mnist_mlp.toml \
   --set "run.dir=$run_dir"
 echo

@@ -35,6 +35,20 @@ conflux_resume_args() {
   printf '%s\n' --resume auto
 }
 
+# conflux_srun_mpi BINARY: prints srun's --mpi= option for the MPI that BINARY was built with
+# (its --version names it): Debian's Open MPI talks to SLURM through PMIx only (pmix), Debian's
+# MPICH through the PMI-1 wire protocol that SLURM's pmi2 plugin also serves (pmi2).
+# CONFLUX_SRUN_MPI overrides it, e.g. for an MPI built against other PMI libraries.
+conflux_srun_mpi() {
+  if [ -n "${CONFLUX_SRUN_MPI:-}" ]; then
+    echo "--mpi=$CONFLUX_SRUN_MPI"
+  elif "$1" --version 2>/dev/null | grep -q '^MPI *MPICH'; then
+    echo "--mpi=pmi2"
+  else
+    echo "--mpi=pmix"
+  fi
+}
+
 _conflux_child=""
 _conflux_signal=""
 _conflux_interrupted=0

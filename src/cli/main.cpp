@@ -20,6 +20,7 @@
 #include "conflux/comm/agreement.hpp"
 #include "conflux/comm/communicator.hpp"
 #include "conflux/config/config.hpp"
+#include "conflux/config/environment.hpp"
 #include "conflux/config/identity.hpp"
 #include "conflux/config/schema.hpp"
 #include "conflux/core/log.hpp"
@@ -60,7 +61,7 @@ workers. SIGUSR1, SIGTERM or SIGINT make `train` checkpoint at the next step and
 Exit codes: 0 success, 2 bad input (config, command line, data files, corrupt checkpoint),
 3 runtime failure, 4 run directory in use by another job, 75 checkpointed on a signal
 (requeue me).
-Data: data.dir, else $CONFLUX_DATA, else )" CONFLUX_DEFAULT_DATA_DIR R"(.
+Data: data.dir, else $CONFLUX_DATA, else )" CONFLUX_USER_DATA_DIR R"(.
 )";
 
 // Usage of the commands whose actions take positional arguments (the others print their
@@ -85,11 +86,6 @@ constexpr const char* kCkptUsage = R"(Usage:
 bool asks_help(const std::vector<std::string>& args) {
   return std::any_of(args.begin(), args.end(),
                      [](const std::string& a) { return a == "--help" || a == "-h"; });
-}
-
-std::string env_or_empty(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
 }
 
 // Options shared by `train` and `config check`.
@@ -121,7 +117,7 @@ ConfigArgs parse_config_args(const std::vector<std::string>& args, const char* c
 }
 
 ConfigSources sources_for(const ConfigArgs& args, std::string launch_time) {
-  return ConfigSources{args.overrides, env_or_empty("CONFLUX_DATA"), std::move(launch_time)};
+  return environment_sources(args.overrides, std::move(launch_time));
 }
 
 // A rank whose launcher (mpirun, orted, slurmstepd) died is an orphan: nobody reads its output
@@ -244,7 +240,7 @@ int cmd_data(const std::vector<std::string>& args) {
   if (args[0] != "convert") {
     CONFLUX_INPUT_ERROR("conflux data: unknown action '{}' (expected convert or info)", args[0]);
   }
-  std::string dataset, output, data_dir = env_or_empty("CONFLUX_DATA");
+  std::string dataset, output, data_dir = environment_data_dir();
   po::options_description options("conflux data convert options");
   options.add_options()("help,h", "show this help")("dataset", po::value(&dataset)->required(),
                                                     "mnist | fashion-mnist | cifar10")(
@@ -257,7 +253,6 @@ int cmd_data(const std::vector<std::string>& args) {
     return 0;
   }
   po::notify(vm);
-  if (data_dir.empty()) data_dir = CONFLUX_DEFAULT_DATA_DIR;
   const auto splits = data::load_dataset(dataset, data_dir);
   data::write_hdf5_dataset(output, splits);
   fmt::print("wrote {} ({} train + {} test samples)\n", output, splits.train.size(),
@@ -315,7 +310,7 @@ int dispatch(int argc, char** argv) {
   if (command == "profile") return cmd_profile(argc, argv, args);
   if (command == "fit") return cli::cmd_fit(args);
   if (command == "report") return cli::cmd_report(args);
-  const ConfigSources sources{{}, env_or_empty("CONFLUX_DATA"), local_time("%Y%m%d-%H%M%S")};
+  const ConfigSources sources = environment_sources({}, local_time("%Y%m%d-%H%M%S"));
   if (command == "predict") return cli::cmd_predict(args, sources);
   if (command == "plan") return cli::cmd_plan(args, sources);
   CONFLUX_INPUT_ERROR("unknown command '{}'; run 'conflux help'", command);

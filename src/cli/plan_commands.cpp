@@ -8,7 +8,6 @@
 #include <optional>
 #include <sstream>
 
-#include "conflux/config/keys.hpp"
 #include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/plan/cost_model.hpp"
@@ -192,8 +191,7 @@ namespace {
 
 // `conflux plan`'s command line.
 struct PlanArgs {
-  std::string model_path, target = "lambda", arch = "x86", batches,
-                          s3_dir = CONFLUX_DEFAULT_DATA_DIR "/lambda-s3-transfer";
+  std::string model_path, target = "lambda", arch = "x86", batches, s3_dir;
   std::string emit_config, emit_sbatch;
   double deadline = 0;
   int epochs = 0, alternatives = 5;
@@ -219,8 +217,10 @@ bool parse_plan_args(const std::vector<std::string>& args, PlanArgs& a) {
       "batches", po::value(&a.batches), "per-worker batch sizes (default 16,32,...,1024)")(
       "alternatives", po::value(&a.alternatives), "runners-up to show (default 5)")(
       "all-points", po::bool_switch(&a.all_points), "rank all points, not distinct (W, K, Ba, Bn)")(
-      "s3-table", po::value(&a.s3_dir), "folder of the measured Lambda-S3 transfer tables")(
-      "emit-config", po::value(&a.emit_config), "write the chosen configuration as TOML here")(
+      "s3-table", po::value(&a.s3_dir),
+      "folder of the measured Lambda-S3 transfer tables (default: the ones installed with conflux, "
+      "share/conflux/lambda-s3-transfer)")("emit-config", po::value(&a.emit_config),
+                                           "write the chosen configuration as TOML here")(
       "emit-sbatch", po::value(&a.emit_sbatch), "write an #SBATCH header for it here");
   a.config_option.add_to(options);
   if (!parse(args, options)) return false;
@@ -257,7 +257,10 @@ int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sou
   const Config config = a.config_option.load(base_sources);
   const plan::PerformanceModel model = model_for(config, a.model_path);
   std::optional<plan::S3TransferTable> s3;
-  if (a.target == "lambda") s3 = plan::S3TransferTable::load(a.s3_dir);
+  if (a.target == "lambda") {
+    s3 = plan::S3TransferTable::load(a.s3_dir.empty() ? plan::S3TransferTable::installed_dir()
+                                                      : std::filesystem::path(a.s3_dir));
+  }
   const plan::CostModel cost(plan::CostModelOptions{
       .model = &model,
       .prices = config.prices(),

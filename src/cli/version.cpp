@@ -30,7 +30,14 @@ std::string mpi_library() {
   int length = 0;
   if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "unknown";
   const std::string_view all(text, static_cast<std::size_t>(length));
-  std::string first(all.substr(0, all.find_first_of("\n,")));
+  // Open MPI: "Open MPI v4.1.4, package: ..."; MPICH: "MPICH Version:\t4.0.2\n...": one line,
+  // its runs of blanks made one space.
+  std::string first;
+  for (const char c : all.substr(0, all.find_first_of("\n,"))) {
+    const bool blank = c == ' ' || c == '\t';
+    if (!blank || (!first.empty() && first.back() != ' ')) first.push_back(blank ? ' ' : c);
+  }
+  if (!first.empty() && first.back() == ' ') first.pop_back();
   int major = 0;
   int minor = 0;
   MPI_Get_version(&major, &minor);

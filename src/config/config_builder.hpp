@@ -135,9 +135,9 @@ class ConfigBuilder {
   static toml::table resolved_table(const Config& config);
 
   // The hooked keys of keys.hpp, named <section>_<name> (key_hooks.cpp).
-  static KeyBinding run_dir();         ///< {time} and {name} substituted
-  static KeyBinding data_dir();        ///< $CONFLUX_DATA, then CONFLUX_DEFAULT_DATA_DIR; absolute
-  static KeyBinding data_hdf5_file();  ///< absolute when given
+  static KeyBinding run_dir();             ///< {time} and {name} substituted
+  static KeyBinding data_dir();            ///< else sources().env_data_dir; absolute or empty
+  static KeyBinding data_hdf5_file();      ///< absolute when given
   static KeyBinding data_offload_ratio();  ///< "auto" or a number
   static KeyBinding transform_plugin();    ///< absolute and normalised when given
   static KeyBinding checkpoint_dir();      ///< <run.dir>/checkpoints when empty

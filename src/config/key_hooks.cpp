@@ -53,8 +53,11 @@ KeyBinding ConfigBuilder::data_dir() {
           [](ConfigBuilder& b) {
             std::string dir = b.written("data.dir");
             if (dir.empty()) dir = b.sources().env_data_dir;
-            if (dir.empty()) dir = CONFLUX_DEFAULT_DATA_DIR;
-            b.section<DataSection>().dir = std::filesystem::absolute(dir).lexically_normal();
+            // Empty only when the environment gave no directory either: the catalog then says
+            // where conflux looks, rather than reading the working directory.
+            b.section<DataSection>().dir = dir.empty()
+                                               ? std::filesystem::path()
+                                               : std::filesystem::absolute(dir).lexically_normal();
           }};
 }
 

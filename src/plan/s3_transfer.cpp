@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "conflux/core/error.hpp"
+#include "conflux/core/install_dirs.hpp"
 
 namespace conflux::plan {
 
@@ -85,6 +86,11 @@ double interpolate_row(const std::vector<double>& x, const std::vector<double>& 
 }
 
 }  // namespace
+
+std::filesystem::path S3TransferTable::installed_dir() {
+  return find_shared_file("lambda-s3-transfer",
+                          "give the folder of the Lambda-S3 transfer tables with --s3-table DIR");
+}
 
 S3TransferTable S3TransferTable::load(const std::filesystem::path& dir) {
   const Grid f = read_grid(dir / "f.csv");

@@ -42,6 +42,10 @@ if grep -q "^conflux [0-9]" <<<"$out" && grep -q "^revision " <<<"$out" && grep 
 else
   not_ok "--version" "$out"
 fi
+# The MPI line names the implementation this build links (tools/mpi-env.sh: CONFLUX_MPI).
+want_mpi=$([ "$CONFLUX_MPI" = mpich ] && echo "MPICH Version: [0-9]" || echo "Open MPI v[0-9]")
+if grep -qE "^MPI +$want_mpi" <<<"$out"; then ok "--version names the MPI library of the build ($CONFLUX_MPI)"; else
+  not_ok "--version: want '$want_mpi' on the MPI line for $CONFLUX_MPI" "$out"; fi
 
 # --- bad command lines and configs -----------------------------------------------------------
 expect_fail "unknown command" 2 "unknown command 'trian'" -- "$CONFLUX" trian
@@ -69,6 +73,23 @@ expect_fail "crop larger than the image" 2 "transform.crop = 40 is larger than t
   mnist_train 2 crop --set transform.crop=40
 expect_fail "missing data directory" 2 "$TMP/nodata/mnist" -- \
   mnist_train 2 nodata --set "data.dir=$TMP/nodata"
+# No data.dir and no $CONFLUX_DATA: the per-user directory, never the working directory (from
+# the repository root, ../shared/data may exist; it must not be read).
+expect_fail "no CONFLUX_DATA: looks in \$HOME/.local/share/conflux/data, says how to point elsewhere" 2 \
+  "$TMP/home/.local/share/conflux/data/mnist: directory of dataset 'mnist' not found; conflux reads the datasets from data.dir, else \$CONFLUX_DATA" -- \
+  env -u CONFLUX_DATA -u XDG_DATA_HOME HOME="$TMP/home" "$CONFLUX" data convert --dataset mnist --output "$TMP/x.h5"
+if [ -d "$DATA/mnist" ]; then
+  mkdir -p "$TMP/xdg/conflux/data" "$TMP/elsewhere"
+  ln -s "$(realpath "$DATA/mnist")" "$TMP/xdg/conflux/data/mnist"
+  conflux_abs=$(realpath "$CONFLUX")
+  if out=$(cd "$TMP/elsewhere" && env -u CONFLUX_DATA XDG_DATA_HOME="$TMP/xdg" HOME="$TMP/home" \
+    "$conflux_abs" data convert --dataset mnist --output "$TMP/xdg.h5" 2>&1) &&
+    grep -q "60000 train + 10000 test samples" <<<"$out"; then
+    ok "no CONFLUX_DATA: reads \$XDG_DATA_HOME/conflux/data, from any working directory"
+  else
+    not_ok "reading \$XDG_DATA_HOME/conflux/data" "$out"
+  fi
+fi
 
 # --- bad data files ------------------------------------------------------------------------
 if [ -d "$DATA/mnist" ]; then
@@ -121,10 +142,12 @@ if [ -d "$DATA/mnist" ] && [ -d "$DATA/fashion-mnist" ]; then
   mkdir -p "$TMP/other/mnist"
   for f in "$DATA"/fashion-mnist/*.gz; do ln -sf "$(realpath "$f")" "$TMP/other/mnist/"; done
   MNIST_ARGS=(train --config configs/mnist_mlp.toml "${QUICK[@]}" --set "run.dir=$TMP/run-mixed")
+  mapfile -t env_mine < <(mpi_env "CONFLUX_DATA=$DATA")
+  mapfile -t env_other < <(mpi_env "CONFLUX_DATA=$TMP/other")
   expect_fail "a rank reading other data: exit 2 on every rank, naming rank and file" 2 \
     "rank 1's training data differs from rank 0's: the SHA-256 of train-images-idx3-ubyte.gz (training split)" 2 -- \
-    "${MPIRUN[@]}" -np 1 -x "CONFLUX_DATA=$DATA" "$CONFLUX" "${MNIST_ARGS[@]}" : \
-    -np 1 -x "CONFLUX_DATA=$TMP/other" "$CONFLUX" "${MNIST_ARGS[@]}"
+    "${MPIRUN[@]}" -np 1 "${env_mine[@]}" "$CONFLUX" "${MNIST_ARGS[@]}" : \
+    -np 1 "${env_other[@]}" "$CONFLUX" "${MNIST_ARGS[@]}"
   expect_fail "a rank with another config: exit 2 on every rank, naming rank and key" 2 \
     "rank 1's config differs from rank 0's: train.lr is 0.1 here but 0.05 on rank 0" 2 -- \
     "${MPIRUN[@]}" -np 1 "$CONFLUX" "${MNIST_ARGS[@]}" : -np 1 "$CONFLUX" "${MNIST_ARGS[@]}" --set train.lr=0.1

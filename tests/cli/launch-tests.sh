@@ -43,7 +43,13 @@ if [ "$rc" -eq 2 ] && grep -qF "3 trainer rank(s) but only 2 slot(s)" <<<"$out";
 
 # --- real runs on localhost: world rank 0 trains, rank 1 is the worker --------------------------
 # Every launch runs under a time limit: a hang fails the test instead of blocking the suite.
-if [ -d "$DATA/mnist" ]; then
+# tools/hostfile-launch.sh builds Open MPI's mpirun (per-app-context --host slots, -x):
+# docs/launching.md, "MPI implementations".
+if [ "$CONFLUX_MPI" != openmpi ]; then
+  ok "hostfile-launch runs (skipped: tools/hostfile-launch.sh is Open MPI-only, this build uses $CONFLUX_MPI)"
+elif [ -d "$DATA/mnist" ]; then
+  # The Open MPI launcher of tools/mpi-env.sh (mpirun.openmpi when MPICH is installed too).
+  export CONFLUX_MPIRUN=$MPI_LAUNCHER
   check_run() {  # check_run NAME LOG RC
     if [ "$3" -eq 0 ] && grep -q '^\[conflux r0 [^]]*\] trainer 0/1 ' <<<"$2" && grep -q '^\[conflux r1 [^]]*\] worker 0/1 ' <<<"$2" &&
       grep -q '1 trainer(s), 1 worker(s)' <<<"$2" && [ -n "$(digest_in "$2")" ]; then
@@ -97,9 +103,11 @@ else
     trap 'rm -rf "$TMP" "$jobdir"' EXIT
     host0=$(scontrol -o show node "$node0" | grep -oP 'NodeHostName=\K\S+')
     host1=$(scontrol -o show node "$node1" | grep -oP 'NodeHostName=\K\S+')
-    # Two slurmds on one machine (a test cluster): Open MPI's shared-memory segments of the
-    # "two nodes" would collide, so talk over TCP there.
-    if [ "$host0" = "$host1" ]; then export OMPI_MCA_btl=self,tcp; fi
+    # Two slurmds on one machine (a test cluster): tools/mpi-env.sh says what the MPI needs.
+    if [ "$host0" = "$host1" ]; then
+      mapfile -t one_host < <(mpi_one_host_cluster_env)
+      for kv in ${one_host[@]+"${one_host[@]}"}; do export "${kv?}"; done
+    fi
     id=$(timeout 30 sbatch --parsable -p "$part0" -w "$node0" -n1 --time=3 -o "$jobdir/het-%j.out" \
       : -p "$part1" -w "$node1" -n1 --time=3 \
       slurm/hetjob.sbatch configs/mnist_mlp.toml "${QUICK[@]}" --set "run.dir=$jobdir/run" 2>&1)

@@ -1,12 +1,16 @@
 # shellcheck shell=bash disable=SC2034  # the variables are for the scripts that source this
-# Shared setup of the command-line test scripts: sourced, not run. Provides $CONFLUX, $DATA,
-# a $TMP directory removed on exit, the MPIRUN array (under a time limit) and the ok / not_ok /
-# expect_fail / digest_of helpers; each script ends with `cli_summary`.
+# Shared setup of the command-line test scripts: sourced, not run. Provides $CONFLUX, $DATA
+# (exported as CONFLUX_DATA: conflux never looks in the working directory), a $TMP directory
+# removed on exit, the MPIRUN array (under a time limit) with tools/mpi-env.sh's helpers for
+# the MPI of the build, and the ok / not_ok / expect_fail / digest_of helpers; each script ends
+# with `cli_summary`.
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 3
 # shellcheck source=tools/mpi-env.sh
 source tools/mpi-env.sh
+# shellcheck source=tools/data-env.sh
+source tools/data-env.sh
 CONFLUX=${CONFLUX_BIN:-build/bin}/conflux
-DATA=${CONFLUX_DATA:-../shared/data}
+DATA=$CONFLUX_DATA
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 pass=0

@@ -94,10 +94,15 @@ submit id_a -N1 -n2 --time=1 --signal=B:USR1@55 -J conflux-requeue -o "$jobdir/t
 # --- (b) hetjob.sbatch: 1 trainer + 1 worker on two nodes (signalled mid-run with SLURM_TEST_HET_SIGNAL=1)
 HET=(--set data.train_limit=20000 --set data.test_limit=2000 --set train.epochs=5 --set train.log_every=0
   --set checkpoint.every_steps=20)
-# Two slurmds on one host: Open MPI's shared-memory segments of the two "nodes" would collide.
-OMPI_MCA_btl=self,tcp submit id_b -p debug -w node0 -n1 --time=3 -o "$jobdir/het-%j.out" \
+# Two slurmds on one host: tools/mpi-env.sh says what the MPI needs (Open MPI: TCP, as its
+# shared-memory segments of the two "nodes" would collide). sbatch passes the environment on:
+# set it for this submission only.
+mapfile -t one_host < <(mpi_one_host_cluster_env)
+for kv in ${one_host[@]+"${one_host[@]}"}; do export "${kv?}"; done
+submit id_b -p debug -w node0 -n1 --time=3 -o "$jobdir/het-%j.out" \
   : -p debug -w node1 -n1 --time=3 \
   slurm/hetjob.sbatch configs/mnist_mlp.toml "${HET[@]}" --set "run.dir=$jobdir/het"
+for kv in ${one_host[@]+"${one_host[@]}"}; do unset "${kv%%=*}"; done
 
 # --- (c) sweep.sbatch: a 2-task array over a list file ------------------------------------------
 second="configs/mnist_mlp.toml --set data.train_limit=2000 --set train.lr=0.1"

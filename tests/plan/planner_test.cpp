@@ -7,7 +7,6 @@
 #include <optional>
 #include <random>
 
-#include "../support/data_dir.hpp"
 #include "../support/temp_dir.hpp"
 #include "conflux/plan/s3_transfer.hpp"
 
@@ -17,8 +16,7 @@ namespace {
 using testing::expect_input_error;
 
 const S3TransferTable& real_table() {
-  static const S3TransferTable table =
-      S3TransferTable::load(testing::data_dir() / "lambda-s3-transfer");
+  static const S3TransferTable table = S3TransferTable::load(S3TransferTable::installed_dir());
   return table;
 }
 

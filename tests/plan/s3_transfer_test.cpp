@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "../support/data_dir.hpp"
 #include "../support/temp_dir.hpp"
 
 namespace conflux::plan {
@@ -16,8 +15,10 @@ namespace {
 using testing::expect_input_error;
 using testing::TempDir;
 
+// The tables shipped in share/conflux, found relative to the test executable as conflux
+// finds them.
 std::filesystem::path table_dir() {
-  return testing::data_dir() / "lambda-s3-transfer";
+  return S3TransferTable::installed_dir();
 }
 
 // The raw cells of one of the CSV files, read independently of the code under test.

@@ -1,16 +1,17 @@
 #pragma once
 /// @file data_dir.hpp
-/// Where tests find the real datasets: $CONFLUX_DATA, else ../shared/data (CI layout).
+/// Where tests find the real datasets: where conflux finds them ($CONFLUX_DATA, else the
+/// per-user default; tests/run-all.sh sets $CONFLUX_DATA to ../shared/data in the CI layout).
 
-#include <cstdlib>
 #include <filesystem>
+
+#include "conflux/config/environment.hpp"
 
 namespace conflux::testing {
 
 /// Directory holding mnist/, fashion-mnist/ and cifar-10/.
 inline std::filesystem::path data_dir() {
-  if (const char* env = std::getenv("CONFLUX_DATA"); env && *env) return env;
-  return std::filesystem::path("..") / "shared" / "data";
+  return environment_data_dir();
 }
 
 }  // namespace conflux::testing

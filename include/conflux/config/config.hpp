@@ -30,11 +30,13 @@ struct Setting {
 };
 
 /// What the loader needs besides the file: values from outside the config, read once by
-/// main() so that nothing below it reads the environment.
+/// main() (through config/environment.hpp) so that nothing below it reads the environment.
 struct ConfigSources {
   std::vector<std::string> overrides;  ///< "key=value" from --set, applied in order
-  std::string env_data_dir;            ///< $CONFLUX_DATA, or empty
-  std::string launch_time;             ///< replaces {time} in run.dir, e.g. 20261121-141502
+  /// The data directory when data.dir is empty: $CONFLUX_DATA, else the per-user default
+  /// (environment_data_dir()); empty when neither can be formed.
+  std::string env_data_dir;
+  std::string launch_time;  ///< replaces {time} in run.dir, e.g. 20261121-141502
 };
 
 /// The validated configuration. Immutable: only the loader and with() make one.

@@ -22,10 +22,10 @@
 ///   and other keys, `"auto"` or a number. `value type` is the ValueType enumerator of what
 ///   the key accepts, which the member type alone does not say.
 
-/// The data directory when neither data.dir nor $CONFLUX_DATA names one, relative to the
-/// working directory: the layout of the project's development and CI machines
-/// (docs/design.md, "Data directory"). Its one home; a per-user default is planned.
-#define CONFLUX_DEFAULT_DATA_DIR "../shared/data"
+/// The data directory when neither data.dir nor $CONFLUX_DATA names one: a per-user location,
+/// never relative to the working directory. Its one spelling for help texts and the key's
+/// doc; config/environment resolves it (docs/design.md, "Data directory").
+#define CONFLUX_USER_DATA_DIR "${XDG_DATA_HOME:-$HOME/.local/share}/conflux/data"
 
 /// The default of a key that every config must set.
 #define CONFLUX_REQUIRED \
@@ -60,7 +60,7 @@
       ("mnist", "fashion-mnist", "cifar10"), "Dataset to train on.")                            \
   HOOKED(data, dir, std::filesystem::path, kString, "", unbounded, (),                          \
       "Directory holding mnist/, fashion-mnist/, cifar-10/; empty means $CONFLUX_DATA, "        \
-      "else " CONFLUX_DEFAULT_DATA_DIR ".")                                                     \
+      "else " CONFLUX_USER_DATA_DIR ".")                                                        \
   HOOKED(data, hdf5_file, std::filesystem::path, kString, "", unbounded, (),                    \
       "Read the dataset from this HDF5 file (made by `conflux data convert`) instead of "       \
       "the original files.")                                                                    \

@@ -1,6 +1,6 @@
 #pragma once
 /// @file s3_transfer.hpp
-/// Measured Lambda-to-S3 transfer times (FasDL's table, shared/data/lambda-s3-transfer) and
+/// Measured Lambda-to-S3 transfer times (FasDL's table, share/conflux/lambda-s3-transfer) and
 /// their interpolation: the communication term of the Lambda cost model. For any fixed object
 /// size the interpolated time is piecewise linear in memory with knots memory_knots() and
 /// constant outside them, which the planner's bounds rely on.
@@ -27,6 +27,10 @@ class S3TransferTable {
   /// three columns for objects >= 22 MB) and are dropped. InputError with file:line on a
   /// missing, ragged, non-numeric or inconsistent file.
   static S3TransferTable load(const std::filesystem::path& dir);
+  /// The tables shipped with conflux: share/conflux/lambda-s3-transfer of the installation or
+  /// source tree the running executable belongs to (core/install_dirs). InputError naming
+  /// where it looked, and --s3-table, when they are not there.
+  static std::filesystem::path installed_dir();
   /// A table from clean rows (ascending object sizes, ascending memory per row); InputError
   /// when they are not.
   static S3TransferTable from_rows(std::vector<Row> rows, std::string source = "rows");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "conflux/config/keys.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/data/io/cifar_reader.hpp"
 #include "conflux/data/io/idx_reader.hpp"
@@ -11,9 +12,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Where conflux looks and how to point it elsewhere (docs/design.md, "Data directory").
 constexpr const char* kWhereToPoint =
-    "set data.dir in the config or the CONFLUX_DATA environment variable to the directory "
-    "holding mnist/, fashion-mnist/ and cifar-10/";
+    "conflux reads the datasets from data.dir, else $CONFLUX_DATA, else " CONFLUX_USER_DATA_DIR
+    "; set data.dir in the config (or --set data.dir=DIR) or the CONFLUX_DATA environment "
+    "variable to the directory holding mnist/, fashion-mnist/ and cifar-10/, or put them in "
+    "the per-user directory";
 
 const std::vector<std::string>& mnist_class_names() {
   static const std::vector<std::string> names = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
@@ -29,6 +33,8 @@ const std::vector<std::string>& fashion_mnist_class_names() {
 
 /// The dataset's directory; InputError when it is absent.
 fs::path dataset_dir(const fs::path& data_dir, const char* sub_dir, const std::string& name) {
+  // Empty when nothing named a directory ($HOME unset too): never the working directory.
+  CONFLUX_REQUIRE(!data_dir.empty(), "no data directory for dataset '{}'; {}", name, kWhereToPoint);
   const fs::path dir = data_dir / sub_dir;
   std::error_code ec;
   CONFLUX_REQUIRE(fs::is_directory(dir, ec), "{}: directory of dataset '{}' not found; {}",

@@ -108,7 +108,7 @@ TEST(Catalog, CifarBatchesMustHoldTenThousandRecords) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The real datasets, when present (../shared/data or $CONFLUX_DATA).
+// The real datasets, when present ($CONFLUX_DATA, else the per-user data directory).
 
 /// file name -> sha256 from a `sha256sum` output file.
 std::map<std::string, std::string> read_sha256sums(const fs::path& path) {
