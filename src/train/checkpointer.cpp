@@ -46,6 +46,10 @@ void Checkpointer::on_step_end(StepContext& context) {
   }
   stats_.agree_seconds += seconds_since(agree_start);
   if (flags[2] > 0) {
+    // Every trainer fails here at once and the job ends with MPI_Abort, which (under MPICH)
+    // can kill trainer 0 before it prints why: it says so first, and the others wait for that.
+    if (writer_ && log_ != nullptr) log_->error("{}", writer_->error());
+    trainers_.barrier();
     if (writer_) CONFLUX_RUNTIME_ERROR("{}", writer_->error());
     CONFLUX_RUNTIME_ERROR("trainer 0 could not write a checkpoint (its log says why)");
   }
