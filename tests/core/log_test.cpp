@@ -14,12 +14,7 @@
 namespace conflux {
 namespace {
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::read_file;
 
 TEST(Logger, TeeReachesCopiesAndStampsEveryLine) {
   testing::TempDir dir;

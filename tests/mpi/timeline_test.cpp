@@ -21,6 +21,8 @@
 namespace conflux::telemetry {
 namespace {
 
+using testing::read_file;
+
 // Skips the JSON string starting at text[i] == '"'; returns the index of its closing quote.
 std::size_t skip_string(const std::string& text, std::size_t i) {
   for (++i; i < text.size() && text[i] != '"'; ++i) {
@@ -86,13 +88,6 @@ std::string field(const std::string& object, const std::string& key) {
     }
   }
   return {};
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
 }
 
 // Runs Python's json parser on the file when python3 is installed; true when absent.

@@ -8,13 +8,23 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <initializer_list>
+#include <sstream>
 #include <string>
 
 #include "conflux/core/error.hpp"
 
 namespace conflux::testing {
+
+/// The whole contents of the file at `path` (empty when it cannot be read).
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 /// A fresh directory under the system temp dir, removed with everything in it.
 class TempDir {

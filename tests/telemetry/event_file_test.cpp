@@ -29,8 +29,7 @@ TEST(EventFile, MaskedCrcMatchesAnIndependentImplementation) {
 
 // The records of an event file, each checked against its two checksums.
 std::vector<pb::Event> read_events(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string bytes = testing::read_file(path);
   std::vector<pb::Event> events;
   std::size_t pos = 0;
   while (pos < bytes.size()) {
