@@ -28,7 +28,7 @@ OTHER_MPI := $(if $(filter openmpi,$(MPI)),mpich,openmpi)
 # ones. hdf5-tools: h5dump, to read checkpoints and model files.
 DEB_PACKAGES ?= g++ make pkg-config $(MPI_DEBS_$(MPI)) hdf5-tools \
   libboost-program-options-dev libtomlplusplus-dev libfmt-dev libopenblas-dev zlib1g-dev \
-  protobuf-compiler libprotobuf-dev
+  protobuf-compiler libprotobuf-dev libturbojpeg0-dev libpng-dev
 # What only the tests need (`make test-deps`, run by `make test`): GoogleTest; GNU time (peak
 # memory); SLURM and munge (the local test cluster of tests/cli/slurm-tests.sh); cmake (the
 # find_package check of tests/cli/install-tests.sh); the other MPI with its parallel HDF5 (the
@@ -39,7 +39,7 @@ TEST_PACKAGES ?= libgtest-dev time slurm-wlm munge cmake $(MPI_DEBS_$(OTHER_MPI)
 # `make format` and `make format-check`.
 FORMAT_PACKAGES ?= clang-format
 
-PKGS := $(MPI_PKGS_$(MPI)) fmt tomlplusplus openblas zlib protobuf-lite
+PKGS := $(MPI_PKGS_$(MPI)) fmt tomlplusplus openblas zlib protobuf-lite libturbojpeg libpng
 # Lazily expanded so that `make deps` can install them first within one invocation.
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lboost_program_options -lpthread -ldl \
@@ -141,7 +141,7 @@ PLUGIN_FLAGS := -O2 -Wall -Wextra -shared -fPIC -Iinclude
 
 # Optional: the PyTorch baseline of `make bench`, and gnuplot for the PNG plots of conflux-bench
 # --plot (skipped with a message without it).
-BENCH_PACKAGES ?= python3-torch python3-numpy gnuplot-nox
+BENCH_PACKAGES ?= python3-torch python3-torchvision python3-numpy gnuplot-nox libjpeg-turbo-progs
 
 # The datasets: conflux reads data.dir, else $CONFLUX_DATA, else a per-user directory, never a
 # path relative to the working directory (docs/design.md, "Data directory"). The targets that

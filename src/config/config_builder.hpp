@@ -138,6 +138,7 @@ class ConfigBuilder {
   static KeyBinding run_dir();             ///< {time} and {name} substituted
   static KeyBinding data_dir();            ///< else sources().env_data_dir; absolute or empty
   static KeyBinding data_hdf5_file();      ///< absolute when given
+  static KeyBinding data_path();           ///< absolute when given
   static KeyBinding data_offload_ratio();  ///< "auto" or a number
   static KeyBinding transform_plugin();    ///< absolute and normalised when given
   static KeyBinding checkpoint_dir();      ///< <run.dir>/checkpoints when empty

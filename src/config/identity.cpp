@@ -15,8 +15,8 @@ namespace {
 
 // Paths that may differ between nodes (a node-local copy of the data, a plugin installed
 // elsewhere) without changing what the job computes.
-constexpr std::array<std::string_view, 3> kPerNodePaths = {"data.dir", "data.hdf5_file",
-                                                           "transform.plugin"};
+constexpr std::array<std::string_view, 4> kPerNodePaths = {"data.dir", "data.hdf5_file",
+                                                           "data.path", "transform.plugin"};
 
 // A number as its shortest round-trip spelling (0.1, not 0.10000000000000001), for messages;
 // any other value as it is.

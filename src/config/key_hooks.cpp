@@ -70,6 +70,15 @@ KeyBinding ConfigBuilder::data_hdf5_file() {
           }};
 }
 
+KeyBinding ConfigBuilder::data_path() {
+  return {[](const Config& c) -> KeyValue { return c.data().path.string(); }, nullptr,
+          [](ConfigBuilder& b) {
+            const std::string& path = b.written("data.path");
+            b.section<DataSection>().path =
+                path.empty() ? std::filesystem::path() : std::filesystem::absolute(path);
+          }};
+}
+
 KeyBinding ConfigBuilder::data_offload_ratio() {
   return {[](const Config& c) -> KeyValue {
             if (c.data().offload_auto) return std::string("auto");

@@ -99,7 +99,7 @@ const float* GpuModel::forward(const float* device_images, int n) {
   return impl_->engine.forward(device_images, n);
 }
 
-void GpuModel::loss_and_grad_async(const std::uint8_t* device_labels, float grad_scale) {
+void GpuModel::loss_and_grad_async(const model::Label* device_labels, float grad_scale) {
   ensure_device(impl_->device);
   Impl& m = *impl_;
   const int n = m.engine.batch();
@@ -121,7 +121,7 @@ model::LossResult GpuModel::loss_result() {
   return sum_losses(m.host_loss.data(), m.host_status.data(), n, m.engine.num_classes());
 }
 
-model::LossResult GpuModel::loss_and_grad(const std::uint8_t* device_labels, float grad_scale) {
+model::LossResult GpuModel::loss_and_grad(const model::Label* device_labels, float grad_scale) {
   loss_and_grad_async(device_labels, grad_scale);
   return loss_result();
 }

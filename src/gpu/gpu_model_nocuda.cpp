@@ -42,13 +42,13 @@ void GpuModel::reserve(int /*max_batch*/) {
 const float* GpuModel::forward(const float* /*device_images*/, int /*n*/) {
   no_cuda();
 }
-void GpuModel::loss_and_grad_async(const std::uint8_t* /*device_labels*/, float /*grad_scale*/) {
+void GpuModel::loss_and_grad_async(const model::Label* /*device_labels*/, float /*grad_scale*/) {
   no_cuda();
 }
 model::LossResult GpuModel::loss_result() {
   no_cuda();
 }
-model::LossResult GpuModel::loss_and_grad(const std::uint8_t* /*device_labels*/,
+model::LossResult GpuModel::loss_and_grad(const model::Label* /*device_labels*/,
                                           float /*grad_scale*/) {
   no_cuda();
 }

@@ -84,7 +84,7 @@ void flatten_copy(const LaunchContext& ctx, const float* src, std::size_t count,
 }
 
 void softmax_cross_entropy(const LaunchContext& ctx, const float* logits,
-                           const std::uint8_t* labels, int n, int k, float grad_scale, double* loss,
+                           const model::Label* labels, int n, int k, float grad_scale, double* loss,
                            std::int32_t* status, float* grad) {
   DeviceExecutor ex = executor(ctx);
   math::softmax_cross_entropy(ex, logits, labels, n, k, grad_scale, loss, status, grad);

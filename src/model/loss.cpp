@@ -9,7 +9,7 @@
 
 namespace conflux::model {
 
-LossResult softmax_cross_entropy(const Tensor& logits, std::span<const std::uint8_t> labels,
+LossResult softmax_cross_entropy(const Tensor& logits, std::span<const Label> labels,
                                  float grad_scale, Tensor* grad_logits) {
   CONFLUX_REQUIRE(logits.shape.size() == 2 && logits.shape[1] > 0,
                   "softmax_cross_entropy expects logits [N,K] but gets [{}]",
@@ -24,7 +24,8 @@ LossResult softmax_cross_entropy(const Tensor& logits, std::span<const std::uint
   for (int i = 0; i < n; ++i) {
     const float* x = logits.data.data() + static_cast<std::size_t>(i) * k;
     const int label = labels[i];
-    CONFLUX_REQUIRE(label < k, "label {} of sample {} is out of range for {} classes", label, i, k);
+    CONFLUX_REQUIRE(label >= 0 && label < k, "label {} of sample {} is out of range for {} classes",
+                    label, i, k);
     int arg = 0;  // first maximum, so ties resolve like argmax in NumPy/PyTorch
     for (int j = 1; j < k; ++j)
       if (x[j] > x[arg]) arg = j;

@@ -64,7 +64,7 @@ class CpuBackend final : public ComputeBackend {
   bool sgd_started() const override { return sgd_.started(); }
 
   model::LossResult evaluate(const model::Tensor& images,
-                             std::span<const std::uint8_t> labels) override {
+                             std::span<const model::Label> labels) override {
     return model::softmax_cross_entropy(model_.forward(images), labels, 0, nullptr);
   }
 

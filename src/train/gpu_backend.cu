@@ -32,9 +32,9 @@ int activate(int device) {
 // events that order the two streams.
 struct StagingSlot {
   gpu::PinnedBuffer<float> host_images;
-  gpu::PinnedBuffer<std::uint8_t> host_labels;
+  gpu::PinnedBuffer<model::Label> host_labels;
   gpu::DeviceBuffer<float> images;
-  gpu::DeviceBuffer<std::uint8_t> labels;
+  gpu::DeviceBuffer<model::Label> labels;
   gpu::Event copied;    // copy stream: the upload of host_* into images/labels is done
   gpu::Event consumed;  // compute stream: the step that read images/labels is done with them
   bool copy_recorded = false;
@@ -169,7 +169,7 @@ class GpuBackend final : public ComputeBackend {
   bool sgd_started() const override { return model_.sgd_started(); }
 
   model::LossResult evaluate(const model::Tensor& images,
-                             std::span<const std::uint8_t> labels) override {
+                             std::span<const model::Label> labels) override {
     const std::size_t n = labels.size();
     const std::size_t floats = images.data.size();
     CONFLUX_CHECK(floats == n * sample_floats_,
@@ -178,7 +178,7 @@ class GpuBackend final : public ComputeBackend {
     if (eval_images_.size() < floats || eval_labels_.size() < n) {
       model_.synchronize();  // the old buffers may still be read
       eval_images_ = gpu::DeviceBuffer<float>(std::max(floats, eval_images_.size()));
-      eval_labels_ = gpu::DeviceBuffer<std::uint8_t>(std::max(n, eval_labels_.size()));
+      eval_labels_ = gpu::DeviceBuffer<model::Label>(std::max(n, eval_labels_.size()));
     }
     // From pageable memory: each copy returns once the host data has been taken.
     cudaStream_t stream = model_.compute_stream();
@@ -217,9 +217,9 @@ class GpuBackend final : public ComputeBackend {
     if (s.consume_recorded) s.consumed.synchronize();
     s.capacity = std::max<std::size_t>(n, 1);
     s.host_images = gpu::PinnedBuffer<float>(s.capacity * sample_floats_);
-    s.host_labels = gpu::PinnedBuffer<std::uint8_t>(s.capacity);
+    s.host_labels = gpu::PinnedBuffer<model::Label>(s.capacity);
     s.images = gpu::DeviceBuffer<float>(s.capacity * sample_floats_);
-    s.labels = gpu::DeviceBuffer<std::uint8_t>(s.capacity);
+    s.labels = gpu::DeviceBuffer<model::Label>(s.capacity);
   }
 
   int device_;
@@ -238,7 +238,7 @@ class GpuBackend final : public ComputeBackend {
   gpu::PinnedBuffer<float> host_grads_;
   std::string staging_reason_;
   gpu::DeviceBuffer<float> eval_images_;
-  gpu::DeviceBuffer<std::uint8_t> eval_labels_;
+  gpu::DeviceBuffer<model::Label> eval_labels_;
 };
 
 }  // namespace

@@ -441,7 +441,7 @@ Trainer::EvalResult Trainer::evaluate() {
   constexpr std::size_t kEvalBatch = 500;
   data::BatchBuilder builder(test, transform_, config_.cluster().preprocess_threads);
   model::Tensor images;
-  std::vector<std::uint8_t> labels;
+  std::vector<model::Label> labels;
   std::array<double, 2> sums{0, 0};
   for (std::size_t lo = begin; lo < end; lo += kEvalBatch) {
     builder.build_eval(lo, std::min(end, lo + kEvalBatch), images, labels);

@@ -46,11 +46,11 @@ TEST(GpuModel, ConstructionWithoutGpuThrowsRuntimeError) {
 // A batch in device memory.
 struct DeviceBatch {
   DeviceBuffer<float> images;
-  DeviceBuffer<std::uint8_t> labels;
+  DeviceBuffer<model::Label> labels;
 };
 
 DeviceBatch upload(const Batch& b, cudaStream_t stream) {
-  DeviceBatch d{DeviceBuffer<float>(b.images.size()), DeviceBuffer<std::uint8_t>(b.labels.size())};
+  DeviceBatch d{DeviceBuffer<float>(b.images.size()), DeviceBuffer<model::Label>(b.labels.size())};
   d.images.copy_from_host(b.images, stream);
   d.labels.copy_from_host(b.labels, stream);
   return d;

@@ -280,8 +280,8 @@ void check_softmax(Backend& backend, int n, int k, float scale, double loss_tol,
   SCOPED_TRACE(::testing::Message() << "softmax n=" << n << " k=" << k);
   Rng rng{16, static_cast<std::uint64_t>(n * 100 + k)};
   std::vector<float> logits = random_floats(static_cast<std::size_t>(n) * k, rng, -5.0f, 5.0f);
-  std::vector<std::uint8_t> labels(n);
-  for (auto& l : labels) l = static_cast<std::uint8_t>(rng.below(k));
+  std::vector<model::Label> labels(n);
+  for (auto& l : labels) l = static_cast<model::Label>(rng.below(k));
   // Sample 0: huge logits (stability), sample 1: a tie for the maximum (first one wins).
   if (n > 1) {
     for (int j = 0; j < k; ++j) logits[j] = 1000.0f * (j % 3) - 500.0f;
@@ -309,7 +309,7 @@ void check_softmax(Backend& backend, int n, int k, float scale, double loss_tol,
     expect_close(got.grad, grad.data, "dlogits", grad_tol, 1e-9);
   }
   // A label out of range is flagged per sample (-1 - label).
-  labels[n - 1] = static_cast<std::uint8_t>(k + 2);
+  labels[n - 1] = static_cast<model::Label>(k + 2);
   const SoftmaxResult bad = backend.softmax(logits, labels, n, k, scale);
   EXPECT_EQ(bad.status[n - 1], -1 - (k + 2));
 }
@@ -367,14 +367,14 @@ inline model::SampleShape cnn_input() {
 /// A deterministic batch of `n` samples for `input`.
 struct Batch {
   std::vector<float> images;
-  std::vector<std::uint8_t> labels;
+  std::vector<model::Label> labels;
 };
 inline Batch make_batch(const model::SampleShape& input, int n, int classes, std::uint64_t seed) {
   Rng rng{18, seed};
   Batch b;
   b.images = random_floats(model::Tensor::count_of(input) * n, rng);
   b.labels.resize(n);
-  for (auto& l : b.labels) l = static_cast<std::uint8_t>(rng.below(classes));
+  for (auto& l : b.labels) l = static_cast<model::Label>(rng.below(classes));
   return b;
 }
 

@@ -110,7 +110,7 @@ class DeviceBackend {
     return down(x);
   }
 
-  SoftmaxResult softmax(const std::vector<float>& logits, const std::vector<std::uint8_t>& labels,
+  SoftmaxResult softmax(const std::vector<float>& logits, const std::vector<model::Label>& labels,
                         int n, int k, float scale) {
     auto dl = up(logits);
     auto dlabels = up(labels);

@@ -90,7 +90,7 @@ struct HostBackend {
     return x;
   }
 
-  SoftmaxResult softmax(const std::vector<float>& logits, const std::vector<std::uint8_t>& labels,
+  SoftmaxResult softmax(const std::vector<float>& logits, const std::vector<model::Label>& labels,
                         int n, int k, float scale) {
     SoftmaxResult r;
     r.loss.assign(n, -1.0);

@@ -170,7 +170,7 @@ TEST(ModelGradient, SoftmaxCrossEntropy) {
   Rng rng{3, 4};
   Tensor logits = random_tensor({5, 7}, rng);
   for (float& v : logits.data) v *= 3.0f;
-  const std::vector<std::uint8_t> labels{0, 6, 3, 3, 1};
+  const std::vector<Label> labels{0, 6, 3, 3, 1};
   const float scale = 1.0f / 5.0f;
   Tensor grad;
   softmax_cross_entropy(logits, labels, scale, &grad);
@@ -252,7 +252,7 @@ TEST(ModelGradient, WholeModelWithLoss) {
   Model model(kSmallCnn, {2, 6, 6}, 4, seed);
   Rng rng{seed, 1};
   const Tensor in = random_tensor({4, 2, 6, 6}, rng);
-  const std::vector<std::uint8_t> labels{0, 1, 2, 3};
+  const std::vector<Label> labels{0, 1, 2, 3};
   const float scale = 1.0f;  // sum, not mean: keeps the gradients well above kAbsTol
   Tensor grad;
   softmax_cross_entropy(model.forward(in), labels, scale, &grad);

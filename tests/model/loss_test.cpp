@@ -20,7 +20,7 @@ Tensor make_logits(int n, int k, std::vector<float> values) {
 
 TEST(ModelLoss, HandComputedValues) {
   const Tensor logits = make_logits(2, 3, {1, 2, 3, 0, 0, 0});
-  const std::vector<std::uint8_t> labels{2, 0};
+  const std::vector<Label> labels{2, 0};
   Tensor grad;
   const LossResult r = softmax_cross_entropy(logits, labels, 0.5f, &grad);
   // log(e + e^2 + e^3) - 3 and log(3)
@@ -40,7 +40,7 @@ TEST(ModelLoss, HandComputedValues) {
 
 TEST(ModelLoss, GradientRowsSumToZero) {
   const Tensor logits = make_logits(1, 4, {0.3f, -2.0f, 5.0f, 1.0f});
-  const std::vector<std::uint8_t> labels{1};
+  const std::vector<Label> labels{1};
   Tensor grad;
   softmax_cross_entropy(logits, labels, 1.0f, &grad);
   double sum = 0.0;
@@ -51,7 +51,7 @@ TEST(ModelLoss, GradientRowsSumToZero) {
 
 TEST(ModelLoss, StableForHugeLogits) {
   const Tensor logits = make_logits(2, 3, {1000, 0, -1000, 1e30f, -1e30f, 0});
-  const std::vector<std::uint8_t> labels{1, 0};
+  const std::vector<Label> labels{1, 0};
   Tensor grad;
   const LossResult r = softmax_cross_entropy(logits, labels, 1.0f, &grad);
   EXPECT_TRUE(std::isfinite(r.loss_sum));
@@ -64,7 +64,7 @@ TEST(ModelLoss, StableForHugeLogits) {
 
 TEST(ModelLoss, WithoutGradientAndEmptyBatch) {
   const Tensor logits = make_logits(1, 2, {0, 0});
-  const std::vector<std::uint8_t> labels{1};
+  const std::vector<Label> labels{1};
   EXPECT_NEAR(softmax_cross_entropy(logits, labels, 1.0f, nullptr).loss_sum, std::log(2.0), 1e-12);
 
   Tensor empty;
@@ -78,9 +78,9 @@ TEST(ModelLoss, WithoutGradientAndEmptyBatch) {
 
 TEST(ModelLoss, RejectsBadLabels) {
   const Tensor logits = make_logits(2, 3, {0, 0, 0, 0, 0, 0});
-  const std::vector<std::uint8_t> out_of_range{0, 3};
+  const std::vector<Label> out_of_range{0, 3};
   EXPECT_THROW(softmax_cross_entropy(logits, out_of_range, 1.0f, nullptr), InputError);
-  const std::vector<std::uint8_t> too_few{0};
+  const std::vector<Label> too_few{0};
   EXPECT_THROW(softmax_cross_entropy(logits, too_few, 1.0f, nullptr), InputError);
 }
 

@@ -214,7 +214,7 @@ TEST(ModelModel, BatchedForwardEqualsPerSample) {
 
 TEST(ModelModel, EmptyBatchGivesZeroGradients) {
   Model m(kCifarCnn, {3, 32, 32}, 10, 5);
-  const std::vector<std::uint8_t> labels{1, 2};
+  const std::vector<Label> labels{1, 2};
   const Tensor batch = random_tensor({2, 3, 32, 32}, 3);  // must outlive backward()
   Tensor grad;
   softmax_cross_entropy(m.forward(batch), labels, 0.5f, &grad);
@@ -234,7 +234,7 @@ TEST(ModelModel, EmptyBatchGivesZeroGradients) {
 TEST(ModelModel, BackwardIsDeterministicAndMoveKeepsBindings) {
   Model a(kCifarCnn, {3, 32, 32}, 10, 8);
   const Tensor x = random_tensor({4, 3, 32, 32}, 4);
-  const std::vector<std::uint8_t> labels{0, 3, 9, 3};
+  const std::vector<Label> labels{0, 3, 9, 3};
   Tensor grad;
   softmax_cross_entropy(a.forward(x), labels, 0.25f, &grad);
   a.backward(grad);
@@ -254,7 +254,7 @@ TEST(ModelModel, LossDecreasesWithSgdSteps) {
            {.type = "linear", .out = 3}},
           {2, 2, 2}, 3, 1);
   const Tensor x = random_tensor({6, 2, 2, 2}, 2);
-  const std::vector<std::uint8_t> labels{0, 1, 2, 0, 1, 2};
+  const std::vector<Label> labels{0, 1, 2, 0, 1, 2};
   Tensor grad;
   double first = 0.0, last = 0.0;
   for (int step = 0; step < 200; ++step) {

@@ -105,7 +105,7 @@ Outcome run_layout(int trainers, const Scenario& scenario) {
   BatchLoader loader(std::move(o));
   BatchBuilder reference(dataset, transform, 1);
   model::Tensor images;
-  std::vector<std::uint8_t> labels;
+  std::vector<model::Label> labels;
   testing::TempDir dir;
   train::SampleAudit audit(dataset.size(), dir.path() / "audit.csv", false);
   std::size_t k = 0;

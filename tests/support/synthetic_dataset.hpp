@@ -19,7 +19,7 @@ data::Dataset synthetic_dataset(std::size_t n, data::ImageShape shape, Pixel pix
   d.num_classes = 10;
   d.images.resize(n * shape.size());
   for (std::size_t i = 0; i < d.images.size(); ++i) d.images[i] = pixel(i);
-  for (std::size_t i = 0; i < n; ++i) d.labels.push_back(static_cast<std::uint8_t>(i % 10));
+  for (std::size_t i = 0; i < n; ++i) d.labels.push_back(static_cast<model::Label>(i % 10));
   return d;
 }
 

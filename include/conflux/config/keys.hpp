@@ -57,7 +57,39 @@
 
 #define CONFLUX_DATA_KEYS(KEY, HOOKED)                                                          \
   KEY(data, dataset, std::string, CONFLUX_REQUIRED, unbounded,                                  \
-      ("mnist", "fashion-mnist", "cifar10"), "Dataset to train on.")                            \
+      ("mnist", "fashion-mnist", "cifar10", "image-folder", "packed", "hdf5-arrays"),           \
+      "Dataset to train on: a built-in one (read from data.dir), or your own at data.path: an " \
+      "image folder (<path>/<split>/<class>/*.jpg|png), shards made by `conflux data pack`, or "  \
+      "HDF5 arrays (docs/datasets.md).")                                                        \
+  HOOKED(data, path, std::filesystem::path, kString, "", unbounded, (),                         \
+      "Where your own dataset is (data.dataset = image-folder: the root holding the split "     \
+      "folders; packed: the pack directory; hdf5-arrays: the HDF5 file).")                      \
+  KEY(data, train_split, std::string, "train", unbounded, (),                                   \
+      "Split used for training: the sub-folder of an image folder or the split of a pack.")     \
+  KEY(data, test_split, std::string, "val", unbounded, (),                                      \
+      "Split used for evaluation: the sub-folder of an image folder or the split of a pack.")   \
+  KEY(data, channels, int, 3, in(1, 3), (),                                                     \
+      "Channels of decoded images (1 = grayscale, 3 = RGB); grayscale, CMYK and alpha images "  \
+      "are converted to it. 2 is refused.")                                                     \
+  KEY(data, num_classes, int, 0, in(0, 1 << 24), (),                                            \
+      "Classes of an hdf5-arrays dataset (labels must lie in [0, N)); 0 = the largest label + " \
+      "1. Image folders and packs take it from their class folders.")                           \
+  KEY(data, hdf5_train_images, std::string, "/train/images", unbounded, (),                     \
+      "hdf5-arrays: the dataset of training images, [N, H, W, C] or [N, C, H, W], uint8 or "    \
+      "float32 (float32 in [0, 1]).")                                                           \
+  KEY(data, hdf5_train_labels, std::string, "/train/labels", unbounded, (),                     \
+      "hdf5-arrays: the dataset of training labels, [N], int32 or int64 (or any integer).")     \
+  KEY(data, hdf5_test_images, std::string, "/test/images", unbounded, (),                       \
+      "hdf5-arrays: the dataset of test images (shape and type as the training images).")       \
+  KEY(data, hdf5_test_labels, std::string, "/test/labels", unbounded, (),                       \
+      "hdf5-arrays: the dataset of test labels.")                                               \
+  KEY(data, hdf5_layout, std::string, "hwc", unbounded, ("hwc", "chw"),                         \
+      "hdf5-arrays: the order of an image's axes, hwc ([N, H, W, C], as NumPy/PIL write) or "   \
+      "chw ([N, C, H, W], as PyTorch tensors).")                                                \
+  KEY(data, on_corrupt, std::string, "error", unbounded, ("error", "skip"),                     \
+      "A sample that cannot be decoded (corrupt, truncated, not an image): error (exit 2, "     \
+      "naming the file, or shard and offset) or skip (the same decision on every rank; "        \
+      "counted, logged and audited as skipped).")                                               \
   HOOKED(data, dir, std::filesystem::path, kString, "", unbounded, (),                          \
       "Directory holding mnist/, fashion-mnist/, cifar-10/; empty means $CONFLUX_DATA, "        \
       "else " CONFLUX_USER_DATA_DIR ".")                                                        \
@@ -87,9 +119,9 @@
       "How long a trainer sends nothing to a worker that missed the deadline.")                 \
   KEY(data, worker_send_buffers, int, 2, in(1, 64), (),                                         \
       "Batches a worker holds while sending (bounds its memory in flight).")                    \
-  KEY(data, cache_mb, int, 0, in(0, 1048576), (),                                               \
-      "Most memory in MB a rank may use for decoded/encoded samples read ahead; 0 = no bound. " \
-      "Not yet used: the streaming readers of the next data issue will honour it.")             \
+  KEY(data, cache_mb, int, 64, in(1, 1048576), (),                                              \
+      "Most memory in MB a rank uses for encoded samples read ahead of the batches it will "    \
+      "build (streamed sources: image-folder, packed, hdf5-arrays); reported at the end.")      \
   KEY(data, audit, bool, false, unbounded, (),                                                  \
       "Record the samples every trainer consumed and check each sample of each epoch was "      \
       "used exactly once (writes audit-trainer<t>.csv in the run directory).")
@@ -107,6 +139,9 @@
       "Per-channel standard deviation divided by after the mean (1 or C values, > 0).")         \
   KEY(transform, resized_crop, int, 0, in(0, 4096), (),                                         \
       "Random resized crop (bilinear) to this square size; 0 = off; excludes pad/crop.")        \
+  KEY(transform, eval_resize, int, 0, in(0, 65536), (),                                         \
+      "Evaluation of images of any size: resize the shorter side to this (bilinear), then "     \
+      "centre-crop transform.resized_crop; 0 = resized_crop * 8/7 rounded (256 for 224).")      \
   KEY(transform, resized_crop_scale_min, float, 0.08, in(1e-6, 1), (),                          \
       "Smallest area fraction of a resized crop.")                                              \
   KEY(transform, resized_crop_scale_max, float, 1.0, in(1e-6, 1), (),                           \

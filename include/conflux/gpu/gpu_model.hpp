@@ -75,12 +75,12 @@ class GpuModel {
   /// Enqueues the softmax cross-entropy of the last forward's logits against device_labels
   /// (n bytes): dL/dlogits = grad_scale * (softmax - onehot) for backward(), and the per-sample
   /// losses for loss_result().
-  void loss_and_grad_async(const std::uint8_t* device_labels, float grad_scale);
+  void loss_and_grad_async(const model::Label* device_labels, float grad_scale);
   /// Waits for the last loss_and_grad_async() and returns the summed loss (double, in sample
   /// order as on the CPU) and the correct predictions. InputError for a label >= num_classes.
   model::LossResult loss_result();
   /// loss_and_grad_async() then loss_result().
-  model::LossResult loss_and_grad(const std::uint8_t* device_labels, float grad_scale);
+  model::LossResult loss_and_grad(const model::Label* device_labels, float grad_scale);
 
   /// Enqueues the backward pass from the loss's dL/dlogits; overwrites grads().
   void backward();

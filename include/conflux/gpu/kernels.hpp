@@ -74,7 +74,7 @@ void flatten_copy(const LaunchContext& ctx, const float* src, std::size_t count,
 /// (double), status[i] (1 correct, 0 wrong, -1 - label for a label >= k) and, unless grad is
 /// null, grad [n, k] = grad_scale * (softmax - onehot). Sum with sum_losses() (model_engine.hpp).
 void softmax_cross_entropy(const LaunchContext& ctx, const float* logits,
-                           const std::uint8_t* labels, int n, int k, float grad_scale, double* loss,
+                           const model::Label* labels, int n, int k, float grad_scale, double* loss,
                            std::int32_t* status, float* grad);
 
 /// One model::Sgd step over `count` parameters: first_step = !Sgd::started().

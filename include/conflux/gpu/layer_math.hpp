@@ -19,6 +19,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "conflux/model/tensor.hpp"
+
 #include "conflux/model/im2col.hpp"
 
 #if defined(__CUDACC__)
@@ -312,7 +314,7 @@ struct BatchToChannelMajor {
 /// non-null, grad[i, :] = grad_scale * (softmax - onehot).
 struct SoftmaxCrossEntropy {
   const float* logits;
-  const std::uint8_t* labels;
+  const model::Label* labels;
   int k;
   float grad_scale;
   double* loss;
@@ -322,9 +324,9 @@ struct SoftmaxCrossEntropy {
     const float* x = logits + i * k;
     float* g = grad != nullptr ? grad + i * k : nullptr;
     const int label = labels[i];
-    if (label >= k) {
+    if (label < 0 || label >= k) {  // a negative label is reported as label k
       loss[i] = 0.0;
-      status[i] = -1 - label;
+      status[i] = -1 - (label < 0 ? k : label);
       if (g != nullptr)
         for (int j = 0; j < k; ++j) g[j] = 0.0f;
       return;
@@ -562,7 +564,7 @@ void relu_backward(Exec& ex, const float* x, const float* dy, std::size_t count,
 
 /// Per-sample softmax cross-entropy of logits [n, k] (see SoftmaxCrossEntropy).
 template <class Exec>
-void softmax_cross_entropy(Exec& ex, const float* logits, const std::uint8_t* labels, int n, int k,
+void softmax_cross_entropy(Exec& ex, const float* logits, const model::Label* labels, int n, int k,
                            float grad_scale, double* loss, std::int32_t* status, float* grad) {
   ex.for_each(static_cast<std::size_t>(n),
               SoftmaxCrossEntropy{logits, labels, k, grad_scale, loss, status, grad});

@@ -270,7 +270,7 @@ class ModelEngine {
   /// Softmax cross-entropy of the last forward's logits against `labels` (n bytes, executor
   /// memory): per-sample losses and status (see sample_loss(), sample_status(), sum_losses())
   /// and dL/dlogits = grad_scale * (softmax - onehot) for backward().
-  void loss(const std::uint8_t* labels, float grad_scale) {
+  void loss(const model::Label* labels, float grad_scale) {
     CONFLUX_CHECK(n_ >= 0, "GPU model: loss before forward");
     math::softmax_cross_entropy(ex_, outputs_.back(), labels, n_, classes_, grad_scale,
                                 sample_loss_.data(), sample_status_.data(), grad_logits_.data());

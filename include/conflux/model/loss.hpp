@@ -19,7 +19,7 @@ struct LossResult {
 /// correct predictions. When grad_logits is non-null, writes dL/dlogits for
 /// L = grad_scale * sum_i loss_i, i.e. grad_scale * (softmax - onehot); pass
 /// grad_scale = 1 / global_batch so that gradients summed over ranks are the global mean.
-LossResult softmax_cross_entropy(const Tensor& logits, std::span<const std::uint8_t> labels,
+LossResult softmax_cross_entropy(const Tensor& logits, std::span<const Label> labels,
                                  float grad_scale, Tensor* grad_logits);
 
 }  // namespace conflux::model

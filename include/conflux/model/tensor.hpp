@@ -6,7 +6,12 @@
 #include <numeric>
 #include <vector>
 
+#include <cstdint>
+
 namespace conflux::model {
+
+/// A class label: int32, so that any class count a dataset has fits (ImageNet's 1000, or more).
+using Label = std::int32_t;
 
 /// Dense row-major float tensor owning its storage; resize() keeps capacity for reuse.
 struct Tensor {

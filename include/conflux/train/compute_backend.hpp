@@ -82,7 +82,7 @@ class ComputeBackend {
 
   /// Loss and correct predictions of an evaluation batch; no gradients.
   virtual model::LossResult evaluate(const model::Tensor& images,
-                                     std::span<const std::uint8_t> labels) = 0;
+                                     std::span<const model::Label> labels) = 0;
 
   /// Copies the parameters and the SGD momentum to the host (a checkpoint's state).
   virtual void download(std::vector<float>& params, std::vector<float>& velocity) = 0;

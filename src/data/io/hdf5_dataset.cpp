@@ -56,7 +56,9 @@ void write_split(h5::File& file, const char* split, const Dataset& ds) {
     images.deflate = kDeflateLevel;
   }
   file.write(group + "/images", dims, ds.images.data(), images);
-  file.write(group + "/labels", h5::Dims{n}, ds.labels.data());
+  // Format version 1 stores labels as uint8 (at most kMaxClasses classes).
+  const std::vector<std::uint8_t> label_bytes(ds.labels.begin(), ds.labels.end());
+  file.write(group + "/labels", h5::Dims{n}, label_bytes.data());
   // Per-split provenance, so that reading restores each split's sources exactly; the root
   // attributes list all of them.
   write_sources(file, group, ds.sources);
@@ -162,7 +164,7 @@ std::pair<h5::Dataset, h5::Dataset> open_split(const h5::File& file, const std::
   CONFLUX_REQUIRE(n <= (std::uint64_t{1} << 40) / ds.shape.size(),
                   "{}: dataset {} claims {} images, more than memory could hold", file.label(),
                   images.path(), n);
-  h5::Dataset labels = file.open_dataset<std::uint8_t>(group + "/labels");
+  h5::Dataset labels = file.open_dataset<model::Label>(group + "/labels", {.convert = true});
   labels.require_rank(1);
   CONFLUX_REQUIRE(labels.dims()[0] == n, "{}: {} holds {} images but {} holds {} labels",
                   file.label(), images.path(), n, labels.path(), labels.dims()[0]);
@@ -179,8 +181,9 @@ void read_split(const h5::File& file, const char* split,
   ds.labels.resize(labels.element_count());
   images.read_into(std::span(ds.images));
   labels.read_into(std::span(ds.labels));
-  const auto bad = std::find_if(ds.labels.begin(), ds.labels.end(),
-                                [&](std::uint8_t label) { return label >= ds.num_classes; });
+  const auto bad = std::find_if(ds.labels.begin(), ds.labels.end(), [&](model::Label label) {
+    return label < 0 || label >= ds.num_classes;
+  });
   if (bad != ds.labels.end()) {
     CONFLUX_INPUT_ERROR("{}: {}[{}] = {} is out of range [0, {})", file.label(), labels.path(),
                         bad - ds.labels.begin(), *bad, ds.num_classes);

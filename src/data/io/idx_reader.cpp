@@ -144,12 +144,14 @@ Dataset read_idx_split(const std::filesystem::path& images_file,
   read_payload(images_in, ds.images,
                {count, std::uint64_t{height} * width,
                 fmt::format("pixels ({} images of {}x{})", count, height, width), "images"});
-  read_payload(labels_in, ds.labels,
+  std::vector<std::uint8_t> label_bytes;
+  read_payload(labels_in, label_bytes,
                {count, 1, fmt::format("labels ({} records)", count), "labels"});
+  ds.labels.assign(label_bytes.begin(), label_bytes.end());
 
-  const auto max_label = static_cast<std::uint8_t>(ds.num_classes - 1);
+  const model::Label max_label = ds.num_classes - 1;
   const auto bad = std::find_if(ds.labels.begin(), ds.labels.end(),
-                                [&](std::uint8_t label) { return label > max_label; });
+                                [&](model::Label label) { return label > max_label; });
   if (bad != ds.labels.end()) {
     CONFLUX_INPUT_ERROR("{}: label {} at {} out of range [0, {})", labels_file.string(), *bad,
                         labels_in.where(8 + static_cast<std::uint64_t>(bad - ds.labels.begin())),

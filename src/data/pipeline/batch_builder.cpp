@@ -6,7 +6,7 @@ BatchBuilder::BatchBuilder(const Dataset& dataset, const SampleTransform& transf
     : dataset_(dataset), transform_(transform), pool_(threads) {}
 
 void BatchBuilder::shape(std::size_t n, model::Tensor& images,
-                         std::vector<std::uint8_t>& labels) const {
+                         std::vector<model::Label>& labels) const {
   const ImageShape out = transform_.output_shape();
   images.resize({static_cast<int>(n), out.channels, out.height, out.width});
   labels.resize(n);
@@ -14,13 +14,13 @@ void BatchBuilder::shape(std::size_t n, model::Tensor& images,
 
 void BatchBuilder::build_train(std::span<const std::uint32_t> samples, std::uint64_t seed,
                                std::uint32_t epoch, model::Tensor& images,
-                               std::vector<std::uint8_t>& labels) {
+                               std::vector<model::Label>& labels) {
   shape(samples.size(), images, labels);
   build_train_into(samples, seed, epoch, images.data.data(), labels.data());
 }
 
 void BatchBuilder::build_train_into(std::span<const std::uint32_t> samples, std::uint64_t seed,
-                                    std::uint32_t epoch, float* images, std::uint8_t* labels) {
+                                    std::uint32_t epoch, float* images, model::Label* labels) {
   const std::size_t stride = transform_.output_shape().size();
   pool_.parallel_for(samples.size(), [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
@@ -32,7 +32,7 @@ void BatchBuilder::build_train_into(std::span<const std::uint32_t> samples, std:
 }
 
 void BatchBuilder::build_eval(std::size_t begin, std::size_t end, model::Tensor& images,
-                              std::vector<std::uint8_t>& labels) {
+                              std::vector<model::Label>& labels) {
   shape(end - begin, images, labels);
   const std::size_t stride = transform_.output_shape().size();
   pool_.parallel_for(end - begin, [&](std::size_t lo, std::size_t hi) {

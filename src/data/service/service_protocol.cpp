@@ -11,11 +11,11 @@ static_assert(std::is_trivially_copyable_v<Request> && sizeof(Request) == 40);
 static_assert(std::is_trivially_copyable_v<ReplyHeader> && sizeof(ReplyHeader) == 56);
 
 std::size_t meta_bytes(std::size_t samples) noexcept {
-  return sizeof(ReplyHeader) + samples * (sizeof(std::uint32_t) + 1);
+  return sizeof(ReplyHeader) + samples * (sizeof(std::uint32_t) + sizeof(model::Label));
 }
 
 void encode_meta(const ReplyHeader& header, std::span<const std::uint32_t> indices,
-                 std::span<const std::uint8_t> labels, std::vector<std::byte>& out) {
+                 std::span<const model::Label> labels, std::vector<std::byte>& out) {
   out.resize(meta_bytes(indices.size()));
   std::byte* p = out.data();
   std::memcpy(p, &header, sizeof header);
@@ -37,10 +37,11 @@ MetaView decode_meta(std::span<const std::byte> received, int peer) {
                 "data service: answer from rank {} has {} bytes but its header says {} samples "
                 "({} bytes)",
                 peer, received.size(), n, meta_bytes(n));
-  // The indices follow a 40-byte header, so they are 4-byte aligned in the receive buffer.
+  // The indices follow a 56-byte header and the 4-byte labels follow the indices, so both are
+  // 4-byte aligned in the receive buffer.
   const std::byte* p = received.data() + sizeof(ReplyHeader);
   view.indices = {reinterpret_cast<const std::uint32_t*>(p), n};
-  view.labels = {reinterpret_cast<const std::uint8_t*>(p + n * sizeof(std::uint32_t)), n};
+  view.labels = {reinterpret_cast<const model::Label*>(p + n * sizeof(std::uint32_t)), n};
   return view;
 }
 

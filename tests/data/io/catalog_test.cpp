@@ -188,7 +188,7 @@ TEST_F(RealData, Cifar10) {
   EXPECT_DOUBLE_EQ(static_cast<double>(sums[2]) / pixels, 113.86538318359375);
 
   std::array<int, 10> per_class{};
-  for (std::uint8_t label : s.test.labels) ++per_class[label];
+  for (model::Label label : s.test.labels) ++per_class[label];
   for (int count : per_class) EXPECT_EQ(count, 1000);
 }
 

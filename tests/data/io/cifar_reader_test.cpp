@@ -69,7 +69,7 @@ TEST_F(CifarReaderTest, ReadsAndConcatenatesBatches) {
   EXPECT_EQ(ds.num_classes, 10);
   EXPECT_EQ(ds.class_names, cifar10_class_names());
   ASSERT_EQ(ds.size(), 6u);
-  EXPECT_EQ(ds.labels, (std::vector<std::uint8_t>{3, 0, 9, 5, 1, 2}));
+  EXPECT_EQ(ds.labels, (std::vector<model::Label>{3, 0, 9, 5, 1, 2}));
   ASSERT_EQ(ds.images.size(), 6u * 3072);
   for (std::size_t i = 0; i < 6; ++i) {
     const auto image = ds.image(i);

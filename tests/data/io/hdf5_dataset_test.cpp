@@ -35,7 +35,7 @@ Dataset make_split(std::size_t n, int seed, std::vector<SourceFile> sources) {
   for (std::size_t i = 0; i < ds.images.size(); ++i) {
     ds.images[i] = static_cast<std::uint8_t>((i * 31 + static_cast<std::size_t>(seed)) & 0xff);
   }
-  for (std::size_t i = 0; i < n; ++i) ds.labels.push_back(static_cast<std::uint8_t>(i % 3));
+  for (std::size_t i = 0; i < n; ++i) ds.labels.push_back(static_cast<model::Label>(i % 3));
   ds.sources = std::move(sources);
   return ds;
 }

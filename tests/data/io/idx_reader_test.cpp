@@ -91,7 +91,7 @@ TEST_P(IdxReaderTest, ReadsValidFiles) {
   EXPECT_EQ(ds.num_classes, 10);
   EXPECT_EQ(ds.class_names, digit_names());
   EXPECT_EQ(std::string(ds.images.begin(), ds.images.end()), px);
-  EXPECT_EQ(ds.labels, (std::vector<std::uint8_t>{0, 9, 4}));
+  EXPECT_EQ(ds.labels, (std::vector<model::Label>{0, 9, 4}));
   EXPECT_EQ(ds.image(2)[0], static_cast<std::uint8_t>(px[40]));
   ASSERT_EQ(ds.sources.size(), 2u);
   EXPECT_EQ(ds.sources[0].name, images.filename().string());

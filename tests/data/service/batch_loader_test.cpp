@@ -34,7 +34,7 @@ TEST(BatchLoader, WithoutWorkersDeliversThePlanInOrderAcrossEpochs) {
   ASSERT_EQ(loader.steps_per_epoch(), 5u);
   BatchBuilder reference(dataset, transform, 1);
   model::Tensor images;
-  std::vector<std::uint8_t> labels;
+  std::vector<model::Label> labels;
   for (std::uint32_t epoch = 0; epoch < 3; ++epoch) {
     const EpochPlan plan(3, epoch, dataset.size(), 5, 2);
     for (std::size_t step = 0; step < 5; ++step) {

@@ -10,7 +10,7 @@ namespace {
 TEST(ServiceProtocol, MetaRoundTripsHeaderIndicesAndLabels) {
   const ReplyHeader header{42, 7, 3, 1, 3, ReplyStatus::kBatch, 784};
   const std::uint32_t indices[] = {5, 99, 12};
-  const std::uint8_t labels[] = {1, 2, 9};
+  const model::Label labels[] = {1, 2, 9};
   std::vector<std::byte> bytes;
   encode_meta(header, indices, labels, bytes);
   ASSERT_EQ(bytes.size(), meta_bytes(3));
@@ -22,8 +22,8 @@ TEST(ServiceProtocol, MetaRoundTripsHeaderIndicesAndLabels) {
   EXPECT_EQ(view.header.floats_per_sample, 784u);
   EXPECT_EQ(std::vector<std::uint32_t>(view.indices.begin(), view.indices.end()),
             (std::vector<std::uint32_t>{5, 99, 12}));
-  EXPECT_EQ(std::vector<std::uint8_t>(view.labels.begin(), view.labels.end()),
-            (std::vector<std::uint8_t>{1, 2, 9}));
+  EXPECT_EQ(std::vector<model::Label>(view.labels.begin(), view.labels.end()),
+            (std::vector<model::Label>{1, 2, 9}));
 }
 
 TEST(ServiceProtocol, EmptyBatchesAndCancellationsAreHeaderOnly) {
@@ -36,7 +36,7 @@ TEST(ServiceProtocol, EmptyBatchesAndCancellationsAreHeaderOnly) {
 TEST(ServiceProtocol, SizeNotMatchingTheHeaderIsAProtocolError) {
   std::vector<std::byte> bytes;
   const std::uint32_t indices[] = {1, 2};
-  const std::uint8_t labels[] = {0, 0};
+  const model::Label labels[] = {0, 0};
   encode_meta(ReplyHeader{1, 0, 0, 0, 2, ReplyStatus::kBatch, 1}, indices, labels, bytes);
   bytes.pop_back();
   EXPECT_THROW(decode_meta(bytes, 3), RuntimeError);

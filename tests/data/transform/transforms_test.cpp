@@ -86,7 +86,7 @@ TEST(Transforms, OutputDependsOnlyOnSeedEpochSample) {
   std::vector<std::uint32_t> order(64);
   for (std::uint32_t i = 0; i < 64; ++i) order[i] = 63 - i;
   model::Tensor one, many, again;
-  std::vector<std::uint8_t> l1, l4;
+  std::vector<model::Label> l1, l4;
   BatchBuilder single(d, t, 1), pooled(d, t, 4);
   single.build_train(order, 11, 2, one, l1);
   pooled.build_train(order, 11, 2, many, l4);
@@ -185,7 +185,7 @@ TEST(TransformsHeavy, OneThreadAndThreeThreadsBuildTheSameBatch) {
   std::vector<std::uint32_t> order(48);
   for (std::uint32_t i = 0; i < 48; ++i) order[i] = (i * 7) % 48;
   model::Tensor one, three;
-  std::vector<std::uint8_t> l1, l3;
+  std::vector<model::Label> l1, l3;
   BatchBuilder single(d, t, 1), pooled(d, t, 3);
   single.build_train(order, 21, 5, one, l1);
   pooled.build_train(order, 21, 5, three, l3);

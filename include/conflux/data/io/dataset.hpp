@@ -4,9 +4,11 @@
 
 #include <cstddef>
 #include <cstdint>
+
 #include <span>
 #include <string>
 #include <vector>
+#include "conflux/model/tensor.hpp"
 
 namespace conflux::data {
 
@@ -34,7 +36,7 @@ struct Dataset {
   int num_classes = 0;                   ///< labels lie in [0, num_classes)
   std::vector<std::string> class_names;  ///< num_classes entries
   std::vector<std::uint8_t> images;      ///< size() * shape.size() bytes, sample-major, CHW
-  std::vector<std::uint8_t> labels;      ///< size() entries
+  std::vector<model::Label> labels;      ///< size() entries
   std::vector<SourceFile> sources;       ///< files this split was read from
 
   /// Number of samples.

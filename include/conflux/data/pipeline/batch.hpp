@@ -25,7 +25,7 @@ struct Batch {
   std::size_t step = 0;
   std::size_t step_samples = 0;  ///< samples of this step over all trainers (for the loss scale)
   model::Tensor images;
-  std::vector<std::uint8_t> labels;
+  std::vector<model::Label> labels;
   std::vector<std::uint32_t> samples;  ///< dataset index of each image
   BatchOrigin origin = BatchOrigin::kLocal;
   int worker = -1;  ///< worker index when origin == kWorker

@@ -90,7 +90,7 @@ class BatchServer {
     Request request;
     std::vector<std::byte> meta;
     std::vector<float> images;
-    std::vector<std::uint8_t> labels;
+    std::vector<model::Label> labels;
     std::vector<MPI_Request> requests;  // image chunks, then the meta message
   };
   struct SmallSend {  // cancellation answers

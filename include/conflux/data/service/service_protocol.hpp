@@ -16,6 +16,8 @@
 #include <span>
 #include <vector>
 
+#include "conflux/model/tensor.hpp"
+
 namespace conflux::data {
 
 /// MPI tags of the data service (on its own communicator).
@@ -98,13 +100,13 @@ std::size_t meta_bytes(std::size_t samples) noexcept;
 
 /// Writes header, indices and labels into `out` (resized to meta_bytes).
 void encode_meta(const ReplyHeader& header, std::span<const std::uint32_t> indices,
-                 std::span<const std::uint8_t> labels, std::vector<std::byte>& out);
+                 std::span<const model::Label> labels, std::vector<std::byte>& out);
 
 /// A decoded meta message (spans point into the received bytes).
 struct MetaView {
   ReplyHeader header;
   std::span<const std::uint32_t> indices;
-  std::span<const std::uint8_t> labels;
+  std::span<const model::Label> labels;
 };
 
 /// Decodes `received` bytes of a meta message; RuntimeError when the size does not match the
