@@ -99,12 +99,11 @@ int run_checkpoint(const std::vector<std::string>& args, const comm::Communicato
                   o.every);
 
   std::optional<Config> plain, checkpointed;
-  data::DatasetSplits data;
+  data::SourceSplits data;
   comm::run_agreed(world, [&] {
     plain.emplace(load(o, world, false));
     checkpointed.emplace(load(o, world, true));
-    data = train::load_training_data(*plain);
-    data.test = data::Dataset{};
+    data = train::open_training_data(*plain);
   });
   const comm::Communicator trainers = world.split(0, world.rank());
   std::vector<double> base_s, ckpt_s, stall_ms, persist_mib_s, idle_persist_mib_s, sequential_mib_s;

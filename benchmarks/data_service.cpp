@@ -35,7 +35,7 @@ struct Options : PipelineSettings {
 
 // One measurement with every worker rank serving: the trainer (rank 0) draws `warmup + steps`
 // batches; the others serve until its goodbye.
-PipelineRun measure(const comm::Communicator& service, const data::Dataset& dataset,
+PipelineRun measure(const comm::Communicator& service, const data::SampleSource& dataset,
                     const data::SampleTransform& transform, const Options& opt, int batch,
                     int steps, double ratio, double gpu_step_ms) {
   PipelineRunOptions o = opt.run_options(service, service.size() - 1, dataset, transform);
@@ -90,7 +90,7 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
   CONFLUX_REQUIRE(opt.rounds >= 1 && opt.steps >= 1 && opt.batch >= 1 && opt.goodput_batch >= 1,
                   "--rounds, --steps, --batch and --goodput-batch must be at least 1");
   const comm::Communicator service = world.split(0, world.rank());
-  const data::Dataset dataset = data::load_dataset("cifar10", opt.data_dir).train;
+  const data::InMemorySource dataset(data::load_dataset("cifar10", opt.data_dir).train);
   const bool root = world.rank() == 0;
   Report report("data-service", common);
   report.add_parameters(*vm);
@@ -102,7 +102,7 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
         "trainer compute = SIMULATED GPU STEP (sleep {} ms per step, not real compute)\n\n",
         world.size() - 1, opt.batch, opt.steps, opt.resolution, opt.resolution, opt.gpu_step_ms);
   }
-  const data::SampleTransform heavy(heavy_cifar_pipeline(opt.resolution), dataset.shape);
+  const data::SampleTransform heavy(heavy_cifar_pipeline(opt.resolution), dataset.info().shape);
   // Rounds interleave the ratios so that drift in the machine's load hits them alike; each
   // ratio's speedup is taken against the first ratio of the same round, then the median.
   std::vector<std::vector<double>> rates(ratios.size()), speedups(ratios.size());
@@ -152,7 +152,7 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
   }
 
   // Goodput: large batches, a cheap pipeline, no compute step, every batch from the worker.
-  const data::SampleTransform cheap(normalise_only(), dataset.shape);
+  const data::SampleTransform cheap(normalise_only(), dataset.info().shape);
   const std::size_t batch_bytes =
       static_cast<std::size_t>(opt.goodput_batch) * cheap.output_shape().size() * sizeof(float);
   std::vector<double> plain, served, fractions;

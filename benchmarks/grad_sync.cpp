@@ -53,11 +53,11 @@ struct Buffer {
 // shape comes from the dataset and the transform, so the data must be readable).
 std::size_t parameter_count(const std::string& path, const std::vector<std::string>& overrides) {
   const Config config = load_config_file(path, environment_sources(overrides, "bench"));
-  const data::DatasetSplits data = train::load_training_data(config);
-  const data::SampleTransform transform = train::make_transform(config, data.train);
+  const data::SourceSplits data = train::open_training_data(config);
+  const data::SampleTransform transform = train::make_transform(config, *data.train);
   const data::ImageShape in = transform.output_shape();
   const model::Model model(config.layers(), {in.channels, in.height, in.width},
-                           data.train.num_classes, config.run().seed);
+                           data.train->info().num_classes, config.run().seed);
   return model.params().size();
 }
 

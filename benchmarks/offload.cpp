@@ -99,7 +99,7 @@ class AutoOffload {
 };
 
 PipelineRunOptions base_options(const comm::Communicator& service, int workers,
-                                const data::Dataset& dataset, const data::SampleTransform& t,
+                                const data::SampleSource& dataset, const data::SampleTransform& t,
                                 const Options& opt) {
   PipelineRunOptions o = opt.run_options(service, workers, dataset, t);
   o.duration_s = opt.seconds;
@@ -164,8 +164,8 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
   const std::vector<double> ratios = parse_ratio_list(opt.ratios, "--ratios");
   const comm::Communicator service = world.split(0, world.rank());
   const int max_workers = world.size() - 1;
-  const data::Dataset dataset = data::load_dataset("cifar10", opt.data_dir).train;
-  const data::SampleTransform heavy(heavy_cifar_pipeline(opt.resolution), dataset.shape);
+  const data::InMemorySource dataset(data::load_dataset("cifar10", opt.data_dir).train);
+  const data::SampleTransform heavy(heavy_cifar_pipeline(opt.resolution), dataset.info().shape);
   const bool root = world.rank() == 0;
   if (root) {
     fmt::print(

@@ -39,7 +39,7 @@ void serve(const PipelineRunOptions& opt, int worker) {
   o.comm = opt.service;
   o.trainer_ranks = {0};
   o.worker = worker;
-  o.dataset = opt.dataset;
+  o.source = opt.dataset;
   o.transform = opt.transform;
   o.threads = opt.worker_threads;
   o.seed = 1;
@@ -51,7 +51,7 @@ void serve(const PipelineRunOptions& opt, int worker) {
 
 PipelineRun train(const PipelineRunOptions& opt) {
   data::BatchLoaderOptions o;
-  o.dataset = opt.dataset;
+  o.source = opt.dataset;
   o.transform = opt.transform;
   o.seed = 1;
   o.epochs = 1 << 20;  // never reached: the measurement stops first
@@ -138,7 +138,7 @@ void PipelineSettings::add_pipeline_options(boost::program_options::options_desc
 }
 
 PipelineRunOptions PipelineSettings::run_options(const comm::Communicator& service, int workers,
-                                                 const data::Dataset& dataset,
+                                                 const data::SampleSource& dataset,
                                                  const data::SampleTransform& transform) const {
   PipelineRunOptions o;
   o.service = &service;

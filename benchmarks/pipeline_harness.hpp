@@ -37,7 +37,7 @@ struct PipelineRunOptions {
   /// How many of ranks 1..size-1 serve (ranks 1..workers); the rest sit out this run but
   /// still join the harness's closing barrier.
   int workers = 0;
-  const data::Dataset* dataset = nullptr;            ///< training split
+  const data::SampleSource* dataset = nullptr;       ///< training split
   const data::SampleTransform* transform = nullptr;  ///< training transform
   int batch = 128;                                   ///< samples per step
   int warmup_steps = 5;                              ///< unmeasured first steps
@@ -87,7 +87,7 @@ struct PipelineSettings {
   /// A run with these settings: `workers` of the service's ranks serve `dataset` through
   /// `transform` (ratio, steps and hooks are the caller's).
   PipelineRunOptions run_options(const comm::Communicator& service, int workers,
-                                 const data::Dataset& dataset,
+                                 const data::SampleSource& dataset,
                                  const data::SampleTransform& transform) const;
 };
 

@@ -78,7 +78,7 @@ struct Rounds {
 };
 
 Rounds measure_rounds(const Options& o, const Config& plain, const Config& profiled,
-                      const data::DatasetSplits& data, const comm::Communicator& world) {
+                      const data::SourceSplits& data, const comm::Communicator& world) {
   const comm::Communicator trainers = world.split(0, world.rank());
   Rounds r;
   for (int round = 0; round < o.rounds; ++round) {
@@ -146,12 +146,11 @@ int run_profiler_overhead(const std::vector<std::string>& args, const comm::Comm
   if (!vm) return 0;
   CONFLUX_REQUIRE(o.rounds >= 1, "profiler: --rounds must be at least 1, got {}", o.rounds);
   std::optional<Config> plain, profiled;
-  data::DatasetSplits data;
+  data::SourceSplits data;
   comm::run_agreed(world, [&] {
     plain.emplace(load(o, world, false));
     profiled.emplace(load(o, world, true));
-    data = train::load_training_data(*plain);
-    data.test = data::Dataset{};
+    data = train::open_training_data(*plain);
     std::filesystem::create_directories(o.dir);
   });
   const Rounds rounds = measure_rounds(o, *plain, *profiled, data, world);

@@ -73,8 +73,8 @@ int run_scaling(const std::vector<std::string>& args, const comm::Communicator& 
   CONFLUX_REQUIRE(opt.gpu_step_ms >= 0, "scaling: --gpu-step-ms must not be negative");
   const comm::Communicator service = world.split(0, world.rank());
   const int max_workers = world.size() - 1;
-  const data::Dataset dataset = data::load_dataset("cifar10", opt.data_dir).train;
-  const data::SampleTransform heavy(heavy_cifar_pipeline(opt.resolution), dataset.shape);
+  const data::InMemorySource dataset(data::load_dataset("cifar10", opt.data_dir).train);
+  const data::SampleTransform heavy(heavy_cifar_pipeline(opt.resolution), dataset.info().shape);
   const bool root = world.rank() == 0;
   if (root) {
     fmt::print(

@@ -55,4 +55,10 @@ void ResourceLimits::cap_memory(int memory_mb) const {
                 memory_mb, std::strerror(errno));
 }
 
+std::uint64_t peak_rss_bytes() noexcept {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
 }  // namespace conflux

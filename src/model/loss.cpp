@@ -1,5 +1,7 @@
 #include "conflux/model/loss.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -24,6 +26,13 @@ LossResult softmax_cross_entropy(const Tensor& logits, std::span<const Label> la
   for (int i = 0; i < n; ++i) {
     const float* x = logits.data.data() + static_cast<std::size_t>(i) * k;
     const int label = labels[i];
+    if (label == kSkippedLabel) {
+      ++result.skipped;
+      if (grad_logits != nullptr) {
+        std::fill_n(grad_logits->data.data() + static_cast<std::size_t>(i) * k, k, 0.0f);
+      }
+      continue;
+    }
     CONFLUX_REQUIRE(label >= 0 && label < k, "label {} of sample {} is out of range for {} classes",
                     label, i, k);
     int arg = 0;  // first maximum, so ties resolve like argmax in NumPy/PyTorch

@@ -63,11 +63,11 @@ struct Measured {
 
 // Trains `warmup` + `steps` steps of a fresh model on the point's trainers.
 Measured measure(const Config& config, const comm::Communicator& trainers,
-                 const data::DatasetSplits& data, int warmup, int steps, std::size_t epoch_steps) {
+                 const data::SourceSplits& data, int warmup, int steps, std::size_t epoch_steps) {
   CONFLUX_REQUIRE(static_cast<std::size_t>(warmup + steps) < epoch_steps,
                   "an epoch of {} has only {} full steps of train.batch_size = {}; lower --warmup "
                   "or --steps, or the batch",
-                  data.train.size(), epoch_steps, config.train().batch_size);
+                  data.train->size(), epoch_steps, config.train().batch_size);
   const Logger silent;
   train::Trainer trainer(train::TrainerSetup{config, trainers, data, {}, &silent});
   Measured m{StepRecorder(warmup, steps), {}};
@@ -134,7 +134,7 @@ void check_grid(const SweepOptions& o) {
 // What every point of one sweep shares.
 struct SweepContext {
   const SweepOptions& options;
-  const data::DatasetSplits& data;
+  const data::SourceSplits& data;
   std::optional<ResourceLimits>& limits;  // created at the first point, resized after
 };
 
@@ -156,7 +156,7 @@ bool measure_point(const SweepContext& ctx, const comm::Communicator& trainers, 
     // A short calibration run says how many steps fill --seconds: a throttled rank runs in
     // bursts of one period, so a mean needs many periods to settle.
     const std::size_t epoch_steps =
-        ctx.data.train.size() / (static_cast<std::size_t>(point.workers) * point.batch);
+        ctx.data.train->size() / (static_cast<std::size_t>(point.workers) * point.batch);
     const Measured calibration = measure(config, trainers, ctx.data, o.warmup_steps,
                                          std::min<int>(10, o.steps), epoch_steps);
     std::array<double, 1> step_s{calibration.step_s()};
@@ -218,11 +218,11 @@ Sweep run_sweep(const SweepOptions& o) {
   check_grid(o);
   const Config& base = *o.config;
   const comm::Communicator& world = *o.world;
-  const data::DatasetSplits data = train::load_training_data(base);
+  const data::SourceSplits data = train::open_training_data(base);
   Sweep sweep;
   sweep.config_name = base.run().name;
   sweep.dataset = base.data().dataset;
-  sweep.epoch_samples = data.train.size();
+  sweep.epoch_samples = data.train->size();
   sweep.mb_per_vcpu = base.limits().mb_per_vcpu;
   std::optional<ResourceLimits> limits;
   const SweepContext ctx{o, data, limits};

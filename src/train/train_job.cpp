@@ -49,7 +49,7 @@ struct WorkerSetup {
   const Config& config;
   const comm::RoleLayout& layout;
   const comm::Communicator& service;  // the data service's communicator
-  const data::Dataset& train;
+  const data::SampleSource& train;
   const data::SampleTransform& transform;
   const Logger& log;
   telemetry::Timeline& timeline;
@@ -65,8 +65,10 @@ void serve_batches(const WorkerSetup& w) {
     o.trainer_ranks.push_back(w.layout.trainer_world_rank(t));
   }
   o.worker = w.layout.role_rank;
-  o.dataset = &w.train;
+  o.source = &w.train;
   o.transform = &w.transform;
+  o.decoding = sample_decoding(config, &w.log);
+  o.cache_bytes = read_ahead_bytes(config);
   o.threads = config.cluster().worker_threads;
   o.seed = config.run().seed;
   o.global_batch = static_cast<std::size_t>(config.train().batch_size);
@@ -77,6 +79,8 @@ void serve_batches(const WorkerSetup& w) {
   o.log = &w.log;
   o.timeline = &w.timeline;
   const data::BatchServerStats stats = data::BatchServer(std::move(o)).serve();
+  log_memory(w.log, fmt::format("worker {}", w.layout.role_rank), stats.fetcher, stats.skipped,
+             w.train.resident_bytes());
   w.log.info(
       "worker {}: served {} batches ({} samples; per trainer {}), cancelled {}, refused {}; "
       "building {:.0f} "
@@ -224,12 +228,13 @@ void resume_trainer(const JobRank& job, Trainer& trainer, ResumePoint& resume) {
 }
 
 // The dataset's files and their SHA-256, as read on this rank.
-comm::NamedValues identity_of(const data::DatasetSplits& data) {
+comm::NamedValues identity_of(const data::SourceSplits& data) {
   comm::NamedValues values;
-  for (const auto* split : {&data.train, &data.test}) {
-    const char* part = split == &data.train ? "training" : "test";
-    values.emplace_back(fmt::format("the {} split's dataset", part), split->name);
-    for (const auto& file : split->sources) {
+  for (const auto* split : {data.train.get(), data.test.get()}) {
+    const char* part = split == data.train.get() ? "training" : "test";
+    values.emplace_back(fmt::format("the {} split's dataset", part), split->info().name);
+    values.emplace_back(fmt::format("the {} split's size", part), std::to_string(split->size()));
+    for (const auto& file : split->info().sources) {
       values.emplace_back(fmt::format("the SHA-256 of {} ({} split)", file.name, part),
                           file.sha256);
     }
@@ -237,11 +242,21 @@ comm::NamedValues identity_of(const data::DatasetSplits& data) {
   return values;
 }
 
-void log_dataset(const JobRank& job, const data::DatasetSplits& data) {
+void log_dataset(const JobRank& job, const data::SourceSplits& data) {
   if (!job.is_root()) return;
-  job.log.info("dataset {}: {} training / {} test samples of {}x{}x{}", job.config.data().dataset,
-               data.train.size(), data.test.size(), data.train.shape.channels,
-               data.train.shape.height, data.train.shape.width);
+  const data::SourceInfo& info = data.train->info();
+  const std::string geometry =
+      info.format == data::SampleFormat::kPixels
+          ? fmt::format("{}x{}x{}", info.shape.channels, info.shape.height, info.shape.width)
+          : fmt::format("any size, decoded to {} channel(s)", info.shape.channels);
+  job.log.info("dataset {}: {} training / {} test samples of {}, {} classes; {}",
+               job.config.data().dataset, data.train->size(), data.test->size(), geometry,
+               info.num_classes,
+               info.streamed ? fmt::format("streamed, index {:.1f} MiB per rank",
+                                           static_cast<double>(data.train->resident_bytes() +
+                                                               data.test->resident_bytes()) /
+                                               (1 << 20))
+                             : "held in memory");
 }
 
 // profile.timeline: every rank streams its events to <run.dir>/timeline/rank-N.json while
@@ -360,20 +375,20 @@ JobEnd run_train_job(const Config& config, const comm::Communicator& world, cons
 
   // The data service talks on its own communicator, so its tags never meet anyone else's.
   const comm::Communicator service = world.split(0, world.rank());
-  data::DatasetSplits data;
+  data::SourceSplits data;
   std::optional<Trainer> trainer;
   std::optional<data::SampleTransform> worker_transform;
   comm::NamedValues data_identity;
   comm::run_agreed(world, "loading the data and building the model", [&] {
-    data = load_training_data(config);
+    data = open_training_data(config);
     data_identity = identity_of(data);
     if (job.is_trainer()) {
       trainer.emplace(TrainerSetup{config, roles.role_comm, data,
                                    service_link(service, roles.layout), &log, &timeline, device});
       resume_trainer(job, *trainer, resume);
     } else {
-      worker_transform.emplace(make_transform(config, data.train));
-      data.test = data::Dataset{};  // workers only build training batches
+      worker_transform.emplace(make_transform(config, *data.train));
+      data.test.reset();  // workers only build training batches
     }
   });
   // A rank whose data.dir holds other files (Fashion-MNIST under mnist/) would train silently.
@@ -383,7 +398,7 @@ JobEnd run_train_job(const Config& config, const comm::Communicator& world, cons
   log_dataset(job, data);
   if (job.is_trainer()) return train_and_exit(job, *trainer, resume.path, timeline, signals);
   serve_batches(
-      {config, roles.layout, service, data.train, *worker_transform, log, timeline, signals});
+      {config, roles.layout, service, *data.train, *worker_transform, log, timeline, signals});
   return {agreed_exit(job, timeline, false), false};
 }
 

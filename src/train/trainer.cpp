@@ -1,5 +1,7 @@
 #include "conflux/train/trainer.hpp"
 
+#include "conflux/train/training_data.hpp"
+
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -37,7 +39,7 @@ std::unique_ptr<ComputeBackend> make_backend(const TrainerSetup& setup, model::M
   const BackendOptions options{.config = &setup.config,
                                .trainers = &setup.trainers,
                                .timeout = timeout,
-                               .num_classes = setup.data.train.num_classes,
+                               .num_classes = setup.data.train->info().num_classes,
                                .max_batch = max_batch,
                                .device = setup.device};
   if (setup.device.device == ComputeDevice::kGpu) {
@@ -56,8 +58,8 @@ Trainer::Trainer(const TrainerSetup& setup)
       log_(setup.log),
       timeline_(setup.timeline),
       timeout_(config_.cluster().peer_timeout_s),
-      transform_(make_transform(config_, data_.train)),
-      backend_(make_backend(setup, make_model(config_, transform_, data_.train.num_classes),
+      transform_(make_transform(config_, *data_.train)),
+      backend_(make_backend(setup, make_model(config_, transform_, data_.train->info().num_classes),
                             timeout_, batch_split().max_batch(trainers_.rank()))) {
   progress_.offload.set_ratio(offload::offload_settings(config_, trainers_.rank()).start_ratio);
 }
@@ -85,7 +87,9 @@ void Trainer::drain_sync() {
 std::unique_ptr<data::BatchLoader> Trainer::make_loader() {
   const auto& d = config_.data();
   data::BatchLoaderOptions o;
-  o.dataset = &data_.train;
+  o.source = data_.train.get();
+  o.decoding = sample_decoding(config_, log_);
+  o.cache_bytes = read_ahead_bytes(config_);
   o.transform = &transform_;
   o.seed = config_.run().seed;
   o.epochs = config_.train().epochs;
@@ -220,7 +224,7 @@ std::size_t Trainer::start_input() {
   const auto& cfg = config_.train();
   loader_ = make_loader();
   if (config_.data().audit) {
-    audit_.audit.emplace(data_.train.size(),
+    audit_.audit.emplace(data_.train->size(),
                          config_.run().dir / fmt::format("audit-trainer{}.csv", trainers_.rank()),
                          progress_.resumed);
     if (!audit_.restored_counts.empty()) audit_.audit->add_counts(audit_.restored_counts);
@@ -421,7 +425,10 @@ EpochReport Trainer::finish_epoch(const data::LoaderStats& stats_before) {
 }
 
 void Trainer::report_data_service(const data::LoaderStats& s) const {
-  if (log_ == nullptr || service_.worker_ranks.empty()) return;
+  if (log_ == nullptr) return;
+  log_memory(*log_, fmt::format("trainer {}", trainers_.rank()), s.fetcher, s.skipped,
+             data_.train->resident_bytes() + data_.test->resident_bytes());
+  if (service_.worker_ranks.empty()) return;
   const auto mib = [](std::uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); };
   log_->info(
       "trainer {}: batches {} local, {} from workers, {} rebuilt after a timeout; {} late "
@@ -433,24 +440,27 @@ void Trainer::report_data_service(const data::LoaderStats& s) const {
 
 Trainer::EvalResult Trainer::evaluate() {
   // Each trainer evaluates a contiguous shard of the test set; sums are reduced.
-  const auto& test = data_.test;
+  const data::SampleSource& test = *data_.test;
   const auto t = static_cast<std::size_t>(trainers_.rank());
   const auto n_trainers = static_cast<std::size_t>(trainers_.size());
   const std::size_t begin = test.size() * t / n_trainers;
   const std::size_t end = test.size() * (t + 1) / n_trainers;
   constexpr std::size_t kEvalBatch = 500;
-  data::BatchBuilder builder(test, transform_, config_.cluster().preprocess_threads);
+  data::BatchBuilder builder(test, transform_, config_.cluster().preprocess_threads,
+                             sample_decoding(config_, log_));
   model::Tensor images;
   std::vector<model::Label> labels;
-  std::array<double, 2> sums{0, 0};
+  std::array<double, 3> sums{0, 0, 0};
   for (std::size_t lo = begin; lo < end; lo += kEvalBatch) {
     builder.build_eval(lo, std::min(end, lo + kEvalBatch), images, labels);
     const model::LossResult result = backend_->evaluate(images, labels);
     sums[0] += result.loss_sum;
     sums[1] += result.correct;
+    sums[2] += result.skipped;
   }
   trainers_.allreduce_sum(sums, timeout_);
-  const double n = static_cast<double>(test.size());
+  // Skipped samples do not count; max() keeps a test split of only corrupt files finite.
+  const double n = std::max(1.0, static_cast<double>(test.size()) - sums[2]);
   return {sums[0] / n, sums[1] / n};
 }
 

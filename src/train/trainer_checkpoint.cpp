@@ -29,9 +29,9 @@ void Trainer::check_restorable(const ckpt::TrainingState& state, const std::stri
   CONFLUX_REQUIRE(same,
                   "checkpoint {} holds a model of another shape ({}); model.layers is set at {}",
                   source, first_difference, config_.where("model.layers"));
-  CONFLUX_REQUIRE(state.dataset_size == data_.train.size(),
+  CONFLUX_REQUIRE(state.dataset_size == data_.train->size(),
                   "checkpoint {} was made on {} training samples, this run has {}", source,
-                  state.dataset_size, data_.train.size());
+                  state.dataset_size, data_.train->size());
 }
 
 void Trainer::restore(const ckpt::TrainingState& state, const std::string& source) {
@@ -66,7 +66,7 @@ void Trainer::capture(ckpt::TrainingState& s) {
   s.global_step = p.global_step;
   s.steps_per_epoch = loader_->steps_per_epoch();
   s.global_batch = static_cast<std::uint64_t>(config_.train().batch_size);
-  s.dataset_size = data_.train.size();
+  s.dataset_size = data_.train->size();
   s.seed = config_.run().seed;
   s.trainers = static_cast<std::uint32_t>(n_trainers);
   s.workers = static_cast<std::uint32_t>(service_.worker_ranks.size());

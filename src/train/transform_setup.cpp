@@ -32,9 +32,9 @@ namespace {
 
 }  // namespace
 
-data::SampleTransform make_transform(const Config& config, const data::Dataset& dataset) {
+data::SampleTransform make_transform(const Config& config, const data::SampleSource& source) {
   try {
-    return data::SampleTransform(transform_options(config), dataset.shape);
+    return data::SampleTransform(transform_options(config), source.info().shape);
   } catch (const InputError& e) {
     rethrow_at_key(config, e);
   }

@@ -22,6 +22,9 @@ struct FunctionSize {
   std::string describe() const;
 };
 
+/// This process's peak resident set size so far, in bytes (getrusage's ru_maxrss).
+std::uint64_t peak_rss_bytes() noexcept;
+
 /// Holds this process to a function size while alive (RAII); restores the memory limit after.
 class ResourceLimits {
  public:

@@ -310,7 +310,8 @@ struct BatchToChannelMajor {
 };
 
 /// Softmax cross-entropy of sample i, in double like the CPU loss: loss[i], status[i] (1 if the
-/// first arg-max logit is the label, 0 if not, -1 - label for a label >= k) and, when grad is
+/// first arg-max logit is the label, 0 if not, 2 for a skipped sample (model::kSkippedLabel: no
+/// loss, zero gradient), -1 - label for a label out of range) and, when grad is
 /// non-null, grad[i, :] = grad_scale * (softmax - onehot).
 struct SoftmaxCrossEntropy {
   const float* logits;
@@ -324,9 +325,9 @@ struct SoftmaxCrossEntropy {
     const float* x = logits + i * k;
     float* g = grad != nullptr ? grad + i * k : nullptr;
     const int label = labels[i];
-    if (label < 0 || label >= k) {  // a negative label is reported as label k
+    if (label < 0 || label >= k) {  // a negative label other than skipped reads as label k
       loss[i] = 0.0;
-      status[i] = -1 - (label < 0 ? k : label);
+      status[i] = label == model::kSkippedLabel ? 2 : -1 - (label < 0 ? k : label);
       if (g != nullptr)
         for (int j = 0; j < k; ++j) g[j] = 0.0f;
       return;

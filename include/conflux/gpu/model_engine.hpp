@@ -119,7 +119,11 @@ inline model::LossResult sum_losses(const double* loss, const std::int32_t* stat
     CONFLUX_REQUIRE(status[i] >= 0, "label {} of sample {} is out of range for {} classes",
                     -1 - status[i], i, classes);
     result.loss_sum += loss[i];
-    result.correct += status[i];
+    if (status[i] == 2) {
+      ++result.skipped;
+    } else {
+      result.correct += status[i];
+    }
   }
   return result;
 }

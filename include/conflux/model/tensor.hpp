@@ -12,6 +12,9 @@ namespace conflux::model {
 
 /// A class label: int32, so that any class count a dataset has fits (ImageNet's 1000, or more).
 using Label = std::int32_t;
+/// The label of a sample skipped as corrupt (data.on_corrupt = "skip"): the loss leaves it
+/// out (no loss, no gradient, not counted in accuracy), wherever its batch was built.
+inline constexpr Label kSkippedLabel = -1;
 
 /// Dense row-major float tensor owning its storage; resize() keeps capacity for reuse.
 struct Tensor {

@@ -16,7 +16,7 @@
 #include "conflux/config/config.hpp"
 #include "conflux/core/elapsed.hpp"
 #include "conflux/core/log.hpp"
-#include "conflux/data/io/dataset.hpp"
+#include "conflux/data/io/sample_source.hpp"
 #include "conflux/data/service/batch_loader.hpp"
 #include "conflux/data/transform/transforms.hpp"
 #include "conflux/model/lr_schedule.hpp"
@@ -42,7 +42,7 @@ struct DataServiceLink {
 struct TrainerSetup {
   const Config& config;
   const comm::Communicator& trainers;  ///< the trainer ranks (this rank is trainers.rank())
-  const data::DatasetSplits& data;
+  const data::SourceSplits& data;
   DataServiceLink service = {};  ///< worker ranks to offload preprocessing to
   const Logger* log = nullptr;   ///< for warnings and data-service summaries; null: silent
   telemetry::Timeline* timeline = nullptr;  ///< records each step's phases; null: none
@@ -151,7 +151,7 @@ class Trainer {
 
   const Config& config_;
   const comm::Communicator& trainers_;
-  const data::DatasetSplits& data_;
+  const data::SourceSplits& data_;
   DataServiceLink service_;
   const Logger* log_;
   telemetry::Timeline* timeline_;

@@ -4,7 +4,7 @@
 /// the same way on trainers and workers, so that both build identical batches.
 
 #include "conflux/config/config.hpp"
-#include "conflux/data/io/dataset.hpp"
+#include "conflux/data/io/sample_source.hpp"
 #include "conflux/data/transform/transforms.hpp"
 
 namespace conflux::train {
@@ -15,7 +15,7 @@ data::TransformOptions transform_options(const Config& config);
 
 /// The training/evaluation transform for images of `dataset`; InputError naming the config
 /// key when the options do not fit the images.
-data::SampleTransform make_transform(const Config& config, const data::Dataset& dataset);
+data::SampleTransform make_transform(const Config& config, const data::SampleSource& source);
 
 /// The shape make_transform's output has for images of `image`, without loading the plugin;
 /// the same InputErrors otherwise.

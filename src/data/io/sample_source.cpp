@@ -11,6 +11,7 @@ InMemorySource::InMemorySource(Dataset dataset) : dataset_(std::move(dataset)) {
   info_.num_classes = dataset_.num_classes;
   info_.class_names = dataset_.class_names;
   info_.sources = dataset_.sources;
+  info_.streamed = false;
 }
 
 void InMemorySource::read(std::size_t i, std::vector<std::uint8_t>& out) const {

@@ -6,12 +6,14 @@
 
 namespace conflux::data {
 
-LocalProducer::LocalProducer(const Dataset& dataset, const SampleTransform& transform, int threads,
-                             std::uint64_t seed, telemetry::Timeline* timeline)
-    : builder_(dataset, transform, threads),
-      seed_(seed),
-      timeline_(timeline),
-      thread_([this] { run(); }) {}
+LocalProducer::LocalProducer(const SampleSource& source, const SampleTransform& transform,
+                             const ProducerOptions& options)
+    : builder_(source, transform, options.threads, options.decoding),
+      seed_(options.seed),
+      timeline_(options.timeline),
+      thread_([this] { run(); }) {
+  if (source.info().streamed) fetcher_.emplace(source, options.cache_bytes);
+}
 
 LocalProducer::~LocalProducer() {
   {
@@ -26,7 +28,8 @@ void LocalProducer::submit(Batch& batch, std::span<const std::uint32_t> samples,
   {
     std::lock_guard lock(mutex_);
     done_.erase(&batch);
-    Job job{&batch, {samples.begin(), samples.end()}};
+    Job job{&batch, {samples.begin(), samples.end()}, std::nullopt};
+    if (fetcher_) job.ticket = fetcher_->enqueue(samples);
     if (urgent) {
       queue_.push_front(std::move(job));
     } else {
@@ -67,9 +70,7 @@ void LocalProducer::run() {
     }
     const auto start = SteadyClock::now();
     try {
-      Batch& b = *job.batch;
-      b.samples = std::move(job.samples);
-      builder_.build_train(b.samples, seed_, b.epoch, b.images, b.labels);
+      build(job);
     } catch (...) {
       std::lock_guard lock(mutex_);
       error_ = std::current_exception();
@@ -89,6 +90,21 @@ void LocalProducer::run() {
     }
     done_cv_.notify_all();
   }
+}
+
+void LocalProducer::build(Job& job) {
+  Batch& b = *job.batch;
+  b.samples = std::move(job.samples);
+  if (!job.ticket) {
+    builder_.build_train(b.samples, seed_, b.epoch, b.images, b.labels);
+    return;
+  }
+  const SampleBytes bytes = fetcher_->take(*job.ticket);
+  builder_.build_train(b.samples, seed_, b.epoch, b.images, b.labels, bytes);
+}
+
+FetcherStats LocalProducer::fetcher_stats() const {
+  return fetcher_ ? fetcher_->stats() : FetcherStats{};
 }
 
 std::pair<std::uint64_t, double> LocalProducer::built_and_seconds() const {

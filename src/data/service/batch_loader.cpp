@@ -40,13 +40,17 @@ BatchLoader::BatchLoader(BatchLoaderOptions options)
     : options_(std::move(options)),
       split_(options_.global_batch, options_.trainers, options_.aggregators,
              options_.nonaggregator_batch),
-      steps_per_epoch_((options_.dataset->size() + options_.global_batch - 1) /
+      steps_per_epoch_((options_.source->size() + options_.global_batch - 1) /
                        options_.global_batch),
       max_samples_(split_.max_batch(options_.trainer)),
-      batch_bytes_(max_samples_ * (options_.transform->output_shape().size() * sizeof(float) + 1 +
+      batch_bytes_(max_samples_ * (options_.transform->output_shape().size() * sizeof(float) + sizeof(model::Label) +
                                    sizeof(std::uint32_t))),
-      producer_(*options_.dataset, *options_.transform, options_.threads, options_.seed,
-                options_.timeline),
+      producer_(*options_.source, *options_.transform,
+                {.threads = options_.threads,
+                 .seed = options_.seed,
+                 .decoding = options_.decoding,
+                 .cache_bytes = options_.cache_bytes,
+                 .timeline = options_.timeline}),
       client_(client_options(options_, max_samples_)),
       next_epoch_(options_.start_epoch),
       next_step_(options_.start_step) {
@@ -64,7 +68,7 @@ BatchLoader::~BatchLoader() = default;
 const EpochPlan& BatchLoader::plan(std::uint32_t epoch) {
   auto it = plans_.find(epoch);
   if (it != plans_.end()) return it->second;
-  return plans_.try_emplace(epoch, options_.seed, epoch, options_.dataset->size(), split_)
+  return plans_.try_emplace(epoch, options_.seed, epoch, options_.source->size(), split_)
       .first->second;
 }
 
@@ -212,6 +216,8 @@ void BatchLoader::finish() {
 LoaderStats BatchLoader::stats() const {
   LoaderStats s = stats_;
   s.client = client_.stats();
+  s.skipped = producer_.skipped();
+  s.fetcher = producer_.fetcher_stats();
   return s;
 }
 

@@ -16,11 +16,12 @@ constexpr std::size_t kPlansKept = 3;  // epochs whose plans a worker keeps
 
 BatchServer::BatchServer(BatchServerOptions options)
     : options_(std::move(options)),
-      builder_(*options_.dataset, *options_.transform, options_.threads),
+      builder_(*options_.source, *options_.transform, options_.threads, options_.decoding),
       queues_(options_.trainer_ranks.size()),
       said_goodbye_(options_.trainer_ranks.size(), false),
       slots_(static_cast<std::size_t>(options_.send_buffers)) {
   stats_.per_trainer.assign(options_.trainer_ranks.size(), 0);
+  if (options_.source->info().streamed) fetcher_.emplace(*options_.source, options_.cache_bytes);
 }
 
 const EpochPlan& BatchServer::plan(std::uint32_t epoch) {
@@ -28,7 +29,7 @@ const EpochPlan& BatchServer::plan(std::uint32_t epoch) {
   if (it != plans_.end()) return it->second;
   if (plans_.size() >= kPlansKept) plans_.erase(plans_.begin());
   return plans_
-      .try_emplace(epoch, options_.seed, epoch, options_.dataset->size(), options_.global_batch,
+      .try_emplace(epoch, options_.seed, epoch, options_.source->size(), options_.global_batch,
                    static_cast<int>(options_.trainer_ranks.size()))
       .first->second;
 }
@@ -77,7 +78,11 @@ void BatchServer::handle(const Request& request, int source) {
                 "step {} ([{}, {}))",
                 t, request.begin, request.begin + request.samples, request.epoch, request.step,
                 step.begin, step.end);
-  queues_[ti].push_back(request);
+  Queued& queued = queues_[ti].emplace_back(Queued{request, std::nullopt});
+  if (fetcher_) {
+    queued.ticket = fetcher_->enqueue(plan(request.epoch).samples(
+        BatchRange{request.begin, request.begin + request.samples}));
+  }
   if (leaving_) refuse_queued(t, ReplyStatus::kLeaving);
 }
 
@@ -106,7 +111,9 @@ void BatchServer::refuse_queued(int trainer, ReplyStatus why) {
   auto& queue = queues_[static_cast<std::size_t>(trainer)];
   const int rank = options_.trainer_ranks[static_cast<std::size_t>(trainer)];
   const MPI_Comm comm = options_.comm->get();
-  for (const Request& r : queue) {
+  for (const Queued& q : queue) {
+    const Request& r = q.request;
+    if (q.ticket) fetcher_->drop(*q.ticket);  // its samples will not be built here
     SmallSend& send = small_sends_.emplace_back();
     ReplyHeader h{r.sequence, r.step, r.epoch, r.trainer, 0, why, 0};
     encode_meta(h, {}, {}, send.meta);
@@ -197,8 +204,9 @@ bool BatchServer::build_next() {
   const std::optional<std::size_t> trainer = next_queue();
   if (!trainer) return false;
   SendSlot& slot = *free_slot;
-  slot.request = queues_[*trainer].front();
+  const Queued queued = queues_[*trainer].front();
   queues_[*trainer].pop_front();
+  slot.request = queued.request;
   slot.trainer = static_cast<int>(*trainer);
 
   const auto start = Clock::now();
@@ -206,7 +214,8 @@ bool BatchServer::build_next() {
   const auto samples =
       plan(slot.request.epoch)
           .samples(BatchRange{slot.request.begin, slot.request.begin + slot.request.samples});
-  build_and_send(slot, samples, delayed);
+  const SampleBytes fetched = queued.ticket ? fetcher_->take(*queued.ticket) : SampleBytes{};
+  build_and_send(slot, samples, fetched, delayed);
   if (options_.fault.mode == WorkerFault::Mode::kSlow && faulty_now()) slow_down(start);
   const double build_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   load_.record(start, Clock::now());
@@ -233,6 +242,7 @@ std::optional<std::size_t> BatchServer::next_queue() {
 }
 
 void BatchServer::build_and_send(SendSlot& slot, std::span<const std::uint32_t> samples,
+                                 std::span<const std::vector<std::uint8_t>> fetched,
                                  bool delayed) {
   const std::size_t fps = builder_.floats_per_sample();
   const std::size_t per_chunk = chunk_samples(fps);
@@ -244,7 +254,8 @@ void BatchServer::build_and_send(SendSlot& slot, std::span<const std::uint32_t> 
   for (std::size_t c = 0, first = 0; first < samples.size(); ++c, first += per_chunk) {
     const std::size_t n = std::min(per_chunk, samples.size() - first);
     builder_.build_train_into(samples.subspan(first, n), options_.seed, slot.request.epoch,
-                              slot.images.data() + first * fps, slot.labels.data() + first);
+                              slot.images.data() + first * fps, slot.labels.data() + first,
+                              fetched.empty() ? fetched : fetched.subspan(first, n));
     if (!delayed) post_chunk(slot, c);
   }
 }
@@ -358,6 +369,8 @@ BatchServerStats BatchServer::serve() {
   send_done();
   stats_.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   stats_.cpu_seconds = process_cpu_seconds() - cpu_start;
+  stats_.skipped = builder_.skipped();
+  if (fetcher_) stats_.fetcher = fetcher_->stats();
   return stats_;
 }
 

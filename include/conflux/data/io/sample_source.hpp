@@ -35,6 +35,8 @@ struct SourceInfo {
   /// What identifies the data (agreed by every rank): files and their SHA-256, or for a
   /// streamed source its index file(s) or a digest of its listing.
   std::vector<SourceFile> sources;
+  /// True when read() goes to storage (worth reading ahead); false for in-memory sources.
+  bool streamed = true;
 };
 
 /// Random access to one split of a dataset. Every method is safe to call from several threads

@@ -1,41 +1,73 @@
 #pragma once
 /// @file batch_builder.hpp
-/// Assembles a batch (float images + labels) from dataset indices on a trainer's
-/// preprocessing threads.
+/// Assembles a batch (float images + labels) from dataset indices on a rank's preprocessing
+/// threads: read (or take what was read ahead), decode when the source is encoded, transform.
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "conflux/core/log.hpp"
 #include "conflux/core/thread_pool.hpp"
-#include "conflux/data/io/dataset.hpp"
+#include "conflux/data/io/image_codec.hpp"
+#include "conflux/data/io/sample_source.hpp"
+#include "conflux/data/pipeline/sample_fetcher.hpp"
 #include "conflux/data/transform/transforms.hpp"
 #include "conflux/model/tensor.hpp"
 
 namespace conflux::data {
 
-/// Builds batches of one dataset split with one transform, on `threads` threads.
+/// How samples are turned into images before the transform.
+struct SampleDecoding {
+  int channels = 3;           ///< data.channels: what encoded images are decoded to
+  bool skip_corrupt = false;  ///< data.on_corrupt = "skip"
+  const Logger* log = nullptr;  ///< where skipped samples are named; null: not logged
+};
+
+/// Builds batches of one source with one transform, on `threads` threads.
 class BatchBuilder {
  public:
-  /// `dataset` and `transform` must outlive the builder.
-  BatchBuilder(const Dataset& dataset, const SampleTransform& transform, int threads);
+  /// `source` and `transform` must outlive the builder.
+  BatchBuilder(const SampleSource& source, const SampleTransform& transform, int threads,
+               SampleDecoding decoding = {});
   /// Augmented training batch of `samples` for `epoch`: images [n, C, H, W] and labels.
+  /// `fetched`, when not empty, holds the samples' bytes (read ahead); else they are read here.
   void build_train(std::span<const std::uint32_t> samples, std::uint64_t seed, std::uint32_t epoch,
-                   model::Tensor& images, std::vector<model::Label>& labels);
+                   model::Tensor& images, std::vector<model::Label>& labels,
+                   std::span<const std::vector<std::uint8_t>> fetched = {});
   /// As build_train, into caller-owned memory: samples.size() images and labels.
   void build_train_into(std::span<const std::uint32_t> samples, std::uint64_t seed,
-                        std::uint32_t epoch, float* images, model::Label* labels);
+                        std::uint32_t epoch, float* images, model::Label* labels,
+                        std::span<const std::vector<std::uint8_t>> fetched = {});
   /// Floats per output image.
   std::size_t floats_per_sample() const noexcept { return transform_.output_shape().size(); }
   /// Evaluation batch of the contiguous samples [begin, end).
   void build_eval(std::size_t begin, std::size_t end, model::Tensor& images,
                   std::vector<model::Label>& labels);
+  /// Samples skipped as corrupt so far (data.on_corrupt = "skip").
+  std::uint64_t skipped() const noexcept { return skipped_.load(); }
 
  private:
+  // Per-thread working memory of one sample.
+  struct Scratch {
+    std::vector<std::uint8_t> bytes;
+    DecodedImage decoded;
+  };
   void shape(std::size_t n, model::Tensor& images, std::vector<model::Label>& labels) const;
-  const Dataset& dataset_;
+  // Pixels of sample `index` from its bytes; false when it was skipped as corrupt.
+  bool pixels_of(std::uint32_t index, std::span<const std::uint8_t> bytes, Scratch& scratch,
+                 ImageShape& shape, std::span<const std::uint8_t>& pixels);
+  // Fills one output slot; false when the sample was skipped (zeros, kSkippedLabel).
+  bool prepare(std::uint32_t index, const std::vector<std::uint8_t>* fetched, Scratch& scratch,
+               ImageShape& shape, std::span<const std::uint8_t>& pixels);
+  void skip(std::uint32_t index, const CorruptSampleError& error, float* out, model::Label& label);
+
+  const SampleSource& source_;
   const SampleTransform& transform_;
+  SampleDecoding decoding_;
   ThreadPool pool_;
+  std::atomic<std::uint64_t> skipped_{0};
 };
 
 }  // namespace conflux::data

@@ -9,6 +9,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <thread>
 #include <unordered_set>
@@ -16,17 +17,28 @@
 
 #include "conflux/data/pipeline/batch.hpp"
 #include "conflux/data/pipeline/batch_builder.hpp"
+#include "conflux/data/pipeline/sample_fetcher.hpp"
 #include "conflux/telemetry/timeline.hpp"
 
 namespace conflux::data {
+
+/// How a LocalProducer builds.
+struct ProducerOptions {
+  int threads = 1;                          ///< preprocessing threads
+  std::uint64_t seed = 0;                   ///< run.seed
+  SampleDecoding decoding;                  ///< channels, on_corrupt
+  std::size_t cache_bytes = 64 << 20;       ///< read-ahead bound (data.cache_mb)
+  telemetry::Timeline* timeline = nullptr;  ///< records each batch built; null: none
+};
 
 /// Builds batches in submission order (urgent ones first) on one background thread that
 /// drives a BatchBuilder of `threads` threads.
 class LocalProducer {
  public:
-  /// `dataset` and `transform` must outlive the producer.
-  LocalProducer(const Dataset& dataset, const SampleTransform& transform, int threads,
-                std::uint64_t seed, telemetry::Timeline* timeline = nullptr);
+  /// `source` and `transform` must outlive the producer. A streamed source's samples are read
+  /// ahead within `cache_bytes` (data.cache_mb) from the moment a batch is submitted.
+  LocalProducer(const SampleSource& source, const SampleTransform& transform,
+                const ProducerOptions& options);
   /// Stops the thread after the batch it is building.
   ~LocalProducer();
   LocalProducer(const LocalProducer&) = delete;
@@ -43,14 +55,21 @@ class LocalProducer {
   void release(const Batch& batch);
   /// Batches built so far and the wall time their builds took (for the profiler).
   std::pair<std::uint64_t, double> built_and_seconds() const;
+  /// The read-ahead's figures (zero for an in-memory source).
+  FetcherStats fetcher_stats() const;
+  /// Samples skipped as corrupt.
+  std::uint64_t skipped() const noexcept { return builder_.skipped(); }
 
  private:
   struct Job {
     Batch* batch;
     std::vector<std::uint32_t> samples;
+    std::optional<std::uint64_t> ticket;  // its read-ahead, for a streamed source
   };
   void run();
+  void build(Job& job);
   BatchBuilder builder_;
+  std::optional<SampleFetcher> fetcher_;
   std::uint64_t seed_;
   telemetry::Timeline* timeline_;
   mutable std::mutex mutex_;

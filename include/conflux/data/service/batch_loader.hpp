@@ -24,8 +24,10 @@ namespace conflux::data {
 
 /// Settings of a BatchLoader.
 struct BatchLoaderOptions {
-  const Dataset* dataset = nullptr;            ///< training split
+  const SampleSource* source = nullptr;        ///< training split
   const SampleTransform* transform = nullptr;  ///< training transform
+  SampleDecoding decoding;                     ///< channels, on_corrupt
+  std::size_t cache_bytes = 64 << 20;          ///< read-ahead bound (data.cache_mb)
   std::uint64_t seed = 0;                      ///< run.seed
   int epochs = 1;
   std::size_t global_batch = 0;  ///< train.batch_size
@@ -53,6 +55,8 @@ struct LoaderStats {
   std::uint64_t peak_bytes_in_flight = 0;   ///< image bytes of those batches, at most
   std::uint64_t bound_bytes_in_flight = 0;  ///< the configured bound on that
   WorkerClientStats client;                 ///< data-service counters
+  std::uint64_t skipped = 0;                ///< samples skipped as corrupt in local builds
+  FetcherStats fetcher;                     ///< the local read-ahead
 };
 
 /// Delivers this trainer's batches in plan order.

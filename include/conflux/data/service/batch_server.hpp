@@ -25,6 +25,7 @@
 #include "conflux/core/log.hpp"
 #include "conflux/data/pipeline/batch_builder.hpp"
 #include "conflux/data/pipeline/epoch_plan.hpp"
+#include "conflux/data/pipeline/sample_fetcher.hpp"
 #include "conflux/data/service/service_protocol.hpp"
 #include "conflux/telemetry/timeline.hpp"
 
@@ -44,8 +45,10 @@ struct BatchServerOptions {
   const comm::Communicator* comm = nullptr;  ///< the data service's communicator
   std::vector<int> trainer_ranks;            ///< rank in *comm of each trainer
   int worker = 0;                            ///< this worker's index
-  const Dataset* dataset = nullptr;          ///< training split
+  const SampleSource* source = nullptr;      ///< training split
   const SampleTransform* transform = nullptr;
+  SampleDecoding decoding;                   ///< channels, on_corrupt
+  std::size_t cache_bytes = 64 << 20;        ///< read-ahead bound (data.cache_mb)
   int threads = 1;                                   ///< preprocessing threads
   std::uint64_t seed = 0;                            ///< run.seed
   std::size_t global_batch = 0;                      ///< train.batch_size
@@ -70,6 +73,8 @@ struct BatchServerStats {
   double build_seconds = 0;                ///< time spent building (a kSlow fault's wait included)
   double total_seconds = 0;                ///< time in serve()
   double cpu_seconds = 0;                  ///< CPU time this process used in serve()
+  std::uint64_t skipped = 0;               ///< samples skipped as corrupt
+  FetcherStats fetcher;                    ///< the read-ahead (zero for an in-memory source)
 };
 
 /// Serves batch requests until every trainer said goodbye and every answer went out, then
@@ -93,6 +98,10 @@ class BatchServer {
     std::vector<model::Label> labels;
     std::vector<MPI_Request> requests;  // image chunks, then the meta message
   };
+  struct Queued {  // a request waiting to be built, its samples being read ahead
+    Request request;
+    std::optional<std::uint64_t> ticket;
+  };
   struct SmallSend {  // cancellation answers
     std::vector<std::byte> meta;
     std::vector<MPI_Request> requests;
@@ -103,7 +112,8 @@ class BatchServer {
   bool complete_sends();
   bool build_next();
   std::optional<std::size_t> next_queue();
-  void build_and_send(SendSlot& slot, std::span<const std::uint32_t> samples, bool delayed);
+  void build_and_send(SendSlot& slot, std::span<const std::uint32_t> samples,
+                      std::span<const std::vector<std::uint8_t>> fetched, bool delayed);
   void slow_down(Clock::time_point build_start);
   void answer(SendSlot& slot, std::span<const std::uint32_t> samples, double build_seconds,
               bool delayed);
@@ -120,7 +130,8 @@ class BatchServer {
 
   BatchServerOptions options_;
   BatchBuilder builder_;
-  std::vector<std::deque<Request>> queues_;  // per trainer, in arrival order
+  std::optional<SampleFetcher> fetcher_;    // for a streamed source
+  std::vector<std::deque<Queued>> queues_;  // per trainer, in arrival order
   std::vector<bool> said_goodbye_;
   int goodbyes_ = 0;
   std::size_t next_trainer_ = 0;  // round-robin position
