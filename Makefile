@@ -250,8 +250,9 @@ $(PLUGIN_DIR)/libconflux-%.so: examples/plugins/%.cpp include/conflux/data/trans
 
 $(UNIT_TESTS): EXTRA_CPPFLAGS = $(shell $(PKG_CONFIG) --cflags gtest)
 # Order-only: the tests dlopen the example plugins at run time but do not link them.
-# benchmarks/report.cpp: conflux-bench's reporting, unit-tested with the library.
-$(UNIT_TESTS): $(call obj,$(UNIT_SRCS)) $(call obj,benchmarks/report.cpp) $(LIB) $(FLAVOR) | $(PLUGINS)
+# benchmarks/report.cpp (conflux-bench's reporting) and benchmarks/image_encode.cpp (its JPEG and
+# PNG encoders, which the decoder tests use to make their images) are linked into the unit tests.
+$(UNIT_TESTS): $(call obj,$(UNIT_SRCS)) $(call obj,benchmarks/report.cpp benchmarks/image_encode.cpp) $(LIB) $(FLAVOR) | $(PLUGINS)
 	@mkdir -p $(dir $@)
 	$(CXX) $(OPTFLAGS) $(filter-out $(FLAVOR),$^) -o $@ $(LDFLAGS) $(shell $(PKG_CONFIG) --libs gtest_main) $(PKG_LIBS)
 

@@ -1,0 +1,49 @@
+#pragma once
+/// @file image_encode.hpp
+/// Encoding of 8-bit images to JPEG (TurboJPEG) and PNG (libpng), for the test images of
+/// `conflux-bench make-images` and for the unit tests of the decoder (linked into the unit
+/// tests like report.cpp). conflux itself only decodes, so this is not part of the library.
+/// Every encoder is deterministic: the same pixels give the same bytes.
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace conflux::bench {
+
+/// The channels of a RawImage, interleaved in this order.
+enum class PixelKind { kGray, kGrayAlpha, kRgb, kRgba, kCmyk };
+
+/// Channels per pixel of `kind`.
+int channels_of(PixelKind kind) noexcept;
+
+/// An interleaved (HWC) 8-bit image: width * height * channels_of(kind) bytes.
+struct RawImage {
+  int width = 0;
+  int height = 0;
+  PixelKind kind = PixelKind::kRgb;
+  std::vector<std::uint8_t> pixels;
+};
+
+/// Chroma subsampling of a colour JPEG (gray JPEGs have none).
+enum class Chroma { k444, k420 };
+
+/// A baseline JPEG of a kGray, kRgb or kCmyk image (CMYK is written as Adobe YCCK, with the
+/// values as given, i.e. inverted CMYK). RuntimeError for another kind or a TurboJPEG error.
+std::vector<std::uint8_t> encode_jpeg(const RawImage& image, int quality,
+                                      Chroma chroma = Chroma::k420);
+
+/// An 8-bit PNG of any kind but kCmyk (kGray, kGrayAlpha, kRgb, kRgba), not interlaced.
+std::vector<std::uint8_t> encode_png(const RawImage& image);
+
+/// A 16-bit PNG: `samples` holds width * height * channels_of(kind) values, HWC.
+std::vector<std::uint8_t> encode_png16(int width, int height, PixelKind kind,
+                                       const std::vector<std::uint16_t>& samples);
+
+/// An 8-bit palette PNG: one index per pixel into `palette` (RGB entries), and when `alpha` is
+/// not empty a tRNS chunk giving the first alpha.size() entries that alpha.
+std::vector<std::uint8_t> encode_png_palette(
+    int width, int height, const std::vector<std::array<std::uint8_t, 3>>& palette,
+    const std::vector<std::uint8_t>& indices, const std::vector<std::uint8_t>& alpha = {});
+
+}  // namespace conflux::bench
