@@ -67,15 +67,15 @@ Outcome run_layout(int trainers, const Scenario& scenario) {
   const int workers = world.size() - trainers;
   const comm::RoleSplit roles = comm::split_roles(world, trainers, workers);
   const comm::Communicator service = world.split(0, world.rank());
-  const Dataset dataset = synthetic_dataset();
-  const SampleTransform transform(heavy_options(), dataset.shape);
+  const InMemorySource dataset(synthetic_dataset());
+  const SampleTransform transform(heavy_options(), dataset.info().shape);
   Outcome out;
   if (roles.layout.role == comm::Role::kWorker) {
     BatchServerOptions o;
     o.comm = &service;
     for (int t = 0; t < trainers; ++t) o.trainer_ranks.push_back(t);
     o.worker = roles.layout.role_rank;
-    o.dataset = &dataset;
+    o.source = &dataset;
     o.transform = &transform;
     o.seed = kSeed;
     o.global_batch = kGlobalBatch;
@@ -87,7 +87,7 @@ Outcome run_layout(int trainers, const Scenario& scenario) {
   }
   const int t = roles.layout.role_rank;
   BatchLoaderOptions o;
-  o.dataset = &dataset;
+  o.source = &dataset;
   o.transform = &transform;
   o.seed = kSeed;
   o.epochs = kEpochs;

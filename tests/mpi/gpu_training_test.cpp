@@ -65,7 +65,7 @@ RunResult train_on(int trainers, const std::string& device, std::vector<std::str
   RunResult result;
   if (split.layout.role == comm::Role::kTrainer) {
     const DeviceChoice choice = choose_device(config, split.role_comm, nullptr);
-    const data::DatasetSplits data = load_training_data(config);
+    const data::SourceSplits data = open_training_data(config);
     Trainer trainer(TrainerSetup{config, split.role_comm, data, {}, nullptr, nullptr, choice});
     LossRecorder recorder;
     TrainingCallback* callbacks[] = {&recorder};
@@ -166,7 +166,7 @@ TEST(GpuTraining, CheckpointResumeIsBitIdenticalOnTheGpu) {
     EXPECT_EQ(again.digest, whole.digest) << "two GPU runs differ";
     const comm::Communicator self = world.split(0, 0);
     const Config config = gpu_config(1, "gpu", two_epochs);
-    const data::DatasetSplits data = load_training_data(config);
+    const data::SourceSplits data = open_training_data(config);
     testing::TempDir dir;
     // 10 steps per epoch: stop mid-epoch 0, at the end of epoch 0, and mid-epoch 1.
     for (const std::size_t stop_at : {4u, 10u, 13u}) {

@@ -55,7 +55,7 @@ std::string train(const std::vector<std::string>& extra, TrainingCallback* callb
   const comm::RoleSplit split = comm::split_roles(world, kTrainers, world.size() - kTrainers);
   std::string digest;
   if (split.layout.role == comm::Role::kTrainer) {
-    const data::DatasetSplits data = load_training_data(config);
+    const data::SourceSplits data = open_training_data(config);
     Trainer trainer(TrainerSetup{config, split.role_comm, data});
     if (!restore_from.empty()) trainer.restore(ckpt::read_checkpoint(restore_from), "test");
     std::vector<TrainingCallback*> callbacks;

@@ -36,7 +36,7 @@ RunResult train_on(int trainers, std::vector<std::string> extra = {}) {
   const comm::RoleSplit split = comm::split_roles(world, trainers, world.size() - trainers);
   RunResult result;
   if (split.layout.role == comm::Role::kTrainer) {
-    const data::DatasetSplits data = load_training_data(config);
+    const data::SourceSplits data = open_training_data(config);
     Trainer trainer(TrainerSetup{config, split.role_comm, data});
     const TrainSummary summary = trainer.run({});
     result.digest = summary.digest;
@@ -107,7 +107,7 @@ std::string stop_and_resume(std::size_t stop_at, int resume_trainers) {
     const Config config = small_mnist_config(2, extra);
     const comm::RoleSplit split = comm::split_roles(world, 2, world.size() - 2);
     if (split.layout.role == comm::Role::kTrainer) {
-      const data::DatasetSplits data = load_training_data(config);
+      const data::SourceSplits data = open_training_data(config);
       Trainer trainer(TrainerSetup{config, split.role_comm, data});
       StopAndCapture stop(stop_at);
       TrainingCallback* callbacks[] = {&stop};
@@ -126,7 +126,7 @@ std::string stop_and_resume(std::size_t stop_at, int resume_trainers) {
   const comm::RoleSplit split =
       comm::split_roles(world, resume_trainers, world.size() - resume_trainers);
   if (split.layout.role == comm::Role::kTrainer) {
-    const data::DatasetSplits data = load_training_data(config);
+    const data::SourceSplits data = open_training_data(config);
     Trainer trainer(TrainerSetup{config, split.role_comm, data});
     const ckpt::TrainingState mine = ckpt::read_checkpoint(file);
     trainer.restore(mine, file.string());

@@ -16,10 +16,10 @@ Dataset small_dataset(std::size_t n) {
 }
 
 TEST(BatchLoader, WithoutWorkersDeliversThePlanInOrderAcrossEpochs) {
-  const Dataset dataset = small_dataset(23);
-  const SampleTransform transform({1, 6, true, {0.5f}, {0.25f}}, dataset.shape);
+  const InMemorySource dataset(small_dataset(23));
+  const SampleTransform transform({1, 6, true, {0.5f}, {0.25f}}, dataset.info().shape);
   BatchLoaderOptions o;
-  o.dataset = &dataset;
+  o.source = &dataset;
   o.transform = &transform;
   o.seed = 3;
   o.epochs = 3;
@@ -61,10 +61,10 @@ TEST(BatchLoader, WithoutWorkersDeliversThePlanInOrderAcrossEpochs) {
 }
 
 TEST(BatchLoader, StoppingEarlyIsClean) {
-  const Dataset dataset = small_dataset(40);
-  const SampleTransform transform({0, 0, false, {0.0f}, {1.0f}}, dataset.shape);
+  const InMemorySource dataset(small_dataset(40));
+  const SampleTransform transform({0, 0, false, {0.0f}, {1.0f}}, dataset.info().shape);
   BatchLoaderOptions o;
-  o.dataset = &dataset;
+  o.source = &dataset;
   o.transform = &transform;
   o.epochs = 5;
   o.global_batch = 4;

@@ -87,7 +87,8 @@ TEST(Transforms, OutputDependsOnlyOnSeedEpochSample) {
   for (std::uint32_t i = 0; i < 64; ++i) order[i] = 63 - i;
   model::Tensor one, many, again;
   std::vector<model::Label> l1, l4;
-  BatchBuilder single(d, t, 1), pooled(d, t, 4);
+  const InMemorySource source(d);
+  BatchBuilder single(source, t, 1), pooled(source, t, 4);
   single.build_train(order, 11, 2, one, l1);
   pooled.build_train(order, 11, 2, many, l4);
   ASSERT_EQ(one.size(), many.size());
@@ -186,7 +187,8 @@ TEST(TransformsHeavy, OneThreadAndThreeThreadsBuildTheSameBatch) {
   for (std::uint32_t i = 0; i < 48; ++i) order[i] = (i * 7) % 48;
   model::Tensor one, three;
   std::vector<model::Label> l1, l3;
-  BatchBuilder single(d, t, 1), pooled(d, t, 3);
+  const InMemorySource source(d);
+  BatchBuilder single(source, t, 1), pooled(source, t, 3);
   single.build_train(order, 21, 5, one, l1);
   pooled.build_train(order, 21, 5, three, l3);
   ASSERT_EQ(one.size(), three.size());
