@@ -27,6 +27,7 @@ void SampleAudit::add_counts(std::span<const double> counts) {
 void SampleAudit::discard_epoch() {
   std::fill(counts_.begin(), counts_.end(), 0.0);
   batches_ = 0;
+  skipped_ = 0;
 }
 
 void SampleAudit::record(const data::Batch& batch) {
@@ -38,6 +39,10 @@ void SampleAudit::record(const data::Batch& batch) {
                   batch.epoch, batch.step, s, counts_.size());
     counts_[s] += 1;
     csv_ << (i ? " " : "") << s;
+    if (i < batch.labels.size() && batch.labels[i] == model::kSkippedLabel) {
+      csv_ << 's';
+      ++skipped_;
+    }
   }
   csv_ << '\n';
   ++batches_;
@@ -48,15 +53,19 @@ AuditResult SampleAudit::check_epoch(int epoch, const comm::Communicator& traine
   csv_.flush();
   CONFLUX_CHECK(csv_.good(), "audit: writing {} failed", csv_path_.string());
   std::vector<double> totals = counts_;
+  totals.push_back(static_cast<double>(skipped_));
   totals.push_back(static_cast<double>(batches_));
   trainers.allreduce_sum(totals, timeout);
-  const auto bad = std::find_if(totals.begin(), totals.end() - 1, [](double c) { return c != 1; });
-  CONFLUX_CHECK(bad == totals.end() - 1,
+  const auto counted = totals.end() - 2;
+  const auto bad = std::find_if(totals.begin(), counted, [](double c) { return c != 1; });
+  CONFLUX_CHECK(bad == counted,
                 "audit: epoch {}: sample {} was used {} time(s) over all trainers, not once", epoch,
                 bad - totals.begin(), *bad);
-  AuditResult result{counts_.size(), static_cast<std::size_t>(totals.back())};
+  AuditResult result{counts_.size(), static_cast<std::size_t>(totals.back()),
+                     static_cast<std::size_t>(totals.end()[-2])};
   std::fill(counts_.begin(), counts_.end(), 0.0);
   batches_ = 0;
+  skipped_ = 0;
   return result;
 }
 

@@ -409,8 +409,14 @@ EpochReport Trainer::finish_epoch(const data::LoaderStats& stats_before) {
           report.epoch);
     }
   } else if (audit_.audit) {
-    audit_.audit->check_epoch(report.epoch, trainers_, timeout_);
+    const AuditResult audited = audit_.audit->check_epoch(report.epoch, trainers_, timeout_);
     report.audited = true;
+    if (audited.skipped > 0 && log_ != nullptr && trainers_.rank() == 0) {
+      log_->warn(
+          "audit: epoch {}: every sample used or skipped exactly once; {} skipped as "
+          "corrupt (data.on_corrupt = \"skip\")",
+          report.epoch, audited.skipped);
+    }
   }
   report.test_loss = report.test_accuracy = std::numeric_limits<double>::quiet_NaN();
   if (cfg.eval) {

@@ -61,8 +61,8 @@ void log_memory(const Logger& log, const std::string& who, const data::FetcherSt
           : fmt::format(
                 "read-ahead peak {:.1f} MiB (bound data.cache_mb = {:.0f} MiB), {} samples read "
                 "ahead, {} read when needed, {:.1f} MiB read",
-                mib(fetcher.peak_bytes_held), mib(fetcher.budget_bytes),
-                fetcher.samples_read_ahead, fetcher.samples_read_late, mib(fetcher.bytes_read));
+                mib(fetcher.peak_bytes_held), mib(fetcher.budget_bytes), fetcher.samples_read_ahead,
+                fetcher.samples_read_late, mib(fetcher.bytes_read));
   log.info("{}: memory: peak RSS {:.1f} MiB; {}; dataset held by this rank {:.1f} MiB{}", who,
            mib(peak_rss_bytes()), read_ahead, mib(index_bytes),
            skipped > 0 ? fmt::format("; {} sample(s) skipped as corrupt", skipped) : "");

@@ -20,13 +20,15 @@ namespace conflux::train {
 struct AuditResult {
   std::size_t samples = 0;  ///< dataset samples checked
   std::size_t batches = 0;  ///< batches consumed by all trainers
+  std::size_t skipped = 0;  ///< of the samples, those skipped as corrupt (data.on_corrupt)
 };
 
 /// Records one trainer's consumed batches and checks each epoch.
 class SampleAudit {
  public:
   /// Audit of a dataset of `dataset_size` samples; writes one CSV line per batch to
-  /// `csv_file` (epoch, step, origin, worker, sample indices); a resumed run appends to it.
+  /// `csv_file` (epoch, step, origin, worker, sample indices, a skipped one suffixed "s"); a
+  /// resumed run appends to it. A skipped sample counts as its one use.
   SampleAudit(std::size_t dataset_size, const std::filesystem::path& csv_file, bool resumed);
   /// This trainer's uses of each sample in the epoch so far (saved in checkpoints).
   std::span<const double> counts() const noexcept { return counts_; }
@@ -44,6 +46,7 @@ class SampleAudit {
  private:
   std::vector<double> counts_;  // uses of each sample this epoch (double: summed by allreduce)
   std::size_t batches_ = 0;
+  std::size_t skipped_ = 0;  // samples of this epoch's batches skipped as corrupt
   std::ofstream csv_;
   std::filesystem::path csv_path_;
 };

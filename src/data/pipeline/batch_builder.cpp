@@ -50,8 +50,7 @@ void BatchBuilder::skip(std::uint32_t index, const CorruptSampleError& error, fl
   label = model::kSkippedLabel;
   ++skipped_;
   if (decoding_.log != nullptr) {
-    decoding_.log->warn("skipping sample {} (data.on_corrupt = \"skip\"): {}", index,
-                        error.what());
+    decoding_.log->warn("skipping sample {} (data.on_corrupt = \"skip\"): {}", index, error.what());
   }
 }
 

@@ -110,7 +110,9 @@ SampleBytes SampleFetcher::claim(std::uint64_t ticket) {
   return bytes;
 }
 
-SampleBytes SampleFetcher::take(std::uint64_t ticket) { return claim(ticket); }
+SampleBytes SampleFetcher::take(std::uint64_t ticket) {
+  return claim(ticket);
+}
 
 void SampleFetcher::drop(std::uint64_t ticket) {
   std::unique_lock lock(mutex_);

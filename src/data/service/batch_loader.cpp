@@ -43,8 +43,8 @@ BatchLoader::BatchLoader(BatchLoaderOptions options)
       steps_per_epoch_((options_.source->size() + options_.global_batch - 1) /
                        options_.global_batch),
       max_samples_(split_.max_batch(options_.trainer)),
-      batch_bytes_(max_samples_ * (options_.transform->output_shape().size() * sizeof(float) + sizeof(model::Label) +
-                                   sizeof(std::uint32_t))),
+      batch_bytes_(max_samples_ * (options_.transform->output_shape().size() * sizeof(float) +
+                                   sizeof(model::Label) + sizeof(std::uint32_t))),
       producer_(*options_.source, *options_.transform,
                 {.threads = options_.threads,
                  .seed = options_.seed,

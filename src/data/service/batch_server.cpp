@@ -80,8 +80,8 @@ void BatchServer::handle(const Request& request, int source) {
                 step.begin, step.end);
   Queued& queued = queues_[ti].emplace_back(Queued{request, std::nullopt});
   if (fetcher_) {
-    queued.ticket = fetcher_->enqueue(plan(request.epoch).samples(
-        BatchRange{request.begin, request.begin + request.samples}));
+    queued.ticket = fetcher_->enqueue(
+        plan(request.epoch).samples(BatchRange{request.begin, request.begin + request.samples}));
   }
   if (leaving_) refuse_queued(t, ReplyStatus::kLeaving);
 }
@@ -242,8 +242,7 @@ std::optional<std::size_t> BatchServer::next_queue() {
 }
 
 void BatchServer::build_and_send(SendSlot& slot, std::span<const std::uint32_t> samples,
-                                 std::span<const std::vector<std::uint8_t>> fetched,
-                                 bool delayed) {
+                                 std::span<const std::vector<std::uint8_t>> fetched, bool delayed) {
   const std::size_t fps = builder_.floats_per_sample();
   const std::size_t per_chunk = chunk_samples(fps);
   slot.images.resize(samples.size() * fps);

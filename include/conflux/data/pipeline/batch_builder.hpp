@@ -20,8 +20,8 @@ namespace conflux::data {
 
 /// How samples are turned into images before the transform.
 struct SampleDecoding {
-  int channels = 3;           ///< data.channels: what encoded images are decoded to
-  bool skip_corrupt = false;  ///< data.on_corrupt = "skip"
+  int channels = 3;             ///< data.channels: what encoded images are decoded to
+  bool skip_corrupt = false;    ///< data.on_corrupt = "skip"
   const Logger* log = nullptr;  ///< where skipped samples are named; null: not logged
 };
 

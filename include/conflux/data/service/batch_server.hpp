@@ -47,8 +47,8 @@ struct BatchServerOptions {
   int worker = 0;                            ///< this worker's index
   const SampleSource* source = nullptr;      ///< training split
   const SampleTransform* transform = nullptr;
-  SampleDecoding decoding;                   ///< channels, on_corrupt
-  std::size_t cache_bytes = 64 << 20;        ///< read-ahead bound (data.cache_mb)
+  SampleDecoding decoding;                           ///< channels, on_corrupt
+  std::size_t cache_bytes = 64 << 20;                ///< read-ahead bound (data.cache_mb)
   int threads = 1;                                   ///< preprocessing threads
   std::uint64_t seed = 0;                            ///< run.seed
   std::size_t global_batch = 0;                      ///< train.batch_size
