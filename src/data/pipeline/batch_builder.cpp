@@ -25,7 +25,8 @@ void BatchBuilder::build_train_into(std::span<const std::uint32_t> samples, std:
   pool_.parallel_for(samples.size(), [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
       const std::uint32_t index = samples[i];
-      transform_.train(dataset_.image(index), seed, epoch, index, images + i * stride);
+      transform_.train({dataset_.shape, dataset_.image(index)}, seed, epoch, index,
+                       images + i * stride);
       labels[i] = dataset_.labels[index];
     }
   });
@@ -37,7 +38,7 @@ void BatchBuilder::build_eval(std::size_t begin, std::size_t end, model::Tensor&
   const std::size_t stride = transform_.output_shape().size();
   pool_.parallel_for(end - begin, [&](std::size_t lo, std::size_t hi) {
     for (std::size_t i = lo; i < hi; ++i) {
-      transform_.eval(dataset_.image(begin + i), images.data.data() + i * stride);
+      transform_.eval({dataset_.shape, dataset_.image(begin + i)}, images.data.data() + i * stride);
       labels[i] = dataset_.labels[begin + i];
     }
   });
