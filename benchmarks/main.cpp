@@ -28,6 +28,10 @@ const bench::Scenario kScenarios[] = {
      bench::run_offload},
     {"transforms", "cost per sample of every transform on CIFAR-10 (1 rank, 1 thread)",
      bench::run_transform_cost},
+    {"transforms-any-size",
+     "images/s of random resized crop + flip + normalise on synthetic images of varying size "
+     "(1 rank, 1 thread)",
+     bench::run_transform_any_size},
     {"data-service",
      "1 trainer + workers: offload-ratio sweep with a SIMULATED GPU step, and data-plane "
      "goodput vs plain MPI send/recv (mpirun -np 2)",

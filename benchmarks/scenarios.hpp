@@ -21,6 +21,10 @@ struct Scenario {
 /// Cost per sample of every transform on a real dataset (single rank, single thread).
 int run_transform_cost(const std::vector<std::string>& args, const comm::Communicator& world);
 
+/// Images/s of random resized crop + flip + normalise (and resize + centre crop) on synthetic
+/// images of varying size (single rank, single thread).
+int run_transform_any_size(const std::vector<std::string>& args, const comm::Communicator& world);
+
 /// Data-service throughput with a simulated GPU step, offload-ratio sweep and goodput versus
 /// plain MPI send/recv (1 trainer + workers).
 int run_data_service(const std::vector<std::string>& args, const comm::Communicator& world);

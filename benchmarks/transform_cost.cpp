@@ -62,7 +62,8 @@ double microseconds_per_sample(const data::SampleTransform& transform, const dat
   for (int r = -1; r < repetitions; ++r) {
     const auto start = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < samples; ++i)
-      transform.train(split.image(i), 42, static_cast<std::uint32_t>(r + 1), i, out.data());
+      transform.train({split.shape, split.image(i)}, 42, static_cast<std::uint32_t>(r + 1), i,
+                      out.data());
     const std::chrono::duration<double, std::micro> elapsed =
         std::chrono::steady_clock::now() - start;
     if (r >= 0) times.push_back(elapsed.count() / static_cast<double>(samples));

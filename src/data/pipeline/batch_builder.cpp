@@ -78,7 +78,7 @@ void BatchBuilder::build_train_into(std::span<const std::uint32_t> samples, std:
         ImageShape shape;
         std::span<const std::uint8_t> pixels;
         prepare(index, fetched.empty() ? nullptr : &fetched[i], scratch, shape, pixels);
-        transform_.train(pixels, seed, epoch, index, out);  // MERGE: ImageView
+        transform_.train({shape, pixels}, seed, epoch, index, out);
       } catch (const CorruptSampleError& e) {
         if (!decoding_.skip_corrupt) throw;
         skip(index, e, out, labels[i]);
@@ -101,7 +101,7 @@ void BatchBuilder::build_eval(std::size_t begin, std::size_t end, model::Tensor&
         ImageShape shape;
         std::span<const std::uint8_t> pixels;
         prepare(index, nullptr, scratch, shape, pixels);
-        transform_.eval(pixels, out);  // MERGE: ImageView
+        transform_.eval({shape, pixels}, out);
       } catch (const CorruptSampleError& e) {
         if (!decoding_.skip_corrupt) throw;
         skip(index, e, out, labels[i]);

@@ -10,28 +10,76 @@ namespace conflux::data::augment {
 namespace {
 
 // Input taps of a 1-D linear resize: PyTorch's align_corners = false source index, clamped at
-// 0 on the left; on the right both taps collapse onto the last pixel.
+// 0 on the left; on the right both taps collapse onto the last pixel. Each output is
+// near[o] * in[first[o]] + far[o] * in[second[o]].
 struct Taps {
   std::vector<int> first;
   std::vector<int> second;
-  std::vector<float> weight;  // of `second`
+  std::vector<float> near;  // 1 - far: stored, so the inner loops only multiply and add
+  std::vector<float> far;   // weight of `second`
 };
 
-void linear_taps(int in_size, int out_size, int offset, Taps& taps) {
-  const auto n = static_cast<std::size_t>(out_size);
+// Taps of outputs [begin, begin + count) of a resize from in_size to out_size pixels, as
+// indices into the source shifted by `offset`.
+void linear_taps(int in_size, int out_size, int offset, int begin, int count, Taps& taps) {
+  const auto n = static_cast<std::size_t>(count);
   taps.first.resize(n);
   taps.second.resize(n);
-  taps.weight.resize(n);
+  taps.near.resize(n);
+  taps.far.resize(n);
   const float scale = static_cast<float>(in_size) / static_cast<float>(out_size);
-  for (int o = 0; o < out_size; ++o) {
+  for (int i = 0; i < count; ++i) {
+    const int o = begin + i;
     const float source = std::max((static_cast<float>(o) + 0.5f) * scale - 0.5f, 0.0f);
     const int i0 = std::min(static_cast<int>(source), in_size - 1);
     const int i1 = i0 + (i0 < in_size - 1 ? 1 : 0);
-    taps.first[o] = offset + i0;
-    taps.second[o] = offset + i1;
-    taps.weight[o] = std::clamp(source - static_cast<float>(i0), 0.0f, 1.0f);
+    const float far = std::clamp(source - static_cast<float>(i0), 0.0f, 1.0f);
+    taps.first[i] = offset + i0;
+    taps.second[i] = offset + i1;
+    taps.near[i] = 1.0f - far;
+    taps.far[i] = far;
   }
 }
+
+// One source row resampled horizontally: the first pass of the separable resize.
+void resample_row(const std::uint8_t* row, const Taps& xs, float* out) {
+  const int* first = xs.first.data();
+  const int* second = xs.second.data();
+  const float* near = xs.near.data();
+  const float* far = xs.far.data();
+  const auto n = xs.first.size();
+  for (std::size_t x = 0; x < n; ++x) {
+    out[x] =
+        near[x] * static_cast<float>(row[first[x]]) + far[x] * static_cast<float>(row[second[x]]);
+  }
+}
+
+// The two most recent horizontally resampled source rows of a plane. Output rows read
+// non-decreasing source rows, so each source row is resampled at most once per plane.
+class RowCache {
+ public:
+  void reset(const std::uint8_t* plane, int stride, std::size_t width) {
+    plane_ = plane;
+    stride_ = stride;
+    for (auto& b : rows_) b.resize(width);
+    tag_[0] = tag_[1] = -1;
+  }
+  // Resampled source row `r`, keeping row `keep` if cached.
+  const float* get(int r, int keep, const Taps& xs) {
+    for (int s = 0; s < 2; ++s)
+      if (tag_[s] == r) return rows_[s].data();
+    const int s = tag_[0] == keep ? 1 : 0;
+    resample_row(plane_ + static_cast<std::size_t>(r) * stride_, xs, rows_[s].data());
+    tag_[s] = r;
+    return rows_[s].data();
+  }
+
+ private:
+  const std::uint8_t* plane_ = nullptr;
+  int stride_ = 0;
+  std::vector<float> rows_[2];
+  int tag_[2] = {-1, -1};
+};
 
 // torchvision "reflect" padding: mirror about the edge pixel without repeating it. The period
 // form also covers kernels wider than the image.
@@ -99,35 +147,41 @@ void crop_to_float(std::span<const std::uint8_t> src, ImageShape in, int top, in
   }
 }
 
-void resize_bilinear(std::span<const std::uint8_t> src, ImageShape in, Box box, int out_h,
-                     int out_w, bool flip, float* dst) {
+void resize_bilinear(ImageView src, const ResizeWindow& window, bool flip, const float* scale,
+                     const float* shift, float* dst) {
   thread_local Taps xs, ys;
-  linear_taps(box.width, out_w, box.left, xs);
-  linear_taps(box.height, out_h, box.top, ys);
+  thread_local RowCache cache;
+  const Box& box = window.box;
+  linear_taps(box.width, window.full_width, box.left, window.left, window.width, xs);
+  linear_taps(box.height, window.full_height, box.top, window.top, window.height, ys);
   if (flip) {
     // Mirroring the taps mirrors the output exactly, with no second pass over the pixels.
     std::reverse(xs.first.begin(), xs.first.end());
     std::reverse(xs.second.begin(), xs.second.end());
-    std::reverse(xs.weight.begin(), xs.weight.end());
+    std::reverse(xs.near.begin(), xs.near.end());
+    std::reverse(xs.far.begin(), xs.far.end());
   }
+  const ImageShape in = src.shape;
+  const auto w = static_cast<std::size_t>(window.width);
   for (int c = 0; c < in.channels; ++c) {
-    const std::uint8_t* plane = src.data() + static_cast<std::size_t>(c) * in.height * in.width;
-    for (int y = 0; y < out_h; ++y) {
-      const std::uint8_t* r0 = plane + static_cast<std::size_t>(ys.first[y]) * in.width;
-      const std::uint8_t* r1 = plane + static_cast<std::size_t>(ys.second[y]) * in.width;
-      const float wy = ys.weight[y];
-      float* row = dst + (static_cast<std::size_t>(c) * out_h + y) * out_w;
-      for (int x = 0; x < out_w; ++x) {
-        const int x0 = xs.first[x], x1 = xs.second[x];
-        const float wx = xs.weight[x];
-        const float top =
-            (1.0f - wx) * static_cast<float>(r0[x0]) + wx * static_cast<float>(r0[x1]);
-        const float bottom =
-            (1.0f - wx) * static_cast<float>(r1[x0]) + wx * static_cast<float>(r1[x1]);
-        row[x] = (1.0f - wy) * top + wy * bottom;
-      }
+    cache.reset(src.pixels.data() + static_cast<std::size_t>(c) * in.height * in.width, in.width,
+                w);
+    // Pixel units are x * 1 + 0: the same floats as no affine at all, in one loop.
+    const float a = scale ? scale[c] : 1.0f, b = shift ? shift[c] : 0.0f;
+    for (int y = 0; y < window.height; ++y) {
+      const int r0 = ys.first[y], r1 = ys.second[y];
+      const float* top = cache.get(r0, r1, xs);
+      const float* bottom = cache.get(r1, r0, xs);
+      const float near = ys.near[y], far = ys.far[y];
+      float* row = dst + (static_cast<std::size_t>(c) * window.height + y) * w;
+      for (std::size_t x = 0; x < w; ++x) row[x] = (near * top[x] + far * bottom[x]) * a + b;
     }
   }
+}
+
+void resize_bilinear(std::span<const std::uint8_t> src, ImageShape in, Box box, int out_h,
+                     int out_w, bool flip, float* dst) {
+  resize_bilinear({in, src}, {box, out_h, out_w, 0, 0, out_h, out_w}, flip, nullptr, nullptr, dst);
 }
 
 void rotate(const float* src, ImageShape shape, float degrees, float* dst) {

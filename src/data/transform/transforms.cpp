@@ -1,6 +1,7 @@
 #include "conflux/data/transform/transforms.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "conflux/core/error.hpp"
@@ -61,6 +62,11 @@ std::vector<float>& scratch(int which, std::size_t size) {
   return buffers[which];
 }
 
+// transform.eval_resize = 0: the ImageNet recipe's ratio, Resize(256) before CenterCrop(224).
+int default_eval_resize(int resized_crop) {
+  return static_cast<int>(std::lround(resized_crop * 8.0 / 7.0));
+}
+
 }  // namespace
 
 SampleTransform::SampleTransform(const TransformOptions& options, ImageShape input)
@@ -72,6 +78,7 @@ SampleTransform::SampleTransform(const TransformOptions& options, ImageShape inp
                   "transform.pad = {}: the resized crop already sets the output size; set them "
                   "to 0",
                   options.resized_crop, options.crop, options.pad);
+  validate_input(options, input);
   const int padded_h = input.height + 2 * options.pad;
   const int padded_w = input.width + 2 * options.pad;
   if (options.crop > 0) {
@@ -103,6 +110,35 @@ SampleTransform::SampleTransform(const TransformOptions& options, ImageShape inp
   heavy_ = options.resized_crop > 0 || options.rotation_degrees > 0 || options.brightness > 0 ||
            options.contrast > 0 || options.saturation > 0 || options.blur_kernel > 0 ||
            options.cutout_size > 0 || options.loaded_plugin != nullptr;
+  // Saturation is a no-op (and draws nothing) unless there are 3 channels.
+  const bool saturation = options.saturation > 0 && output_.channels == 3;
+  fused_ = options.resized_crop > 0 && options.rotation_degrees == 0 && options.brightness == 0 &&
+           options.contrast == 0 && !saturation && options.blur_kernel == 0 &&
+           options.loaded_plugin == nullptr;
+}
+
+void SampleTransform::validate_input(const TransformOptions& options, ImageShape input) {
+  CONFLUX_REQUIRE(input.channels > 0, "images with {} channels: need at least 1", input.channels);
+  variable_ = input.height == 0 && input.width == 0;
+  if (!variable_) {
+    CONFLUX_REQUIRE(input.height > 0 && input.width > 0,
+                    "images of {}x{} pixels: height and width must both be positive, or both 0 "
+                    "for images of any size",
+                    input.height, input.width);
+    return;
+  }
+  CONFLUX_REQUIRE(options.resized_crop > 0,
+                  "images of varying size need transform.resized_crop (> 0, e.g. 224) to bring "
+                  "them to one size; transform.resized_crop = {}",
+                  options.resized_crop);
+  CONFLUX_REQUIRE(options.eval_resize >= 0, "transform.eval_resize = {} must be >= 0 (0 = {})",
+                  options.eval_resize, "resized_crop * 8 / 7");
+  eval_resize_ =
+      options.eval_resize > 0 ? options.eval_resize : default_eval_resize(options.resized_crop);
+  CONFLUX_REQUIRE(eval_resize_ >= options.resized_crop,
+                  "transform.eval_resize = {} is smaller than transform.resized_crop = {}: "
+                  "evaluation centre-crops resized_crop pixels from the resized image",
+                  eval_resize_, options.resized_crop);
 }
 
 void SampleTransform::validate_heavy() const {
@@ -143,34 +179,77 @@ void SampleTransform::validate_heavy() const {
       o.cutout_size, std::min(output_.height, output_.width), output_.height, output_.width);
 }
 
-void SampleTransform::train(std::span<const std::uint8_t> image, std::uint64_t seed,
-                            std::uint32_t epoch, std::uint64_t sample_index, float* out) const {
+void SampleTransform::check_image(const ImageView& image) const {
+  const ImageShape& s = image.shape;
+  CONFLUX_CHECK(image.pixels.size() == s.size(), "an image of {}x{}x{} pixels holds {} bytes",
+                s.channels, s.height, s.width, image.pixels.size());
+  CONFLUX_CHECK(
+      variable_ ? s.channels == input_.channels && s.height > 0 && s.width > 0 : s == input_,
+      "the transform takes {}x{}x{} images (0 = any size), not {}x{}x{}", input_.channels,
+      input_.height, input_.width, s.channels, s.height, s.width);
+}
+
+// The random crop's offsets in the padded image (light and heavy path, each with its stream).
+void SampleTransform::crop_offsets(Rng& rng, int& top, int& left) const {
+  top = static_cast<int>(rng.below(input_.height + 2 * options_.pad - output_.height + 1)) -
+        options_.pad;
+  left = static_cast<int>(rng.below(input_.width + 2 * options_.pad - output_.width + 1)) -
+         options_.pad;
+}
+
+augment::Box SampleTransform::resized_crop_box(int height, int width, const SampleKey& key) const {
+  Rng r{key.seed, kResizedCropStream, key.epoch, key.sample_index};
+  return augment::random_resized_crop_box(
+      height, width, options_.resized_crop_scale_min, options_.resized_crop_scale_max,
+      options_.resized_crop_ratio_min, options_.resized_crop_ratio_max, r);
+}
+
+augment::Box SampleTransform::train_crop(int width, int height, std::uint64_t seed,
+                                         std::uint32_t epoch, std::uint64_t sample_index) const {
+  CONFLUX_CHECK(
+      variable_ ? width > 0 && height > 0 : width == input_.width && height == input_.height,
+      "train_crop: the transform takes {}x{} images (0 = any size), not {}x{}", input_.width,
+      input_.height, width, height);
+  if (options_.resized_crop > 0)
+    return resized_crop_box(height, width, {seed, epoch, sample_index});
+  if (options_.crop == 0) return {0, 0, height, width};
+  // The stream train() draws the crop from: the light path's shared one or the heavy crop's.
+  Rng rng{seed, heavy_ ? kCropStream : kAugmentStream, epoch, sample_index};
+  int top = 0, left = 0;
+  crop_offsets(rng, top, left);
+  const int y0 = std::max(top, 0), x0 = std::max(left, 0);
+  const int y1 = std::min(top + output_.height, height), x1 = std::min(left + output_.width, width);
+  return {y0, x0, std::max(y1 - y0, 0), std::max(x1 - x0, 0)};
+}
+
+void SampleTransform::train(ImageView image, std::uint64_t seed, std::uint32_t epoch,
+                            std::uint64_t sample_index, float* out) const {
+  check_image(image);
   if (heavy_) {
-    train_heavy(image, seed, epoch, sample_index, out);
+    train_heavy(image, {seed, epoch, sample_index}, out);
     return;
   }
   // Draw order is fixed (crop offsets, then flip) so that the numbers are the same everywhere.
   Rng rng{seed, kAugmentStream, epoch, sample_index};
   int top = 0, left = 0;
-  if (options_.crop > 0) {
-    top = static_cast<int>(rng.below(input_.height + 2 * options_.pad - output_.height + 1)) -
-          options_.pad;
-    left = static_cast<int>(rng.below(input_.width + 2 * options_.pad - output_.width + 1)) -
-           options_.pad;
-  }
+  if (options_.crop > 0) crop_offsets(rng, top, left);
   const bool flip = options_.hflip && rng.coin();
-  render(image, top, left, flip, out);
+  render(image.pixels, top, left, flip, out);
 }
 
-void SampleTransform::train_heavy(std::span<const std::uint8_t> image, std::uint64_t seed,
-                                  std::uint32_t epoch, std::uint64_t sample_index,
-                                  float* out) const {
-  const SampleKey key{seed, epoch, sample_index};
-  std::vector<float>* work = &scratch(0, output_.size());
-  std::vector<float>* spare = &scratch(1, output_.size());
-  heavy_geometry(image, key, work, spare);
-  heavy_colour(work->data(), key);
-  heavy_normalise(*work, key, out);
+void SampleTransform::train_heavy(const ImageView& image, const SampleKey& key, float* out) const {
+  const bool flip =
+      options_.hflip && Rng{key.seed, kFlipStream, key.epoch, key.sample_index}.coin();
+  if (fused_) {
+    // Nothing between the resized crop and normalisation: one pass writes the output.
+    resized_crop(image, key, flip, scale_.data(), shift_.data(), out);
+  } else {
+    std::vector<float>* work = &scratch(0, output_.size());
+    std::vector<float>* spare = &scratch(1, output_.size());
+    heavy_geometry(image, key, flip, work, spare);
+    heavy_colour(work->data(), key);
+    heavy_normalise(*work, key, out);
+  }
   heavy_cutout(out, key);
 }
 
@@ -182,34 +261,33 @@ Rng draw(std::uint64_t seed, std::uint64_t op, std::uint32_t epoch, std::uint64_
 
 }  // namespace
 
-// Crop or resized crop (with the flip folded in: a mirrored window is the same pixels as a
-// later flip), then rotation; `work` ends up holding the image.
-void SampleTransform::heavy_geometry(std::span<const std::uint8_t> image, const SampleKey& key,
-                                     std::vector<float>*& work, std::vector<float>*& spare) const {
-  const auto rng = [&](std::uint64_t op) {
-    return draw(key.seed, op, key.epoch, key.sample_index);
-  };
+// The random resized crop (with the flip folded in: a mirrored window is the same pixels as a
+// later flip), the one implementation for fixed and varying image sizes.
+void SampleTransform::resized_crop(const ImageView& image, const SampleKey& key, bool flip,
+                                   const float* scale, const float* shift, float* out) const {
   const int h = output_.height, w = output_.width;
-  const bool flip = options_.hflip && rng(kFlipStream).coin();
+  const augment::Box box = resized_crop_box(image.shape.height, image.shape.width, key);
+  augment::resize_bilinear(image, {box, h, w, 0, 0, h, w}, flip, scale, shift, out);
+}
+
+// Crop or resized crop, then rotation; `work` ends up holding the image in pixel units.
+void SampleTransform::heavy_geometry(const ImageView& image, const SampleKey& key, bool flip,
+                                     std::vector<float>*& work, std::vector<float>*& spare) const {
   if (options_.resized_crop > 0) {
-    Rng r = rng(kResizedCropStream);
-    const augment::Box box = augment::random_resized_crop_box(
-        input_.height, input_.width, options_.resized_crop_scale_min,
-        options_.resized_crop_scale_max, options_.resized_crop_ratio_min,
-        options_.resized_crop_ratio_max, r);
-    augment::resize_bilinear(image, input_, box, h, w, flip, work->data());
+    resized_crop(image, key, flip, nullptr, nullptr, work->data());
   } else {
     int top = 0, left = 0;
     if (options_.crop > 0) {
-      Rng r = rng(kCropStream);
-      top = static_cast<int>(r.below(input_.height + 2 * options_.pad - h + 1)) - options_.pad;
-      left = static_cast<int>(r.below(input_.width + 2 * options_.pad - w + 1)) - options_.pad;
+      Rng r = draw(key.seed, kCropStream, key.epoch, key.sample_index);
+      crop_offsets(r, top, left);
     }
-    augment::crop_to_float(image, input_, top, left, h, w, flip, work->data());
+    augment::crop_to_float(image.pixels, input_, top, left, output_.height, output_.width, flip,
+                           work->data());
   }
   if (options_.rotation_degrees > 0) {
     const float d = options_.rotation_degrees;
-    augment::rotate(work->data(), output_, rng(kRotationStream).uniform(-d, d), spare->data());
+    Rng r = draw(key.seed, kRotationStream, key.epoch, key.sample_index);
+    augment::rotate(work->data(), output_, r.uniform(-d, d), spare->data());
     std::swap(work, spare);
   }
 }
@@ -271,18 +349,40 @@ void SampleTransform::heavy_cutout(float* out, const SampleKey& key) const {
   }
 }
 
-void SampleTransform::eval(std::span<const std::uint8_t> image, float* out) const {
-  if (options_.resized_crop > 0) {
+void SampleTransform::eval(ImageView image, float* out) const {
+  check_image(image);
+  if (variable_) {
+    eval_any_size(image, out);
+  } else if (options_.resized_crop > 0) {
     // torchvision's eval recipe resizes then centre-crops; with a square output the whole
     // image resized is the closest fixed view and loses no pixels.
-    std::vector<float>& work = scratch(0, output_.size());
-    augment::resize_bilinear(image, input_, {0, 0, input_.height, input_.width}, output_.height,
-                             output_.width, false, work.data());
-    affine_per_channel(work.data(), output_, scale_, shift_, out);
-    return;
+    const int h = output_.height, w = output_.width;
+    augment::resize_bilinear(image, {{0, 0, input_.height, input_.width}, h, w, 0, 0, h, w}, false,
+                             scale_.data(), shift_.data(), out);
+  } else {
+    render(image.pixels, (input_.height - output_.height) / 2, (input_.width - output_.width) / 2,
+           false, out);
   }
-  render(image, (input_.height - output_.height) / 2, (input_.width - output_.width) / 2, false,
-         out);
+}
+
+// torchvision Resize(eval_resize) + CenterCrop(resized_crop), computing only the crop.
+void SampleTransform::eval_any_size(const ImageView& image, float* out) const {
+  const int h = image.shape.height, w = image.shape.width, side = eval_resize_;
+  // The shorter side becomes `side`, the longer one side * long / short truncated (Python's
+  // int(), as torchvision's _compute_resized_output_size; exact in integers).
+  int full_h = side, full_w = side;
+  if (w <= h) {
+    full_h = static_cast<int>(static_cast<std::int64_t>(side) * h / w);
+  } else {
+    full_w = static_cast<int>(static_cast<std::int64_t>(side) * w / h);
+  }
+  // center_crop's offsets: round((size - crop) / 2), Python's round (half to even), which is
+  // std::nearbyint in the default rounding mode.
+  const int crop = output_.height;
+  const int top = static_cast<int>(std::nearbyint((full_h - crop) / 2.0));
+  const int left = static_cast<int>(std::nearbyint((full_w - crop) / 2.0));
+  augment::resize_bilinear(image, {{0, 0, h, w}, full_h, full_w, top, left, crop, crop}, false,
+                           scale_.data(), shift_.data(), out);
 }
 
 void SampleTransform::render(std::span<const std::uint8_t> image, int top, int left, bool flip,

@@ -22,11 +22,11 @@ TEST(Transforms, NormaliseOnlyMapsPixelsExactly) {
   const SampleTransform t({0, 0, false, {0.5f}, {0.25f}}, {1, 2, 2});
   const std::uint8_t img[4] = {0, 255, 51, 102};
   float out[4];
-  t.eval(img, out);
+  t.eval({{1, 2, 2}, img}, out);
   EXPECT_FLOAT_EQ(out[0], -2.0f);
   EXPECT_FLOAT_EQ(out[1], 2.0f);
   EXPECT_NEAR(out[2], (0.2f - 0.5f) / 0.25f, 1e-6);
-  t.train(img, 1, 0, 0, out);  // no random parts configured: same as eval
+  t.train({{1, 2, 2}, img}, 1, 0, 0, out);  // no random parts configured: same as eval
   EXPECT_FLOAT_EQ(out[1], 2.0f);
 }
 
@@ -39,7 +39,7 @@ TEST(Transforms, PaddedCropIsAShiftedWindowWithZeroPadding) {
   std::set<std::pair<int, int>> shifts;
   for (std::uint64_t s = 0; s < 200; ++s) {
     float out[16];
-    t.train(img, 3, 0, s, out);
+    t.train({shape, img}, 3, 0, s, out);
     bool matched = false;
     for (int dy = -2; dy <= 2 && !matched; ++dy) {
       for (int dx = -2; dx <= 2 && !matched; ++dx) {
@@ -68,7 +68,7 @@ TEST(Transforms, FlipMirrorsRows) {
   int flipped = 0;
   for (std::uint64_t s = 0; s < 100; ++s) {
     float out[4];
-    t.train(img, 1, 0, s, out);
+    t.train({shape, img}, 1, 0, s, out);
     if (out[0] == 4.0f) {
       ++flipped;
       EXPECT_EQ(out[3], 1.0f);
@@ -124,14 +124,14 @@ TransformOptions pixel_units(int channels = 1) {
   return o;
 }
 
-std::vector<float> train_sample(const SampleTransform& t, std::span<const std::uint8_t> img,
-                                std::uint64_t seed, std::uint32_t epoch, std::uint64_t sample) {
+std::vector<float> train_sample(const SampleTransform& t, ImageView img, std::uint64_t seed,
+                                std::uint32_t epoch, std::uint64_t sample) {
   std::vector<float> out(t.output_shape().size());
   t.train(img, seed, epoch, sample, out.data());
   return out;
 }
 
-std::vector<float> eval_sample(const SampleTransform& t, std::span<const std::uint8_t> img) {
+std::vector<float> eval_sample(const SampleTransform& t, ImageView img) {
   std::vector<float> out(t.output_shape().size());
   t.eval(img, out.data());
   return out;
@@ -162,8 +162,9 @@ TEST(Transforms, LegacyPathIsBitIdenticalToTheReleasedOne) {
   const std::size_t n = t.output_shape().size();
   std::vector<float> out(17 * n);
   for (std::size_t s = 0; s < 16; ++s)
-    t.train(std::span(img.data() + s * shape.size(), shape.size()), 7, 1, s, out.data() + s * n);
-  t.eval(std::span(img.data(), shape.size()), out.data() + 16 * n);
+    t.train({shape, std::span(img.data() + s * shape.size(), shape.size())}, 7, 1, s,
+            out.data() + s * n);
+  t.eval({shape, std::span(img.data(), shape.size())}, out.data() + 16 * n);
   EXPECT_EQ(sha256_hex(std::as_bytes(std::span(out))),
             "4e9cda900fac88dc56d86d06b73e6d0e6a9dbfb65c71e2f2e9364eb5245966e8");
 }
@@ -172,12 +173,13 @@ TEST(TransformsHeavy, OutputIsAPureFunctionOfSeedEpochSample) {
   const Dataset d = testing::synthetic_dataset(4, {3, 16, 16});
   const SampleTransform t(all_heavy_ops(), d.shape);
   ASSERT_EQ(t.output_shape(), (ImageShape{3, 12, 12}));
-  const auto first = train_sample(t, d.image(0), 5, 1, 0);
-  (void)train_sample(t, d.image(1), 9, 4, 3);  // reuses the thread's scratch in between
-  EXPECT_EQ(train_sample(t, d.image(0), 5, 1, 0), first);
-  EXPECT_NE(train_sample(t, d.image(0), 5, 1, 1), first);  // same pixels, other sample index
-  EXPECT_NE(train_sample(t, d.image(0), 5, 2, 0), first);
-  EXPECT_NE(train_sample(t, d.image(0), 6, 1, 0), first);
+  const auto first = train_sample(t, {d.shape, d.image(0)}, 5, 1, 0);
+  (void)train_sample(t, {d.shape, d.image(1)}, 9, 4, 3);  // reuses the thread's scratch in between
+  EXPECT_EQ(train_sample(t, {d.shape, d.image(0)}, 5, 1, 0), first);
+  EXPECT_NE(train_sample(t, {d.shape, d.image(0)}, 5, 1, 1),
+            first);  // same pixels, other sample index
+  EXPECT_NE(train_sample(t, {d.shape, d.image(0)}, 5, 2, 0), first);
+  EXPECT_NE(train_sample(t, {d.shape, d.image(0)}, 6, 1, 0), first);
 }
 
 TEST(TransformsHeavy, OneThreadAndThreeThreadsBuildTheSameBatch) {
@@ -211,7 +213,8 @@ TEST(TransformsHeavy, EnablingAnOpLeavesTheOtherOpsDrawsAlone) {
   b.blur_probability = 0;
   const SampleTransform ta(a, d.shape), tb(b, d.shape);
   for (std::uint64_t s = 0; s < 20; ++s)
-    EXPECT_EQ(train_sample(ta, d.image(0), 3, 0, s), train_sample(tb, d.image(0), 3, 0, s));
+    EXPECT_EQ(train_sample(ta, {d.shape, d.image(0)}, 3, 0, s),
+              train_sample(tb, {d.shape, d.image(0)}, 3, 0, s));
 }
 
 TEST(TransformsHeavy, CropAndFlipAreShiftedMirroredWindows) {
@@ -227,7 +230,7 @@ TEST(TransformsHeavy, CropAndFlipAreShiftedMirroredWindows) {
   const SampleTransform t(o, shape);
   std::set<std::tuple<int, int, bool>> seen;
   for (std::uint64_t s = 0; s < 300; ++s) {
-    const auto out = train_sample(t, img, 3, 0, s);
+    const auto out = train_sample(t, {shape, img}, 3, 0, s);
     bool matched = false;
     for (int dy = -1; dy <= 1; ++dy)
       for (int dx = -1; dx <= 1; ++dx)
@@ -257,9 +260,10 @@ TEST(TransformsHeavy, FullScaleSquareResizedCropIsPlainNormalise) {
   rrc.resized_crop_scale_min = rrc.resized_crop_scale_max = 1.0f;
   rrc.resized_crop_ratio_min = rrc.resized_crop_ratio_max = 1.0f;
   const SampleTransform tp(plain, d.shape), tr(rrc, d.shape);
-  const auto want = eval_sample(tp, d.image(0));
-  for (std::uint64_t s = 0; s < 5; ++s) EXPECT_EQ(train_sample(tr, d.image(0), 1, 0, s), want);
-  EXPECT_EQ(eval_sample(tr, d.image(0)), want);  // eval resizes the whole image: 8 -> 8
+  const auto want = eval_sample(tp, {d.shape, d.image(0)});
+  for (std::uint64_t s = 0; s < 5; ++s)
+    EXPECT_EQ(train_sample(tr, {d.shape, d.image(0)}, 1, 0, s), want);
+  EXPECT_EQ(eval_sample(tr, {d.shape, d.image(0)}), want);  // eval resizes the whole image: 8 -> 8
 }
 
 TEST(TransformsHeavy, ResizedCropBoxFollowsTorchvision) {
@@ -322,7 +326,7 @@ TEST(TransformsHeavy, RotationKeepsTheCentreAndFillsCornersWithZero) {
   const SampleTransform t(o, shape);
   int corners_cleared = 0;
   for (std::uint64_t s = 0; s < 50; ++s) {
-    const auto out = train_sample(t, img, 4, 0, s);
+    const auto out = train_sample(t, {shape, img}, 4, 0, s);
     EXPECT_EQ(out[4 * 9 + 4], 200.0f);
     for (int y = 2; y <= 6; ++y)  // inside the inscribed circle for every angle
       for (int x = 2; x <= 6; ++x) EXPECT_NEAR(out[y * 9 + x], 200.0f, 1e-3);
@@ -345,7 +349,7 @@ TEST(TransformsHeavy, BrightnessScalesAndClamps) {
   const std::vector<std::uint8_t> grey(48, 100);
   std::set<float> factors;
   for (std::uint64_t s = 0; s < 20; ++s) {
-    const auto out = train_sample(t, grey, 1, 0, s);
+    const auto out = train_sample(t, {{3, 4, 4}, grey}, 1, 0, s);
     EXPECT_TRUE(std::all_of(out.begin(), out.end(), [&](float v) { return v == out[0]; }));
     EXPECT_GE(out[0], 50.0f);
     EXPECT_LE(out[0], 150.0f);
@@ -391,7 +395,8 @@ TEST(TransformsHeavy, SaturationLeavesGreyAloneAndZeroMakesGrey) {
   const Dataset d = testing::synthetic_dataset(1, {1, 6, 6});
   const SampleTransform ta(a, d.shape), tb(b, d.shape);
   for (std::uint64_t s = 0; s < 5; ++s)
-    EXPECT_EQ(train_sample(ta, d.image(0), 1, 0, s), train_sample(tb, d.image(0), 1, 0, s));
+    EXPECT_EQ(train_sample(ta, {d.shape, d.image(0)}, 1, 0, s),
+              train_sample(tb, {d.shape, d.image(0)}, 1, 0, s));
 }
 
 TEST(TransformsHeavy, BlurKeepsConstantsAndSpreadsAnImpulse) {
@@ -444,9 +449,9 @@ TEST(TransformsHeavy, BlurProbabilityGatesTheBlur) {
   off.cutout_probability = 0;
   const SampleTransform tn(never, d.shape), ta(always, d.shape), to(off, d.shape);
   for (std::uint64_t s = 0; s < 5; ++s) {
-    const auto plain = train_sample(to, d.image(0), 1, 0, s);
-    EXPECT_EQ(train_sample(tn, d.image(0), 1, 0, s), plain);
-    EXPECT_NE(train_sample(ta, d.image(0), 1, 0, s), plain);
+    const auto plain = train_sample(to, {d.shape, d.image(0)}, 1, 0, s);
+    EXPECT_EQ(train_sample(tn, {d.shape, d.image(0)}, 1, 0, s), plain);
+    EXPECT_NE(train_sample(ta, {d.shape, d.image(0)}, 1, 0, s), plain);
   }
 }
 
@@ -471,7 +476,7 @@ TEST(TransformsHeavy, CutoutZeroesASquareClippedAtTheBorder) {
   const std::vector<std::uint8_t> pixels(64, 9);
   int full = 0;
   for (std::uint64_t s = 0; s < 100; ++s) {
-    const auto out = train_sample(t, pixels, 2, 0, s);
+    const auto out = train_sample(t, {{1, 8, 8}, pixels}, 2, 0, s);
     const auto zeros = std::count(out.begin(), out.end(), 0.0f);
     EXPECT_GE(zeros, 4);  // a 3x3 square clipped to a corner keeps 2x2
     EXPECT_LE(zeros, 9);
@@ -480,7 +485,7 @@ TEST(TransformsHeavy, CutoutZeroesASquareClippedAtTheBorder) {
   EXPECT_GT(full, 30);  // centres 1..6 of 0..7 on both axes: ~56% fully inside
   o.cutout_probability = 0;
   const SampleTransform never(o, {1, 8, 8});
-  const auto out = train_sample(never, pixels, 2, 0, 0);
+  const auto out = train_sample(never, {{1, 8, 8}, pixels}, 2, 0, 0);
   EXPECT_EQ(std::count(out.begin(), out.end(), 0.0f), 0);
 }
 
@@ -492,14 +497,14 @@ TEST(TransformsHeavy, EvalAppliesNoRandomOp) {
   heavy.crop = 12;
   TransformOptions light{2, 12, false, heavy.mean, heavy.std};
   const SampleTransform th(heavy, d.shape), tl(light, d.shape);
-  EXPECT_EQ(eval_sample(th, d.image(0)), eval_sample(tl, d.image(0)));
+  EXPECT_EQ(eval_sample(th, {d.shape, d.image(0)}), eval_sample(tl, {d.shape, d.image(0)}));
   // With resized_crop, eval is the whole image resized: a 16x16 ramp to 8x8 averages 2x2
   // blocks (half-pixel centres fall between source pixels).
   TransformOptions rrc = pixel_units();
   rrc.resized_crop = 8;
   const Dataset g = testing::synthetic_dataset(1, {1, 16, 16});
   const SampleTransform tr(rrc, g.shape);
-  const auto out = eval_sample(tr, g.image(0));
+  const auto out = eval_sample(tr, {g.shape, g.image(0)});
   ASSERT_EQ(out.size(), 64u);
   const auto px = [&](int y, int x) { return static_cast<float>(g.images[y * 16 + x]); };
   for (int y = 0; y < 8; ++y)
@@ -555,7 +560,7 @@ TEST(TransformsHeavy, RejectsOutOfRangeOptions) {
   ok.blur_probability = 1;
   const SampleTransform edge(ok, shape);
   const std::vector<std::uint8_t> img(shape.size(), 50);
-  const auto out = train_sample(edge, img, 1, 0, 0);
+  const auto out = train_sample(edge, {shape, img}, 1, 0, 0);
   EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); }));
 }
 

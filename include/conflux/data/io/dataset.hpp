@@ -22,6 +22,13 @@ struct ImageShape {
   bool operator==(const ImageShape&) const = default;
 };
 
+/// One image's pixels with their geometry (uint8, CHW; pixels.size() == shape.size()). What
+/// decoders and sources hand on and what the transforms read; it owns nothing.
+struct ImageView {
+  ImageShape shape;
+  std::span<const std::uint8_t> pixels;
+};
+
 /// A source file a dataset was read from, with its SHA-256 (lower-case hex).
 struct SourceFile {
   std::string name;  ///< file name without directory, e.g. "train-images-idx3-ubyte.gz"

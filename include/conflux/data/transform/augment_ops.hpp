@@ -35,8 +35,29 @@ Box random_resized_crop_box(int height, int width, float scale_min, float scale_
 void crop_to_float(std::span<const std::uint8_t> src, ImageShape in, int top, int left, int out_h,
                    int out_w, bool flip, float* dst);
 
-/// Bilinear resize of `box` (inside the source) to out_h x out_w, align_corners = false and no
-/// antialiasing (PyTorch's interpolate); with `flip` the result is mirrored left-right.
+/// Where a bilinear resize reads and writes: `box` of the source is resized to full_height x
+/// full_width, and the height x width window at (top, left) of that resized image is written.
+/// A resized crop writes the whole resized image; resize + centre crop writes a window of it
+/// without computing the rest.
+struct ResizeWindow {
+  Box box;
+  int full_height = 0;
+  int full_width = 0;
+  int top = 0;
+  int left = 0;
+  int height = 0;
+  int width = 0;
+};
+
+/// Bilinear resize, align_corners = false and no antialiasing (PyTorch's interpolate on float
+/// tensors; taps never read outside `box`), separable: a horizontal pass per source row, then
+/// a vertical pass per output row. With `flip` the result is mirrored left-right. Writes
+/// value * scale[c] + shift[c] per channel c, or pixel values when scale and shift are null.
+void resize_bilinear(ImageView src, const ResizeWindow& window, bool flip, const float* scale,
+                     const float* shift, float* dst);
+
+/// Bilinear resize of `box` (inside the source) to out_h x out_w, in pixel units; with `flip`
+/// the result is mirrored left-right. The resize_bilinear above for the whole resized image.
 void resize_bilinear(std::span<const std::uint8_t> src, ImageShape in, Box box, int out_h,
                      int out_w, bool flip, float* dst);
 

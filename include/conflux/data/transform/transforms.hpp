@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "conflux/config/sections.hpp"
+#include "conflux/core/rng.hpp"
 #include "conflux/data/io/dataset.hpp"
+#include "conflux/data/transform/augment_ops.hpp"
 #include "conflux/data/transform/transform_plugin.hpp"
 
 namespace conflux::data {
@@ -24,42 +26,65 @@ struct TransformOptions : TransformSection {
 };
 
 /// The per-sample transform. Training applies the random parts; evaluation takes the centre
-/// crop without padding or flipping (with resized_crop: the whole image resized), and no heavy
+/// crop without padding or flipping (with resized_crop: the whole image resized; for images of
+/// varying size: the shorter side resized to eval_resize, then the centre crop), and no heavy
 /// random op, cutout or plugin. Without any heavy option or plugin, training is the light path,
 /// bit for bit as before the heavy options existed.
 class SampleTransform {
  public:
-  /// InputError when the options do not fit images of `input` (crop larger than the padded
-  /// image, mean/std length neither 1 nor C) or a heavy option is out of range.
+  /// `input` is the shape of every image, or {channels, 0, 0} for images of any size (which
+  /// needs transform.resized_crop). InputError when the options do not fit images of `input`
+  /// (crop larger than the padded image, mean/std length neither 1 nor C) or a heavy option is
+  /// out of range.
   SampleTransform(const TransformOptions& options, ImageShape input);
   /// Shape of the output image.
   ImageShape output_shape() const noexcept { return output_; }
-  /// Augmented training sample: writes output_shape().size() floats to `out`.
-  void train(std::span<const std::uint8_t> image, std::uint64_t seed, std::uint32_t epoch,
-             std::uint64_t sample_index, float* out) const;
-  /// Deterministic evaluation sample (centre crop or whole-image resize, no flip).
-  void eval(std::span<const std::uint8_t> image, float* out) const;
+  /// True when the transform takes images of any size (input height and width 0).
+  bool variable_input() const noexcept { return variable_; }
+  /// Augmented training sample: writes output_shape().size() floats to `out`. The image has the
+  /// constructor's shape, or for variable input its channels and any positive height and width.
+  void train(ImageView image, std::uint64_t seed, std::uint32_t epoch, std::uint64_t sample_index,
+             float* out) const;
+  /// Deterministic evaluation sample (centre crop or resize, no flip).
+  void eval(ImageView image, float* out) const;
+  /// The source window train() reads for an image of width x height (a resized crop's box, or
+  /// the random crop clipped to the image, or the whole image), so that a decoder can pick a
+  /// reduced scale before train() runs. Exactly the window train() uses for the same key.
+  augment::Box train_crop(int width, int height, std::uint64_t seed, std::uint32_t epoch,
+                          std::uint64_t sample_index) const;
+  /// The shorter side eval() resizes images of varying size to (transform.eval_resize, or its
+  /// default resized_crop * 8 / 7); 0 for fixed-size input, whose eval reads the image as is.
+  int eval_short_side() const noexcept { return variable_ ? eval_resize_ : 0; }
 
  private:
-  void validate_heavy() const;
-  void render(std::span<const std::uint8_t> image, int top, int left, bool flip, float* out) const;
-  // The heavy path's steps, in order; each op draws from its own stream of `key`.
   struct SampleKey {
     std::uint64_t seed;
     std::uint32_t epoch;
     std::uint64_t sample_index;
   };
-  void train_heavy(std::span<const std::uint8_t> image, std::uint64_t seed, std::uint32_t epoch,
-                   std::uint64_t sample_index, float* out) const;
-  void heavy_geometry(std::span<const std::uint8_t> image, const SampleKey& key,
+  void validate_input(const TransformOptions& options, ImageShape input);
+  void validate_heavy() const;
+  void check_image(const ImageView& image) const;
+  void crop_offsets(Rng& rng, int& top, int& left) const;
+  augment::Box resized_crop_box(int height, int width, const SampleKey& key) const;
+  void render(std::span<const std::uint8_t> image, int top, int left, bool flip, float* out) const;
+  // The heavy path's steps, in order; each op draws from its own stream of `key`.
+  void train_heavy(const ImageView& image, const SampleKey& key, float* out) const;
+  void resized_crop(const ImageView& image, const SampleKey& key, bool flip, const float* scale,
+                    const float* shift, float* out) const;
+  void heavy_geometry(const ImageView& image, const SampleKey& key, bool flip,
                       std::vector<float>*& work, std::vector<float>*& spare) const;
   void heavy_colour(float* img, const SampleKey& key) const;
   void heavy_normalise(std::vector<float>& work, const SampleKey& key, float* out) const;
   void heavy_cutout(float* out, const SampleKey& key) const;
+  void eval_any_size(const ImageView& image, float* out) const;
   TransformOptions options_;
   ImageShape input_;
   ImageShape output_;
+  bool variable_ = false;       // images of any size: input_ is {channels, 0, 0}
   bool heavy_ = false;          // any heavy option or a plugin: train() takes train_heavy()
+  bool fused_ = false;          // heavy, but nothing between the resized crop and normalise
+  int eval_resize_ = 0;         // variable input: the shorter side eval() resizes to
   std::vector<float> scale_;    // per channel: 1 / (255 * std)
   std::vector<float> shift_;    // per channel: -mean / std
   std::vector<float> inv_std_;  // per channel: 1 / std, for [0, 1] input (after a plugin)
