@@ -1,9 +1,10 @@
 // JPEG decoding through libjpeg-turbo's TurboJPEG API.
 //
-// Same pixels on every thread, rank and x86-64 machine: the flags are fixed (kDecodeFlags) and
-// select the accurate integer IDCT. libjpeg-turbo's README ("Mathematical Compatibility")
-// states that its output matches libjpeg v6b except with the floating-point DCT/IDCT, so which
-// SIMD extension the CPU offers does not change the integer IDCT's pixels. Smooth ("fancy")
+// Same pixels on every thread, rank and x86-64 machine: the flags are fixed
+// (turbojpeg_decode_flags) and select the accurate integer IDCT. libjpeg-turbo's README
+// ("Mathematical Compatibility") states that its output matches libjpeg v6b except with the
+// floating-point DCT/IDCT, so which SIMD extension the CPU offers does not change the integer
+// IDCT's pixels. Smooth ("fancy")
 // chroma upsampling, the TurboJPEG default, is kept for the same reason: it is one fixed
 // algorithm, whereas merged upsampling would make the pixels depend on a flag.
 
@@ -19,12 +20,6 @@
 namespace conflux::data::detail {
 
 namespace {
-
-// TJFLAG_STOPONWARNING: a warning (e.g. "Premature end of JPEG file") means a damaged file,
-// which libjpeg would otherwise finish with grey filler; it is an error here, and stopping at
-// once saves decoding the rest. TJFLAG_LIMITSCANS: a progressive JPEG with an absurd number of
-// scans (a known denial-of-service shape) is refused rather than decoded for minutes.
-constexpr int kDecodeFlags = TJFLAG_ACCURATEDCT | TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS;
 
 // The error text of the failed call on `handle`: a TurboJPEG warning is named as one, since
 // other decoders would have returned a (damaged) image for it. The thread's handle is renewed:
@@ -99,7 +94,7 @@ void decode_jpeg(std::span<const std::uint8_t> bytes, const DecodeOptions& optio
     target = interleaved.data();
   }
   if (tjDecompress2(handle, bytes.data(), size, target, scaled_width, 0, scaled_height,
-                    pixel_format_of(layout), kDecodeFlags) != 0) {
+                    pixel_format_of(layout), turbojpeg_decode_flags()) != 0) {
     throw_jpeg_error(handle, "decoding", where);
   }
   if (!direct) {
