@@ -34,8 +34,10 @@ namespace {
 }
 
 // The smallest scale k/8 (k = 1..8) whose shorter side is still >= min_short_side; 1/1 when
-// none is (or when min_short_side is 0). Only eighths: those are the scaled IDCTs every
-// libjpeg-turbo version has, so the choice does not depend on the library's version.
+// none is (or when min_short_side is 0). Factors above 1 (TurboJPEG offers up to 2/1) would
+// upscale, and only multiples of 1/8 are taken, so that the candidates are the same eight
+// scaled IDCTs whatever other factors a library version lists. The choice depends only on the
+// header's size, so every rank picks the same scale for a sample.
 tjscalingfactor choose_scale(int width, int height, int min_short_side) {
   tjscalingfactor best{1, 1};
   if (min_short_side <= 0) return best;
