@@ -49,6 +49,7 @@ struct PngLayout {
   int height = 0;
   int bit_depth = 8;
   int color_type = PNG_COLOR_TYPE_RGB;
+  bool interlaced = false;
   std::vector<png_color> palette{};
   std::vector<png_byte> trans{};
 };
@@ -58,7 +59,8 @@ bool write_rows(png_structp png, png_infop info, const PngLayout* layout, png_by
   if (setjmp(png_jmpbuf(png))) return false;
   png_set_IHDR(png, info, static_cast<png_uint_32>(layout->width),
                static_cast<png_uint_32>(layout->height), layout->bit_depth, layout->color_type,
-               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+               layout->interlaced ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   if (!layout->palette.empty()) {
     png_set_PLTE(png, info, layout->palette.data(), static_cast<int>(layout->palette.size()));
   }
@@ -66,6 +68,7 @@ bool write_rows(png_structp png, png_infop info, const PngLayout* layout, png_by
     png_set_tRNS(png, info, layout->trans.data(), static_cast<int>(layout->trans.size()), nullptr);
   }
   png_write_info(png, info);
+  if (layout->interlaced) png_set_interlace_handling(png);  // png_write_image runs the passes
   png_write_image(png, rows);
   png_write_end(png, nullptr);
   return true;
@@ -158,10 +161,12 @@ std::vector<std::uint8_t> encode_jpeg(const RawImage& image, int quality, Chroma
   return out;
 }
 
-std::vector<std::uint8_t> encode_png(const RawImage& image) {
+std::vector<std::uint8_t> encode_png(const RawImage& image, bool interlaced) {
   check_size(image.width, image.height, image.kind, image.pixels.size());
-  const PngLayout layout{
-      .width = image.width, .height = image.height, .color_type = png_color_type(image.kind)};
+  const PngLayout layout{.width = image.width,
+                         .height = image.height,
+                         .color_type = png_color_type(image.kind),
+                         .interlaced = interlaced};
   return write_png(layout, image.pixels.data(),
                    static_cast<std::size_t>(image.width) * channels_of(image.kind));
 }

@@ -33,8 +33,9 @@ enum class Chroma { k444, k420 };
 std::vector<std::uint8_t> encode_jpeg(const RawImage& image, int quality,
                                       Chroma chroma = Chroma::k420);
 
-/// An 8-bit PNG of any kind but kCmyk (kGray, kGrayAlpha, kRgb, kRgba), not interlaced.
-std::vector<std::uint8_t> encode_png(const RawImage& image);
+/// An 8-bit PNG of any kind but kCmyk (kGray, kGrayAlpha, kRgb, kRgba); Adam7-interlaced
+/// when `interlaced`.
+std::vector<std::uint8_t> encode_png(const RawImage& image, bool interlaced = false);
 
 /// A 16-bit PNG: `samples` holds width * height * channels_of(kind) values, HWC.
 std::vector<std::uint8_t> encode_png16(int width, int height, PixelKind kind,

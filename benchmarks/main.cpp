@@ -54,6 +54,14 @@ const bench::Scenario kScenarios[] = {
      "end-to-end training samples/s per epoch of the real training job for a config "
      "(mpirun -np trainers+workers)",
      bench::run_train},
+    {"make-images",
+     "write an ImageNet-style JPEG/PNG folder from CIFAR-10 upscaled to ImageNet-like sizes "
+     "(a stand-in for ImageNet; deterministic)",
+     bench::run_make_images},
+    {"decode",
+     "JPEG decode speed on one thread: conflux's decode_image vs a plain TurboJPEG loop "
+     "(1 rank)",
+     bench::run_decode},
 };
 
 void print_usage() {

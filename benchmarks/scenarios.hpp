@@ -51,4 +51,11 @@ int run_profiler_overhead(const std::vector<std::string>& args, const comm::Comm
 /// Speed of the exact planner on the full default space, and against exhaustive search.
 int run_planner(const std::vector<std::string>& args, const comm::Communicator& world);
 
+/// An ImageNet-style folder of JPEG/PNG files made from CIFAR-10 (upscaled), for tests and the
+/// decode benchmark.
+int run_make_images(const std::vector<std::string>& args, const comm::Communicator& world);
+
+/// Single-thread JPEG decode speed: conflux's decode_image against a plain TurboJPEG loop.
+int run_decode(const std::vector<std::string>& args, const comm::Communicator& world);
+
 }  // namespace conflux::bench

@@ -1,9 +1,10 @@
 // JPEG decoding through libjpeg-turbo's TurboJPEG API.
 //
-// Same pixels on every thread, rank and x86-64 machine: the flags are fixed (kDecodeFlags) and
-// select the accurate integer IDCT. libjpeg-turbo's README ("Mathematical Compatibility")
-// states that its output matches libjpeg v6b except with the floating-point DCT/IDCT, so which
-// SIMD extension the CPU offers does not change the integer IDCT's pixels. Smooth ("fancy")
+// Same pixels on every thread, rank and x86-64 machine: the flags are fixed
+// (turbojpeg_decode_flags) and select the accurate integer IDCT. libjpeg-turbo's README
+// ("Mathematical Compatibility") states that its output matches libjpeg v6b except with the
+// floating-point DCT/IDCT, so which SIMD extension the CPU offers does not change the integer
+// IDCT's pixels. Smooth ("fancy")
 // chroma upsampling, the TurboJPEG default, is kept for the same reason: it is one fixed
 // algorithm, whereas merged upsampling would make the pixels depend on a flag.
 
@@ -20,12 +21,6 @@ namespace conflux::data::detail {
 
 namespace {
 
-// TJFLAG_STOPONWARNING: a warning (e.g. "Premature end of JPEG file") means a damaged file,
-// which libjpeg would otherwise finish with grey filler; it is an error here, and stopping at
-// once saves decoding the rest. TJFLAG_LIMITSCANS: a progressive JPEG with an absurd number of
-// scans (a known denial-of-service shape) is refused rather than decoded for minutes.
-constexpr int kDecodeFlags = TJFLAG_ACCURATEDCT | TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS;
-
 // The error text of the failed call on `handle`: a TurboJPEG warning is named as one, since
 // other decoders would have returned a (damaged) image for it. The thread's handle is renewed:
 // a failed call may leave its state behind (turbojpeg_handle.hpp).
@@ -39,8 +34,10 @@ constexpr int kDecodeFlags = TJFLAG_ACCURATEDCT | TJFLAG_STOPONWARNING | TJFLAG_
 }
 
 // The smallest scale k/8 (k = 1..8) whose shorter side is still >= min_short_side; 1/1 when
-// none is (or when min_short_side is 0). Only eighths: those are the scaled IDCTs every
-// libjpeg-turbo version has, so the choice does not depend on the library's version.
+// none is (or when min_short_side is 0). Factors above 1 (TurboJPEG offers up to 2/1) would
+// upscale, and only multiples of 1/8 are taken, so that the candidates are the same eight
+// scaled IDCTs whatever other factors a library version lists. The choice depends only on the
+// header's size, so every rank picks the same scale for a sample.
 tjscalingfactor choose_scale(int width, int height, int min_short_side) {
   tjscalingfactor best{1, 1};
   if (min_short_side <= 0) return best;
@@ -99,7 +96,7 @@ void decode_jpeg(std::span<const std::uint8_t> bytes, const DecodeOptions& optio
     target = interleaved.data();
   }
   if (tjDecompress2(handle, bytes.data(), size, target, scaled_width, 0, scaled_height,
-                    pixel_format_of(layout), kDecodeFlags) != 0) {
+                    pixel_format_of(layout), turbojpeg_decode_flags()) != 0) {
     throw_jpeg_error(handle, "decoding", where);
   }
   if (!direct) {

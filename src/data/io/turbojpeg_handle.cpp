@@ -8,6 +8,17 @@
 
 namespace conflux::data {
 
+int turbojpeg_decode_flags() noexcept {
+  // TJFLAG_ACCURATEDCT: the accurate integer IDCT, whose pixels do not depend on the CPU's
+  //   SIMD extensions (jpeg_decode.cpp).
+  // TJFLAG_STOPONWARNING: a warning (e.g. "Premature end of JPEG file") means a damaged file,
+  //   which libjpeg would otherwise finish with grey filler; it is an error here, and stopping
+  //   at once saves decoding the rest.
+  // TJFLAG_LIMITSCANS: a progressive JPEG with an absurd number of scans (a known
+  //   denial-of-service shape) is refused rather than decoded for minutes.
+  return TJFLAG_ACCURATEDCT | TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS;
+}
+
 TurboJpegHandle TurboJpegHandle::decompressor() {
   tjhandle handle = tjInitDecompress();
   CONFLUX_CHECK(handle != nullptr, "TurboJPEG: cannot create a decompressor: {}",

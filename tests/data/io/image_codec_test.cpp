@@ -127,6 +127,11 @@ TEST(ImageCodec, RgbPngRoundTripsExactly) {
   const DecodedImage out = decode(bench::encode_png(source), 3);
   EXPECT_EQ(out.shape, (ImageShape{3, 21, 37}));
   EXPECT_EQ(out.pixels, planes(source, {0, 1, 2}));
+  const Bytes adam7 = bench::encode_png(source, true);
+  ASSERT_EQ(adam7.at(28), 1) << "IHDR interlace method";
+  const DecodedImage interlaced = decode(adam7, 3);
+  EXPECT_EQ(interlaced.shape, out.shape);
+  EXPECT_EQ(interlaced.pixels, out.pixels) << "Adam7-interlaced PNG";
 }
 
 TEST(ImageCodec, GrayImagesAreReplicatedIntoThreeChannels) {

@@ -6,6 +6,11 @@
 
 namespace conflux::data {
 
+/// The TurboJPEG flags of every JPEG decode in conflux (accurate integer IDCT, warnings are
+/// errors, limited progressive scans; turbojpeg_handle.cpp says why). Public so that a
+/// benchmark's plain TurboJPEG baseline decodes exactly as conflux does.
+int turbojpeg_decode_flags() noexcept;
+
 /// A TurboJPEG compressor or decompressor handle, destroyed with the object. Move-only.
 class TurboJpegHandle {
  public:

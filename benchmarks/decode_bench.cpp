@@ -1,0 +1,184 @@
+// conflux-bench decode: how fast conflux decodes JPEGs on one thread, against the plain
+// TurboJPEG loop any loader would write (tjDecompressHeader3 + tjDecompress2 to interleaved
+// RGB with the same flags). The difference is what conflux adds: format sniffing, the checks,
+// and the conversion to CHW. Both decode the same in-memory files, interleaved repetitions.
+
+#include <fmt/format.h>
+#include <turbojpeg.h>
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "conflux/core/error.hpp"
+#include "conflux/data/io/image_codec.hpp"
+#include "conflux/data/io/turbojpeg_handle.hpp"
+#include "report.hpp"
+#include "scenarios.hpp"
+
+namespace conflux::bench {
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+
+struct DecodeArgs {
+  std::string images;
+  std::size_t limit = 1000;
+  int repetitions = 5;
+};
+
+std::optional<po::variables_map> parse(const std::vector<std::string>& args, DecodeArgs& a,
+                                       CommonOptions& common, const comm::Communicator& world) {
+  po::options_description options("conflux-bench decode options");
+  options.add_options()("help,h", "show this help")(
+      "images", po::value(&a.images)->required(),
+      "folder searched recursively for *.jpg / *.jpeg (e.g. made by make-images --size 200-500); "
+      "files that are not decodable JPEGs are skipped and counted")(
+      "limit", po::value(&a.limit)->default_value(a.limit), "at most this many files (by path)")(
+      "repetitions", po::value(&a.repetitions)->default_value(a.repetitions),
+      "timed passes per decoder, interleaved; the median pass is reported");
+  auto vm = parse_scenario_options("decode", args, options, common, world);
+  if (vm) {
+    CONFLUX_REQUIRE(a.limit > 0, "decode: --limit must be positive");
+    CONFLUX_REQUIRE(a.repetitions > 0, "decode: --repetitions must be positive");
+  }
+  return vm;
+}
+
+struct JpegFile {
+  std::string path;
+  std::vector<std::uint8_t> bytes;
+  std::size_t pixels = 0;  // width x height
+};
+
+bool is_jpeg_name(const fs::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return ext == ".jpg" || ext == ".jpeg";
+}
+
+// The decodable JPEGs under `dir`, in path order, read into memory; `skipped` counts the rest.
+std::vector<JpegFile> load_jpegs(const DecodeArgs& a, std::size_t& skipped) {
+  CONFLUX_REQUIRE(fs::is_directory(a.images), "decode: --images {}: not a directory", a.images);
+  std::vector<fs::path> paths;
+  for (const auto& entry : fs::recursive_directory_iterator(a.images)) {
+    if (entry.is_regular_file() && is_jpeg_name(entry.path())) paths.push_back(entry.path());
+  }
+  std::sort(paths.begin(), paths.end());
+  std::vector<JpegFile> files;
+  data::DecodedImage image;
+  for (const auto& path : paths) {
+    if (files.size() == a.limit) break;
+    std::ifstream in(path, std::ios::binary);
+    JpegFile f{path.string(), {std::istreambuf_iterator<char>(in), {}}, 0};
+    if (data::sniff_format(f.bytes) != data::ImageFormat::kJpeg) {  // a PNG named .jpg, text
+      ++skipped;
+      continue;
+    }
+    try {
+      data::decode_image(f.bytes, data::DecodeOptions{}, f.path, image);  // also warms up
+      f.pixels = static_cast<std::size_t>(image.shape.height) * image.shape.width;
+      files.push_back(std::move(f));
+    } catch (const data::CorruptSampleError&) {
+      ++skipped;
+    }
+  }
+  CONFLUX_REQUIRE(!files.empty(), "decode: no decodable JPEG under {}", a.images);
+  return files;
+}
+
+using Clock = std::chrono::steady_clock;
+
+// One pass of the baseline: what a loader written directly on TurboJPEG does.
+double baseline_pass(const std::vector<JpegFile>& files, std::vector<std::uint8_t>& rgb) {
+  const data::TurboJpegHandle handle = data::TurboJpegHandle::decompressor();
+  const auto start = Clock::now();
+  for (const JpegFile& f : files) {
+    int width = 0, height = 0, subsampling = 0, colorspace = 0;
+    const auto size = static_cast<unsigned long>(f.bytes.size());
+    CONFLUX_CHECK(tjDecompressHeader3(handle.get(), f.bytes.data(), size, &width, &height,
+                                      &subsampling, &colorspace) == 0,
+                  "{}: {}", f.path, tjGetErrorStr2(handle.get()));
+    rgb.resize(static_cast<std::size_t>(width) * height * 3);
+    CONFLUX_CHECK(tjDecompress2(handle.get(), f.bytes.data(), size, rgb.data(), width, 0, height,
+                                TJPF_RGB, data::turbojpeg_decode_flags()) == 0,
+                  "{}: {}", f.path, tjGetErrorStr2(handle.get()));
+  }
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double conflux_pass(const std::vector<JpegFile>& files, data::DecodedImage& image) {
+  const auto start = Clock::now();
+  for (const JpegFile& f : files) data::decode_image(f.bytes, data::DecodeOptions{}, f.path, image);
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int run_decode(const std::vector<std::string>& args, const comm::Communicator& world) {
+  if (world.rank() != 0) return 0;
+  DecodeArgs a;
+  CommonOptions common;
+  const auto vm = parse(args, a, common, world);
+  if (!vm) return 0;
+  std::size_t skipped = 0;
+  const std::vector<JpegFile> files = load_jpegs(a, skipped);
+  double megabytes = 0, megapixels = 0;
+  for (const auto& f : files) {
+    megabytes += static_cast<double>(f.bytes.size()) / 1e6;
+    megapixels += static_cast<double>(f.pixels) / 1e6;
+  }
+  // Interleaved, and alternating which goes first, so drift on a shared machine hits both.
+  std::vector<double> baseline, conflux;
+  std::vector<std::uint8_t> rgb;
+  data::DecodedImage image;
+  for (int r = 0; r < a.repetitions; ++r) {
+    if (r % 2 == 0) baseline.push_back(baseline_pass(files, rgb));
+    conflux.push_back(conflux_pass(files, image));
+    if (r % 2 == 1) baseline.push_back(baseline_pass(files, rgb));
+  }
+  const double t_base = median(baseline), t_conflux = median(conflux);
+  const double n = static_cast<double>(files.size());
+  const double ratio = t_base / t_conflux;  // throughput ratio conflux / baseline
+
+  Report report("decode", common);
+  report.add_parameters(*vm);
+  report.set_parameter("files", files.size());
+  report.set_parameter("skipped", skipped);
+  Table& table = report.add_table(Table(
+      "decode",
+      fmt::format("JPEG decode, 1 thread: {} files ({:.1f} MB, {:.1f} Mpixel; {} skipped) from "
+                  "{}, median of {} passes",
+                  files.size(), megabytes, megapixels, skipped, a.images, a.repetitions),
+      {"decoder", {"images/s", 1}, {"MB/s in", 1}, {"Mpixel/s", 1}, {"vs baseline", 3}}));
+  table.add_row({"TurboJPEG loop -> RGB HWC (baseline)", n / t_base, megabytes / t_base,
+                 megapixels / t_base, 1.0});
+  table.add_row({"conflux decode_image -> RGB CHW", n / t_conflux, megabytes / t_conflux,
+                 megapixels / t_conflux, ratio});
+  table.print();
+  fmt::print("conflux / baseline throughput: {:.3f} (target >= 0.90: {})\n", ratio,
+             ratio >= 0.90 ? "met" : "MISSED");
+  report.set_summary("ratio", ratio);
+  report.set_summary("baseline_images_per_s", n / t_base);
+  report.set_summary("conflux_images_per_s", n / t_conflux);
+  report.write();
+  return 0;
+}
+
+}  // namespace conflux::bench
