@@ -45,11 +45,12 @@ int cmd_data_pack(const std::vector<std::string>& args) {
   std::string dataset, path, out, splits = "train,val";
   std::uint64_t shard_mb = 1024;
   po::options_description options("conflux data pack options");
-  options.add_options()("help,h", "show this help")(
-      "dataset", po::value(&dataset)->required(), "image-folder (the only one packed today)")(
+  options.add_options()("help,h", "show this help")("dataset", po::value(&dataset)->required(),
+                                                    "image-folder (the only one packed today)")(
       "path", po::value(&path)->required(), "the image folder's root (holding the split folders)")(
       "out,o", po::value(&out)->required(), "the pack directory to create")(
-      "splits", po::value(&splits)->default_value(splits), "split folders to pack, comma-separated")(
+      "splits", po::value(&splits)->default_value(splits),
+      "split folders to pack, comma-separated")(
       "shard-mb", po::value(&shard_mb)->default_value(shard_mb), "target shard size in MB");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(options).run(), vm);

@@ -225,10 +225,9 @@ void Dataset::read_row_elements(const ElementType& type, std::uint64_t first, st
   CONFLUX_H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr,
                                        extent.data(), nullptr),
                    file_label_, path_);
-  const Handle memory_space{CONFLUX_H5_CHECK(
-      create_space(extent), file_label_, path_)};
-  CONFLUX_H5_CHECK(H5Dread(dataset_.get(), type.memory_type(), memory_space.get(),
-                           file_space.get(), H5P_DEFAULT, out),
+  const Handle memory_space{CONFLUX_H5_CHECK(create_space(extent), file_label_, path_)};
+  CONFLUX_H5_CHECK(H5Dread(dataset_.get(), type.memory_type(), memory_space.get(), file_space.get(),
+                           H5P_DEFAULT, out),
                    file_label_, path_);
 }
 

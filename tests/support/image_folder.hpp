@@ -23,8 +23,11 @@ inline std::string image_bytes(const std::string& split, const std::string& cls,
 inline void make_image_folder(const std::filesystem::path& root,
                               std::initializer_list<std::string> splits = {"train", "val"}) {
   for (const std::string& split : splits) {
-    for (const auto& [cls, file] : {std::pair{"cat", "b.jpg"}, {"cat", "a.PNG"},
-                                    {"cat", "notes.txt"}, {"dog", "z.jpeg"}, {"emu", "m.jpg"},
+    for (const auto& [cls, file] : {std::pair{"cat", "b.jpg"},
+                                    {"cat", "a.PNG"},
+                                    {"cat", "notes.txt"},
+                                    {"dog", "z.jpeg"},
+                                    {"emu", "m.jpg"},
                                     {"emu", "l.jpg"}}) {
       std::filesystem::create_directories(root / split / cls);
       write_plain(root / split / cls / file, image_bytes(split, cls, file));

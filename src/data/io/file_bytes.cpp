@@ -44,8 +44,8 @@ void ReadOnlyFile::read(std::uint64_t offset, std::uint64_t length, std::vector<
   out.resize(length);
   std::uint64_t done = 0;
   while (done < length) {
-    const ssize_t n = ::pread(fd_, out.data() + done, length - done,
-                              static_cast<off_t>(offset + done));
+    const ssize_t n =
+        ::pread(fd_, out.data() + done, length - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     CONFLUX_REQUIRE(n >= 0, "{}: read failed: {}", what, std::strerror(errno));
     CONFLUX_REQUIRE(n > 0, "{}: the file ends after {} of the {} bytes", what, done, length);

@@ -33,9 +33,10 @@ h5::Dataset open_images(const h5::File& file, const std::string& path, bool& is_
     return file.open_dataset<float>(path, {.convert = true});
   } catch (const InputError&) {
   }
-  CONFLUX_INPUT_ERROR("{}: dataset {} is neither uint8 nor float (images must be uint8, or "
-                      "float32 in [0, 1])",
-                      file.label(), path);
+  CONFLUX_INPUT_ERROR(
+      "{}: dataset {} is neither uint8 nor float (images must be uint8, or "
+      "float32 in [0, 1])",
+      file.label(), path);
 }
 
 // The labels, checked against `num_classes` (0: any non-negative label; then it becomes the
@@ -43,8 +44,7 @@ h5::Dataset open_images(const h5::File& file, const std::string& path, bool& is_
 std::vector<model::Label> read_labels(const h5::File& file, const Hdf5ArrayOptions& options,
                                       std::size_t n, int& num_classes) {
   // Read as int64 whatever integer type is stored, so no value is clamped unseen.
-  const h5::Dataset dataset =
-      file.open_dataset<std::int64_t>(options.labels, {.convert = true});
+  const h5::Dataset dataset = file.open_dataset<std::int64_t>(options.labels, {.convert = true});
   dataset.require_rank(1);
   CONFLUX_REQUIRE(dataset.dims()[0] == n, "{}: {} holds {} labels but {} holds {} images",
                   file.label(), options.labels, dataset.dims()[0], options.images, n);
@@ -53,10 +53,11 @@ std::vector<model::Label> read_labels(const h5::File& file, const Hdf5ArrayOptio
   std::vector<model::Label> labels(n);
   std::int64_t largest = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    CONFLUX_REQUIRE(values[i] >= 0 && values[i] < limit,
-                    "{}: {}[{}] = {} is outside [0, {}){}", file.label(), options.labels, i,
-                    values[i], limit,
-                    options.num_classes > 0 ? " (data.num_classes)" : " (labels must be >= 0)");
+    CONFLUX_REQUIRE(values[i] >= 0 &&
+                            values[i]<limit, "{}: {}[{}] = {} is outside [0, {}){}", file.label(),
+                                      options.labels, i, values[i], limit, options.num_classes> 0
+                        ? " (data.num_classes)"
+                        : " (labels must be >= 0)");
     labels[i] = static_cast<model::Label>(values[i]);
     largest = std::max(largest, values[i]);
   }
@@ -69,9 +70,8 @@ std::vector<model::Label> read_labels(const h5::File& file, const Hdf5ArrayOptio
 SourceFile identity(const std::string& file, std::uint64_t file_size, const std::string& images,
                     const h5::Dims& dims, bool is_float, const std::vector<model::Label>& labels) {
   Sha256 hash;
-  const std::string head =
-      fmt::format("{} bytes; {} {} {}\n", file_size, images, h5::dims_string(dims),
-                  is_float ? "float32" : "uint8");
+  const std::string head = fmt::format("{} bytes; {} {} {}\n", file_size, images,
+                                       h5::dims_string(dims), is_float ? "float32" : "uint8");
   hash.update(std::as_bytes(std::span(head.data(), head.size())));
   hash.update(std::as_bytes(std::span(labels)));
   return {fmt::format("{} {} (size, shape, labels)",

@@ -11,8 +11,8 @@ LimitedSource::LimitedSource(std::unique_ptr<SampleSource> inner, std::size_t li
 
 void LimitedSource::require_in_range(std::size_t i) const {
   // Past the limit is a caller's bug, not bad data: the inner source would answer silently.
-  CONFLUX_CHECK(i < size_, "{}: sample {} is past the limit of {} samples", inner_->info().name,
-                i, size_);
+  CONFLUX_CHECK(i < size_, "{}: sample {} is past the limit of {} samples", inner_->info().name, i,
+                size_);
 }
 
 model::Label LimitedSource::label(std::size_t i) const {

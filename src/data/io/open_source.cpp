@@ -91,9 +91,10 @@ void require_same_classes(const SampleSource& train, const SampleSource& test,
   const auto only_test = missing_from(b, a);
   CONFLUX_REQUIRE(!only_train.empty() || !only_test.empty(),
                   "{}: the same classes in another order", what);
-  CONFLUX_INPUT_ERROR("{} have different classes: only in the train split: [{}]; only in the "
-                      "test split: [{}]",
-                      what, fmt::join(only_train, ", "), fmt::join(only_test, ", "));
+  CONFLUX_INPUT_ERROR(
+      "{} have different classes: only in the train split: [{}]; only in the "
+      "test split: [{}]",
+      what, fmt::join(only_train, ", "), fmt::join(only_test, ", "));
 }
 
 SourceSplits open_sources(const DataSection& data) {

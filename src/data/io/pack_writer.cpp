@@ -55,9 +55,9 @@ void copy_range(const fs::path& from, const fs::path& to, std::uint64_t at, std:
                 std::strerror(errno));
   std::vector<std::uint8_t> buffer(std::size_t{8} << 20);
   for (std::uint64_t done = 0; done < bytes;) {
-    const ssize_t n = ::pread(in.fd, buffer.data(),
-                              std::min<std::uint64_t>(buffer.size(), bytes - done),
-                              static_cast<off_t>(done));
+    const ssize_t n =
+        ::pread(in.fd, buffer.data(), std::min<std::uint64_t>(buffer.size(), bytes - done),
+                static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     CONFLUX_CHECK(n > 0, "{}: read failed: {}", from.string(), std::strerror(errno));
     for (ssize_t put = 0; put < n;) {
@@ -123,8 +123,10 @@ class SplitPacker {
 
   void finish_shard() {
     const std::size_t number = out_.shard_files.size();
-    CONFLUX_REQUIRE(number < pack::kMaxShards, "split {}: more than {} shards; use a larger "
-                    "--shard-mb", split_.name, pack::kMaxShards);
+    CONFLUX_REQUIRE(number < pack::kMaxShards,
+                    "split {}: more than {} shards; use a larger "
+                    "--shard-mb",
+                    split_.name, pack::kMaxShards);
     if (spool_fd_ >= 0) ::close(std::exchange(spool_fd_, -1));
     const std::string name = pack::shard_file_name(split_.name, number);
     const fs::path path = dir_ / name;

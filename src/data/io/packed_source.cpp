@@ -65,8 +65,8 @@ NameTable read_names(const h5::File& file, const std::string& at, std::size_t n)
     CONFLUX_REQUIRE(ends[i] >= begin && ends[i] <= bytes.size(),
                     "{}: {}[{}] = {} is outside [{}, {}] (a damaged index)", file.label(),
                     at + pack::dset::kNameEnd, i, ends[i], begin, bytes.size());
-    names.push_back(std::string_view(reinterpret_cast<const char*>(bytes.data()) + begin,
-                                     ends[i] - begin));
+    names.push_back(
+        std::string_view(reinterpret_cast<const char*>(bytes.data()) + begin, ends[i] - begin));
     begin = ends[i];
   }
   names.shrink_to_fit();
@@ -91,8 +91,10 @@ void PackedSource::read_index(const fs::path& index_path, const std::string& spl
   const h5::File file = h5::File::open(index_path);
   const std::string& label = file.label();
   const auto version = file.read_attribute<std::int32_t>("/", pack::attr::kFormatVersion);
-  CONFLUX_REQUIRE(version == pack::kFormatVersion, "{}: pack format version {}; this conflux "
-                  "reads version {}", label, version, pack::kFormatVersion);
+  CONFLUX_REQUIRE(version == pack::kFormatVersion,
+                  "{}: pack format version {}; this conflux "
+                  "reads version {}",
+                  label, version, pack::kFormatVersion);
   const auto splits = file.read_strings_attribute("/", pack::attr::kSplits);
   CONFLUX_REQUIRE(file.exists("/" + split), "{}: no split '{}' in this pack (its splits: {})",
                   label, split, fmt::join(splits, ", "));
@@ -108,22 +110,22 @@ void PackedSource::read_index(const fs::path& index_path, const std::string& spl
   index_.offset = file.read_vector<std::uint64_t>(at + d::kOffset);
   index_.length = file.read_vector<std::uint32_t>(at + d::kLength);
   const std::size_t n = index_.labels.size();
-  CONFLUX_REQUIRE(n > 0 && shard.size() == n && index_.offset.size() == n &&
-                      index_.length.size() == n,
-                  "{}: split {}: {} labels, {} shard numbers, {} offsets, {} lengths (a damaged "
-                  "index, or an empty split)",
-                  label, split, n, shard.size(), index_.offset.size(), index_.length.size());
+  CONFLUX_REQUIRE(
+      n > 0 && shard.size() == n && index_.offset.size() == n && index_.length.size() == n,
+      "{}: split {}: {} labels, {} shard numbers, {} offsets, {} lengths (a damaged "
+      "index, or an empty split)",
+      label, split, n, shard.size(), index_.offset.size(), index_.length.size());
   index_.names = read_names(file, at, n);
   const ShardRecords shards = read_shard_records(file, at, split);
   index_.shard.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const std::string_view name = index_.names[i];
     CONFLUX_REQUIRE(index_.labels[i] >= 0 && index_.labels[i] < info_.num_classes,
-                    "{}: split {}: sample {} ('{}') has label {}, outside [0, {})", label, split,
-                    i, name, index_.labels[i], info_.num_classes);
+                    "{}: split {}: sample {} ('{}') has label {}, outside [0, {})", label, split, i,
+                    name, index_.labels[i], info_.num_classes);
     CONFLUX_REQUIRE(shard[i] < shards.files.size(),
-                    "{}: split {}: sample {} ('{}') is in shard {}, but there are {}", label,
-                    split, i, name, shard[i], shards.files.size());
+                    "{}: split {}: sample {} ('{}') is in shard {}, but there are {}", label, split,
+                    i, name, shard[i], shards.files.size());
     const std::uint64_t end = shards.bytes[shard[i]];
     CONFLUX_REQUIRE(index_.length[i] <= end && index_.offset[i] <= end - index_.length[i],
                     "{}: split {}: sample {} ('{}') at offset {} (+{} bytes) lies beyond the end "
@@ -150,14 +152,14 @@ void PackedSource::open_shards(const std::vector<std::uint64_t>& shard_bytes,
                     path.string(), pack::kIndexFile);
     shard.file = ReadOnlyFile(path);
     CONFLUX_REQUIRE(shard.file.size() == file_sizes[s],
-                    "{}: {} bytes, but {} records {}: a truncated or replaced shard",
-                    path.string(), shard.file.size(), pack::kIndexFile, file_sizes[s]);
+                    "{}: {} bytes, but {} records {}: a truncated or replaced shard", path.string(),
+                    shard.file.size(), pack::kIndexFile, file_sizes[s]);
     const h5::File file = h5::File::open(path);
     const h5::Dataset bytes = file.open_dataset<std::uint8_t>(pack::kShardBytes);
     bytes.require_rank(1);
-    CONFLUX_REQUIRE(bytes.dims()[0] == shard_bytes[s],
-                    "{}: {} holds {} bytes, but {} records {}", path.string(), pack::kShardBytes,
-                    bytes.dims()[0], pack::kIndexFile, shard_bytes[s]);
+    CONFLUX_REQUIRE(bytes.dims()[0] == shard_bytes[s], "{}: {} holds {} bytes, but {} records {}",
+                    path.string(), pack::kShardBytes, bytes.dims()[0], pack::kIndexFile,
+                    shard_bytes[s]);
     shard.data_offset = shard_bytes[s] == 0 ? 0 : bytes.file_offset();
     CONFLUX_REQUIRE(shard.data_offset + shard_bytes[s] <= shard.file.size(),
                     "{}: {} ends beyond the file", path.string(), pack::kShardBytes);

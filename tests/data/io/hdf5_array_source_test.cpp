@@ -131,11 +131,16 @@ TEST(Hdf5ArraySource, LabelsOutOfRangeNameFileDatasetAndIndex) {
   const fs::path path = dir.path() / "a.h5";
   write_arrays(path, false, {0, 1, 9, 1, 0});
   expect_input_error(
-      [&] { Hdf5ArraySource({path, "/train/images", "/train/labels", false, 5}); },
+      [&] {
+        Hdf5ArraySource({path, "/train/images", "/train/labels", false, 5});
+      },
       {path.string(), "/train/labels[2] = 9", "[0, 5)", "data.num_classes"});
   write_arrays(path, false, {0, 1, -1, 1, 0});
-  expect_input_error([&] { Hdf5ArraySource({path, "/train/images", "/train/labels", false, 0}); },
-                     {"/train/labels[2] = -1"});
+  expect_input_error(
+      [&] {
+        Hdf5ArraySource({path, "/train/images", "/train/labels", false, 0});
+      },
+      {"/train/labels[2] = -1"});
   // Labels stored as uint8 are read through conversion.
   write_arrays<std::uint8_t>(path, false, {0, 1, 2, 1, 0});
   EXPECT_EQ(Hdf5ArraySource({path, "/train/images", "/train/labels", false, 0}).info().num_classes,
@@ -146,14 +151,23 @@ TEST(Hdf5ArraySource, BadShapesAndCountsAreErrors) {
   TempDir dir;
   const fs::path path = dir.path() / "a.h5";
   write_arrays(path, false, {0, 1, 2, 1});  // 4 labels for 5 images
-  expect_input_error([&] { Hdf5ArraySource({path, "/train/images", "/train/labels", false, 0}); },
-                     {"4 labels", "5 images"});
+  expect_input_error(
+      [&] {
+        Hdf5ArraySource({path, "/train/images", "/train/labels", false, 0});
+      },
+      {"4 labels", "5 images"});
   write_arrays(path, false, {0, 1, 2, 1, 0});
   // Read as chw, [5, 2, 4, 3] has 2 channels.
-  expect_input_error([&] { Hdf5ArraySource({path, "/train/images", "/train/labels", true, 0}); },
-                     {"2 channels", "chw"});
-  expect_input_error([&] { Hdf5ArraySource({path, "/nope", "/train/labels", false, 0}); },
-                     {"missing dataset /nope"});
+  expect_input_error(
+      [&] {
+        Hdf5ArraySource({path, "/train/images", "/train/labels", true, 0});
+      },
+      {"2 channels", "chw"});
+  expect_input_error(
+      [&] {
+        Hdf5ArraySource({path, "/nope", "/train/labels", false, 0});
+      },
+      {"missing dataset /nope"});
 }
 
 }  // namespace

@@ -152,8 +152,8 @@ TEST(ImageFolderIndexMemory, ImageNetScale) {
   const double per_sample = static_cast<double>(bytes) / kSamples;
   std::printf("[ index memory ] image folder, %zu samples: %.1f MiB (%.1f bytes/sample)\n",
               kSamples, bytes / 1048576.0, per_sample);
-  EXPECT_EQ(names[kSamples - 1], fmt::format("n{:08}_{}.JPEG", 1440764 + (kSamples - 1) % kClasses,
-                                             kSamples - 1));
+  EXPECT_EQ(names[kSamples - 1],
+            fmt::format("n{:08}_{}.JPEG", 1440764 + (kSamples - 1) % kClasses, kSamples - 1));
   // A name of ~22 bytes costs it and 4 more: no std::string per file.
   EXPECT_LT(per_sample, 30.0);
 }

@@ -84,9 +84,9 @@ TEST(OpenSources, TestSplitWithOtherClassesNamesTheDifference) {
   TempDir dir;
   make_image_folder(dir.path());
   fs::rename(dir.path() / "val/dog", dir.path() / "val/dingo");
-  expect_input_error([&] { open_sources(section("image-folder", dir.path())); },
-                     {"data.test_split", "only in the train split: [dog]",
-                      "only in the test split: [dingo]"});
+  expect_input_error(
+      [&] { open_sources(section("image-folder", dir.path())); },
+      {"data.test_split", "only in the train split: [dog]", "only in the test split: [dingo]"});
 }
 
 TEST(OpenSources, MissingPathNamesTheKey) {

@@ -67,9 +67,10 @@ TEST(Pack, PackedSamplesAreTheFolderSamples) {
     EXPECT_EQ(sources[1].name, split + "-00000.h5");
   }
   const PackedSource train(dir.path() / "pack", "train", 3);
-  EXPECT_EQ(train.where(1), fmt::format("{} offset {} (sample 'cat/b.jpg')",
-                                        (dir.path() / "pack/train-00000.h5").string(),
-                                        conflux::testing::image_bytes("train", "cat", "a.PNG").size()));
+  EXPECT_EQ(train.where(1),
+            fmt::format("{} offset {} (sample 'cat/b.jpg')",
+                        (dir.path() / "pack/train-00000.h5").string(),
+                        conflux::testing::image_bytes("train", "cat", "a.PNG").size()));
   EXPECT_NE(train.where(3).find("train-00001.h5 offset "), std::string::npos);
   EXPECT_NE(train.where(3).find("(sample 'emu/l.jpg')"), std::string::npos);
   EXPECT_GT(train.resident_bytes(), 0u);
@@ -112,9 +113,9 @@ TEST(Pack, DamagedIndexIsAnErrorNamingTheFileAndSample) {
   make_image_folder(dir.path() / "images");
   pack_folder(dir.path() / "images", dir.path() / "pack", 1 << 20);
   poke_u64(dir.path() / "pack/index.h5", "/train/offset", 2, 1'000'000);
-  expect_input_error([&] { PackedSource(dir.path() / "pack", "train", 3); },
-                     {"index.h5", "sample 2 ('dog/z.jpeg')", "beyond the end of shard",
-                      "train-00000.h5"});
+  expect_input_error(
+      [&] { PackedSource(dir.path() / "pack", "train", 3); },
+      {"index.h5", "sample 2 ('dog/z.jpeg')", "beyond the end of shard", "train-00000.h5"});
   // The other split is intact.
   EXPECT_EQ(PackedSource(dir.path() / "pack", "val", 3).size(), 5u);
 }
@@ -123,7 +124,8 @@ TEST(Pack, MissingOrTruncatedShardIsAnErrorNamingIt) {
   TempDir dir;
   make_image_folder(dir.path() / "images");
   pack_folder(dir.path() / "images", dir.path() / "pack", 100);
-  fs::resize_file(dir.path() / "pack/val-00001.h5", fs::file_size(dir.path() / "pack/val-00001.h5") - 3);
+  fs::resize_file(dir.path() / "pack/val-00001.h5",
+                  fs::file_size(dir.path() / "pack/val-00001.h5") - 3);
   expect_input_error([&] { PackedSource(dir.path() / "pack", "val", 3); },
                      {"val-00001.h5", "truncated or replaced shard"});
   fs::remove(dir.path() / "pack/train-00002.h5");
@@ -138,13 +140,19 @@ TEST(Pack, FailedPackLeavesNothingAndExistingOutIsRefused) {
   make_image_folder(dir.path() / "images");
   const ImageFolderSource train(dir.path() / "images", "train", 3);
   fs::remove(dir.path() / "images/train/emu/m.jpg");  // listed, then gone
-  expect_input_error([&] { write_pack(dir.path() / "pack", {{"train", &train, {}}}); },
-                     {"emu/m.jpg"});
+  expect_input_error(
+      [&] {
+        write_pack(dir.path() / "pack", {{"train", &train, {}}});
+      },
+      {"emu/m.jpg"});
   EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{"images"});
   fs::create_directories(dir.path() / "full");
   conflux::testing::write_plain(dir.path() / "full/x", "x");
-  expect_input_error([&] { write_pack(dir.path() / "full", {{"train", &train, {}}}); },
-                     {"full", "already exists"});
+  expect_input_error(
+      [&] {
+        write_pack(dir.path() / "full", {{"train", &train, {}}});
+      },
+      {"full", "already exists"});
 }
 
 TEST(Pack, PixelSourcesAreRefused) {
@@ -157,8 +165,11 @@ TEST(Pack, PixelSourcesAreRefused) {
   d.labels = {0};
   const InMemorySource source(d);
   TempDir dir;
-  expect_input_error([&] { write_pack(dir.path() / "pack", {{"train", &source, {}}}); },
-                     {"encoded", "pixels"});
+  expect_input_error(
+      [&] {
+        write_pack(dir.path() / "pack", {{"train", &source, {}}});
+      },
+      {"encoded", "pixels"});
 }
 
 // The packed source's index at ImageNet scale: 1.28 M samples in 140 shards, names like

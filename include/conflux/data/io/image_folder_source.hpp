@@ -42,8 +42,8 @@ class ImageFolderSource final : public SampleSource {
 
   std::filesystem::path split_dir_;
   SourceInfo info_;
-  NameTable files_;                        // file names inside their class folder
-  std::vector<std::size_t> class_begin_;   // first sample of each class, then size()
+  NameTable files_;                       // file names inside their class folder
+  std::vector<std::size_t> class_begin_;  // first sample of each class, then size()
   std::size_t ignored_ = 0;
 };
 

@@ -32,7 +32,6 @@ class LimitedSource final : public SampleSource {
 };
 
 /// `source` itself when `limit` is 0 or not below its size, else a LimitedSource over it.
-std::unique_ptr<SampleSource> limit_source(std::unique_ptr<SampleSource> source,
-                                           std::size_t limit);
+std::unique_ptr<SampleSource> limit_source(std::unique_ptr<SampleSource> source, std::size_t limit);
 
 }  // namespace conflux::data

@@ -28,22 +28,22 @@ inline constexpr std::size_t kMaxShards = 65535;
 namespace attr {
 inline constexpr const char* kFormatVersion = "format_version";  ///< int32
 inline constexpr const char* kDataset = "dataset";               ///< string: the packed source
-inline constexpr const char* kNumClasses = "num_classes";         ///< int32
-inline constexpr const char* kClassNames = "class_names";         ///< string array
-inline constexpr const char* kSplits = "splits";                  ///< string array
+inline constexpr const char* kNumClasses = "num_classes";        ///< int32
+inline constexpr const char* kClassNames = "class_names";        ///< string array
+inline constexpr const char* kSplits = "splits";                 ///< string array
 }  // namespace attr
 
 /// Datasets of split group /<split> in index.h5: per sample (N), then per shard (S).
 namespace dset {
-inline constexpr const char* kLabels = "labels";              ///< int32 [N]
-inline constexpr const char* kShard = "shard";                ///< uint32 [N]: shard number
-inline constexpr const char* kOffset = "offset";              ///< uint64 [N]: into its /bytes
-inline constexpr const char* kLength = "length";              ///< uint32 [N]: bytes
-inline constexpr const char* kNameBytes = "name_bytes";       ///< uint8 [total]: UTF-8 names
-inline constexpr const char* kNameEnd = "name_end";           ///< uint64 [N]: end of name i
-inline constexpr const char* kShardFiles = "shard_files";     ///< string [S]: file names
-inline constexpr const char* kShardSha256 = "shard_sha256";   ///< string [S]: hex digests
-inline constexpr const char* kShardBytes = "shard_bytes";     ///< uint64 [S]: size of /bytes
+inline constexpr const char* kLabels = "labels";                  ///< int32 [N]
+inline constexpr const char* kShard = "shard";                    ///< uint32 [N]: shard number
+inline constexpr const char* kOffset = "offset";                  ///< uint64 [N]: into its /bytes
+inline constexpr const char* kLength = "length";                  ///< uint32 [N]: bytes
+inline constexpr const char* kNameBytes = "name_bytes";           ///< uint8 [total]: UTF-8 names
+inline constexpr const char* kNameEnd = "name_end";               ///< uint64 [N]: end of name i
+inline constexpr const char* kShardFiles = "shard_files";         ///< string [S]: file names
+inline constexpr const char* kShardSha256 = "shard_sha256";       ///< string [S]: hex digests
+inline constexpr const char* kShardBytes = "shard_bytes";         ///< uint64 [S]: size of /bytes
 inline constexpr const char* kShardFileSize = "shard_file_size";  ///< uint64 [S]: file size
 }  // namespace dset
 

@@ -14,7 +14,7 @@ namespace conflux::data {
 
 /// One split to pack.
 struct PackSplit {
-  std::string name;                   ///< "train", "val": its group and shard file prefix
+  std::string name;                      ///< "train", "val": its group and shard file prefix
   const SampleSource* source = nullptr;  ///< kEncoded samples
   /// The name a sample is recorded under (e.g. "<class>/<file>"); empty: where(i).
   std::function<std::string(std::size_t)> sample_name;
