@@ -28,6 +28,7 @@
 #include "conflux/data/io/hdf5_dataset.hpp"
 #include "conflux/train/model_budget.hpp"
 #include "conflux/train/train_job.hpp"
+#include "pack_command.hpp"
 #include "plan_commands.hpp"
 #include "report_command.hpp"
 #include "version.hpp"
@@ -46,6 +47,7 @@ Usage:
   conflux config reference                                   every config key, as Markdown
   conflux data convert --dataset NAME --output FILE.h5 [--data-dir DIR]
   conflux data info FILE.h5                                  describe a converted dataset
+  conflux data pack --dataset image-folder --path ROOT --out DIR   pack your images
   conflux ckpt inspect FILE.h5                               show what a checkpoint holds
   conflux ckpt verify FILE.h5...                             check checkpoints are intact
   mpirun -np N conflux profile --config FILE --workers 1,2 --memory 512,1024 --batch 32,64
@@ -75,7 +77,9 @@ constexpr const char* kDataUsage = R"(Usage:
   conflux data convert --dataset NAME --output FILE.h5 [--data-dir DIR]
                                      copy mnist, fashion-mnist or cifar10 into one HDF5 file
   conflux data info FILE.h5          describe a converted dataset (shapes, classes, sources)
-`conflux data convert --help` lists convert's options.
+  conflux data pack --dataset image-folder --path ROOT --out DIR [--splits train,val]
+                    [--shard-mb N]   pack an image folder into HDF5 shards
+`conflux data convert --help` and `conflux data pack --help` list their options.
 )";
 constexpr const char* kCkptUsage = R"(Usage:
   conflux ckpt inspect FILE.h5       show what a checkpoint holds
@@ -219,12 +223,13 @@ int cmd_config(const std::vector<std::string>& args) {
 }
 
 int cmd_data(const std::vector<std::string>& args) {
-  if (!args.empty() && args[0] != "convert" && asks_help(args)) {
+  if (!args.empty() && args[0] != "convert" && args[0] != "pack" && asks_help(args)) {
     std::cout << kDataUsage;
     return 0;
   }
-  if (args.empty()) CONFLUX_INPUT_ERROR("conflux data: expected 'convert' or 'info'");
+  if (args.empty()) CONFLUX_INPUT_ERROR("conflux data: expected 'convert', 'info' or 'pack'");
   const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "pack") return cli::cmd_data_pack(rest);
   if (args[0] == "info") {
     if (rest.size() != 1) CONFLUX_INPUT_ERROR("usage: conflux data info FILE.h5");
     const auto splits = data::read_hdf5_dataset(rest[0]);
@@ -238,7 +243,8 @@ int cmd_data(const std::vector<std::string>& args) {
     return 0;
   }
   if (args[0] != "convert") {
-    CONFLUX_INPUT_ERROR("conflux data: unknown action '{}' (expected convert or info)", args[0]);
+    CONFLUX_INPUT_ERROR("conflux data: unknown action '{}' (expected convert, info or pack)",
+                        args[0]);
   }
   std::string dataset, output, data_dir = environment_data_dir();
   po::options_description options("conflux data convert options");

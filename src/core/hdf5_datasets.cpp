@@ -49,7 +49,7 @@ void File::write_elements(const std::string& path, const ElementType& type,
   CONFLUX_CHECK(options.deflate == 0 || !options.chunk.empty(),
                 "{}: {}: deflate needs chunked storage", label_, path);
   const Handle space{CONFLUX_H5_CHECK(create_space(dims), label_, path)};
-  const Handle create{CONFLUX_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), label_, path)};
+  const Handle create = dataset_create_plist();
   if (!options.chunk.empty()) {
     CONFLUX_H5_CHECK(
         H5Pset_chunk(create.get(), static_cast<int>(options.chunk.size()), options.chunk.data()),
@@ -88,14 +88,40 @@ void File::write_strings(const std::string& path, std::span<const hsize_t> dims,
   const Handle type = fixed_string_type(width, label_, path);
   const Handle space{CONFLUX_H5_CHECK(create_space(dims), label_, path)};
   const hid_t lcpl = link_create_ ? link_create_.get() : H5P_DEFAULT;
+  const Handle create = dataset_create_plist();
   const Handle dataset{CONFLUX_H5_CHECK(H5Dcreate2(file_.get(), path.c_str(), type.get(),
-                                                   space.get(), lcpl, H5P_DEFAULT, H5P_DEFAULT),
+                                                   space.get(), lcpl, create.get(), H5P_DEFAULT),
                                         label_, path)};
   if (!bytes.empty()) {
     CONFLUX_H5_CHECK(
         H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()), label_,
         path);
   }
+}
+
+Handle File::dataset_create_plist() const {
+  Handle create{CONFLUX_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), label_, "")};
+  if (no_object_times_) CONFLUX_H5_CHECK(H5Pset_obj_track_times(create.get(), 0), label_, "");
+  return create;
+}
+
+std::uint64_t File::reserve_bytes(const std::string& path, std::uint64_t bytes) {
+  const hsize_t dims[1] = {bytes};
+  const Handle space{CONFLUX_H5_CHECK(create_space(dims), label_, path)};
+  const Handle create = dataset_create_plist();
+  CONFLUX_H5_CHECK(H5Pset_layout(create.get(), H5D_CONTIGUOUS), label_, path);
+  // Early allocation gives the data its place (and offset) now; the caller writes it.
+  CONFLUX_H5_CHECK(H5Pset_alloc_time(create.get(), H5D_ALLOC_TIME_EARLY), label_, path);
+  CONFLUX_H5_CHECK(H5Pset_fill_time(create.get(), H5D_FILL_TIME_NEVER), label_, path);
+  const hid_t lcpl = link_create_ ? link_create_.get() : H5P_DEFAULT;
+  const Handle dataset{CONFLUX_H5_CHECK(H5Dcreate2(file_.get(), path.c_str(), H5T_STD_U8LE,
+                                                   space.get(), lcpl, create.get(), H5P_DEFAULT),
+                                        label_, path)};
+  if (bytes == 0) return 0;
+  const haddr_t offset = H5Dget_offset(dataset.get());
+  CONFLUX_CHECK(offset != HADDR_UNDEF, "{}: {}: no file offset for its reserved {} bytes", label_,
+                path, bytes);
+  return offset;
 }
 
 Handle File::open_dataset_handle(const std::string& path) const {
@@ -180,6 +206,41 @@ void Dataset::read_elements(const ElementType& type, void* out, std::size_t coun
   if (count == 0) return;
   CONFLUX_H5_CHECK(H5Dread(dataset_.get(), type.memory_type(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
                    file_label_, path_);
+}
+
+void Dataset::read_row_elements(const ElementType& type, std::uint64_t first, std::uint64_t count,
+                                void* out, std::size_t out_count) const {
+  const std::uint64_t rows = dims_.empty() ? 0 : dims_[0];
+  const std::uint64_t per_row = rows == 0 ? 0 : count_ / rows;
+  CONFLUX_CHECK(element_ != nullptr && std::string_view(element_->name) == type.name &&
+                    first <= rows && count <= rows - first && out_count == count * per_row,
+                "{}: dataset {}: rows [{}, +{}) as {} elements of {} do not fit shape {} of {}",
+                file_label_, path_, first, count, out_count, type.name, dims_string(dims_),
+                element_ != nullptr ? element_->name : "string");
+  if (count == 0 || per_row == 0) return;
+  const Handle file_space{CONFLUX_H5_CHECK(H5Dget_space(dataset_.get()), file_label_, path_)};
+  Dims start(dims_.size(), 0), extent = dims_;
+  start[0] = first;
+  extent[0] = count;
+  CONFLUX_H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr,
+                                       extent.data(), nullptr),
+                   file_label_, path_);
+  const Handle memory_space{CONFLUX_H5_CHECK(create_space(extent), file_label_, path_)};
+  CONFLUX_H5_CHECK(H5Dread(dataset_.get(), type.memory_type(), memory_space.get(), file_space.get(),
+                           H5P_DEFAULT, out),
+                   file_label_, path_);
+}
+
+std::uint64_t Dataset::file_offset() const {
+  const Handle create{CONFLUX_H5_CHECK(H5Dget_create_plist(dataset_.get()), file_label_, path_)};
+  const H5D_layout_t layout = CONFLUX_H5_CHECK(H5Pget_layout(create.get()), file_label_, path_);
+  CONFLUX_REQUIRE(layout == H5D_CONTIGUOUS, "{}: dataset {} is not stored contiguously",
+                  file_label_, path_);
+  if (count_ == 0) return 0;
+  const haddr_t offset = H5Dget_offset(dataset_.get());
+  CONFLUX_REQUIRE(offset != HADDR_UNDEF, "{}: dataset {} has no data in the file", file_label_,
+                  path_);
+  return offset;
 }
 
 std::vector<std::string> Dataset::read_strings() const {

@@ -47,6 +47,7 @@ File File::create(const fs::path& path, const CreateOptions& options) {
       H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()), label, "")};
   file.writable_ = true;
   file.discard_unless_closed_ = true;
+  file.no_object_times_ = options.no_object_times;
   return file;
 }
 
@@ -59,8 +60,14 @@ File File::open(const fs::path& path, const OpenOptions& options) {
   file.size_at_open_ = fs::file_size(path, ec);
   CONFLUX_REQUIRE(!ec, "{}: cannot read it: {}", label, ec.message());
   CONFLUX_REQUIRE(H5Fis_hdf5(path.c_str()) > 0, "{}: truncated or not an HDF5 file", label);
+  const Handle access{CONFLUX_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), label, "")};
+  if (options.chunk_cache_bytes > 0) {
+    // 12421 slots: a prime well above the chunks a cache of a few hundred MB holds.
+    CONFLUX_H5_CHECK(H5Pset_cache(access.get(), 0, 12421, options.chunk_cache_bytes, 0.75), label,
+                     "");
+  }
   const hid_t id =
-      H5Fopen(path.c_str(), options.writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, H5P_DEFAULT);
+      H5Fopen(path.c_str(), options.writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, access.get());
   CONFLUX_REQUIRE(id >= 0, "{}: truncated or not an HDF5 file ({})", label, error_cause());
   file.file_ = Handle{id};
   file.writable_ = options.writable;
@@ -131,8 +138,10 @@ std::uint64_t File::link_count(const std::string& path) const {
 
 void File::create_group(const std::string& path) {
   const hid_t lcpl = link_create_ ? link_create_.get() : H5P_DEFAULT;
+  const Handle create{CONFLUX_H5_CHECK(H5Pcreate(H5P_GROUP_CREATE), label_, path)};
+  if (no_object_times_) CONFLUX_H5_CHECK(H5Pset_obj_track_times(create.get(), 0), label_, path);
   const Handle group{CONFLUX_H5_CHECK(
-      H5Gcreate2(file_.get(), path.c_str(), lcpl, H5P_DEFAULT, H5P_DEFAULT), label_, path)};
+      H5Gcreate2(file_.get(), path.c_str(), lcpl, create.get(), H5P_DEFAULT), label_, path)};
 }
 
 Handle File::open_object(const std::string& path) const {

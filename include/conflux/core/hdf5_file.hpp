@@ -28,12 +28,18 @@ struct CreateOptions {
   bool strict_close = false;          ///< close() fails, rather than defers, while objects are open
   bool create_parent_groups = false;  ///< a dataset "/a/b/c" creates /a and /a/b as needed
   bool utf8_link_names = false;       ///< new links are marked UTF-8
+  /// No creation/modification times in object headers, so that writing the same content twice
+  /// gives the same bytes (packs, docs/datasets.md).
+  bool no_object_times = false;
 };
 
 /// How an existing file is opened.
 struct OpenOptions {
   std::string label{};    ///< what errors call the file, e.g. "checkpoint x.h5"; empty: its path
   bool writable = false;  ///< read-write rather than read-only
+  /// Bytes of each dataset's chunk cache (0: HDF5's 1 MiB). Rows read one at a time from
+  /// chunks larger than the cache would decompress the whole chunk on every read.
+  std::size_t chunk_cache_bytes = 0;
 };
 
 /// How a new numeric dataset is stored. The defaults: contiguous, uncompressed, HDF5's fill.
@@ -80,6 +86,16 @@ class Dataset {
   }
   /// Reads the strings of a string dataset; each ends at its first NUL.
   std::vector<std::string> read_strings() const;
+  /// Reads `count` rows (slices along the first dimension) from row `first` into `out`, which
+  /// holds count * (elements per row) of the type it was opened as. RuntimeError when the rows
+  /// lie outside the dataset.
+  template <typename T>
+  void read_rows(std::uint64_t first, std::uint64_t count, std::span<T> out) const {
+    read_row_elements(element_type<T>(), first, count, out.data(), out.size());
+  }
+  /// The byte offset of a contiguous dataset's data in its file (what pread() may read
+  /// directly); InputError naming the file and dataset when it is chunked or not allocated.
+  std::uint64_t file_offset() const;
 
  private:
   friend class File;
@@ -88,6 +104,8 @@ class Dataset {
   Dataset(std::string file_label, std::string path, Handle dataset, std::size_t element_size,
           std::uint64_t file_size);
   void read_elements(const ElementType& type, void* out, std::size_t count) const;
+  void read_row_elements(const ElementType& type, std::uint64_t first, std::uint64_t count,
+                         void* out, std::size_t out_count) const;
 
   std::string file_label_;
   std::string path_;
@@ -143,6 +161,10 @@ class File {
   void write_scalar(const std::string& path, const T& value, const DatasetOptions& options = {}) {
     write_elements(path, element_type<T>(), {}, &value, options);
   }
+  /// Creates the contiguous 1-D uint8 dataset `path` of `bytes` elements with its space
+  /// allocated now and no fill written, and returns the byte offset of its data in the file:
+  /// the caller writes the data there itself (pwrite) after close(), without a buffer of it.
+  std::uint64_t reserve_bytes(const std::string& path, std::uint64_t bytes);
   /// Creates the fixed-length string dataset `path` (dims empty: one string, a scalar), as wide
   /// as its longest string (at least 1 byte).
   void write_strings(const std::string& path, std::span<const hsize_t> dims,
@@ -220,6 +242,7 @@ class File {
   Handle open_dataset_handle(const std::string& path) const;
   Handle open_attribute(const std::string& object, const char* name) const;
   Handle create_attribute(const std::string& object, const char* name, hid_t type, hid_t space);
+  Handle dataset_create_plist() const;
   void discard() noexcept;
 
   std::unique_lock<std::recursive_mutex> lock_;  // first: released after every handle closes
@@ -227,6 +250,7 @@ class File {
   std::uint64_t size_at_open_ = 0;
   bool writable_ = false;
   bool discard_unless_closed_ = false;
+  bool no_object_times_ = false;
   Handle link_create_;  // link-creation properties of new objects; empty: HDF5's defaults
   Handle file_;
 };
