@@ -7,6 +7,7 @@
 #include "conflux/core/byte_size.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/data/io/catalog.hpp"
+#include "conflux/data/io/open_source.hpp"
 #include "conflux/data/pipeline/epoch_plan.hpp"
 #include "conflux/model/model.hpp"
 #include "conflux/train/transform_setup.hpp"
@@ -30,9 +31,17 @@ model::ModelFootprint footprint_of(const Config& config, const ModelInput& input
 }  // namespace
 
 ModelInput expected_model_input(const Config& config) {
-  const data::KnownDataset dataset = data::known_dataset(config.data().dataset);
-  const data::ImageShape image = transformed_shape(config, dataset.shape);
-  return {{image.channels, image.height, image.width}, dataset.num_classes};
+  const auto& names = data::known_dataset_names();
+  if (std::find(names.begin(), names.end(), config.data().dataset) != names.end()) {
+    const data::KnownDataset dataset = data::known_dataset(config.data().dataset);
+    const data::ImageShape image = transformed_shape(config, dataset.shape);
+    return {{image.channels, image.height, image.width}, dataset.num_classes};
+  }
+  // Your own data: its index says the classes and (for arrays) the shape; nothing is decoded.
+  const data::SourceSplits sources = data::open_sources(config.data());
+  const data::SourceInfo& info = sources.train->info();
+  const data::ImageShape image = transformed_shape(config, info.shape);
+  return {{image.channels, image.height, image.width}, info.num_classes};
 }
 
 std::optional<MemoryBound> model_memory_bound(const Config& config) {

@@ -63,7 +63,9 @@ void SampleFetcher::run() {
     }
     lock.lock();
     t->in_flight = false;
-    if (ok && !t->claimed) {
+    // Stored even when the ticket was claimed meanwhile: its taker waits for this read and
+    // takes it, so no sample is read twice.
+    if (ok) {
       held_ += buffer.size();
       t->held += buffer.size();
       stats_.bytes_read += buffer.size();
