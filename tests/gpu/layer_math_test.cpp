@@ -155,6 +155,28 @@ TEST(GpuMath, SoftmaxCrossEntropyMatchesCpuExactly) {
   check_softmax(b, 4, 3, 0.25f, 0.0, 0.0);
 }
 
+// The GPU path's loss leaves a skipped sample out exactly as the CPU loss does: status 2, no
+// loss, a zero gradient row; the sum over samples matches the CPU's.
+TEST(GpuMath, SkippedSampleMatchesCpu) {
+  HostBackend b;
+  const std::vector<float> logits{1, 2, 3, 5, -1, 0, 0, 0, 0};
+  const std::vector<model::Label> labels{2, model::kSkippedLabel, 0};
+  const auto r = b.softmax(logits, labels, 3, 3, 0.5f);
+  EXPECT_EQ(r.status[1], 2);
+  EXPECT_EQ(r.loss[1], 0.0);
+  for (int j = 0; j < 3; ++j) EXPECT_EQ(r.grad[3 + j], 0.0f);
+  model::Tensor t;
+  t.resize({3, 3});
+  t.data = logits;
+  model::Tensor grad;
+  const model::LossResult cpu = model::softmax_cross_entropy(t, labels, 0.5f, &grad);
+  const model::LossResult gpu = sum_losses(r.loss.data(), r.status.data(), 3, 3);
+  EXPECT_EQ(gpu.loss_sum, cpu.loss_sum);
+  EXPECT_EQ(gpu.correct, cpu.correct);
+  EXPECT_EQ(gpu.skipped, 1);
+  EXPECT_EQ(r.grad, grad.data);
+}
+
 TEST(GpuMath, SgdMatchesCpuBitForBit) {
   HostBackend b;
   check_sgd(b, 0.0f, 0.0f);

@@ -84,5 +84,28 @@ TEST(ModelLoss, RejectsBadLabels) {
   EXPECT_THROW(softmax_cross_entropy(logits, too_few, 1.0f, nullptr), InputError);
 }
 
+// A sample skipped as corrupt adds no loss, a zero gradient row, no correct count; the other
+// rows are exactly what they are without it.
+TEST(ModelLoss, SkippedSampleAddsNothing) {
+  const Tensor with = make_logits(3, 3, {1, 2, 3, 5, -1, 0, 0, 0, 0});
+  const Tensor without = make_logits(2, 3, {1, 2, 3, 0, 0, 0});
+  const std::vector<Label> labels_with{2, kSkippedLabel, 0};
+  const std::vector<Label> labels_without{2, 0};
+  Tensor g_with, g_without;
+  const LossResult a = softmax_cross_entropy(with, labels_with, 0.25f, &g_with);
+  const LossResult b = softmax_cross_entropy(without, labels_without, 0.25f, &g_without);
+  EXPECT_EQ(a.loss_sum, b.loss_sum);
+  EXPECT_EQ(a.correct, b.correct);
+  EXPECT_EQ(a.skipped, 1);
+  EXPECT_EQ(b.skipped, 0);
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_EQ(g_with.data[j], g_without.data[j]);
+    EXPECT_EQ(g_with.data[3 + j], 0.0f);
+    EXPECT_EQ(g_with.data[6 + j], g_without.data[3 + j]);
+  }
+  const std::vector<Label> negative{2, -2, 0};
+  EXPECT_THROW(softmax_cross_entropy(with, negative, 1.0f, nullptr), InputError);
+}
+
 }  // namespace
 }  // namespace conflux::model

@@ -1,0 +1,106 @@
+// The batch builder over an encoded source: decodes where the batch is built, gives the same
+// floats from bytes read ahead and from bytes it reads itself, and on a corrupt sample either
+// fails naming it or (data.on_corrupt = "skip") keeps the slot with zeros and kSkippedLabel.
+#include "conflux/data/pipeline/batch_builder.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "../../../benchmarks/image_encode.hpp"
+
+namespace conflux::data {
+namespace {
+
+// Encoded images of varying sizes in memory; sample `corrupt` holds a truncated JPEG.
+class EncodedSource final : public SampleSource {
+ public:
+  EncodedSource(std::size_t n, std::size_t corrupt) {
+    info_.name = "encoded";
+    info_.format = SampleFormat::kEncoded;
+    info_.shape = {3, 0, 0};
+    info_.num_classes = 3;
+    for (std::size_t i = 0; i < n; ++i) {
+      bench::RawImage image{20 + static_cast<int>(i % 5) * 7,
+                            16 + static_cast<int>(i % 3) * 9,
+                            bench::PixelKind::kRgb,
+                            {}};
+      for (int p = 0; p < image.width * image.height * 3; ++p) {
+        image.pixels.push_back(static_cast<std::uint8_t>((p * 13 + i * 29) % 251));
+      }
+      files_.push_back(i % 2 ? bench::encode_png(image) : bench::encode_jpeg(image, 90));
+    }
+    files_[corrupt].resize(files_[corrupt].size() / 2);
+  }
+  const SourceInfo& info() const noexcept override { return info_; }
+  std::size_t size() const noexcept override { return files_.size(); }
+  model::Label label(std::size_t i) const override { return static_cast<model::Label>(i % 3); }
+  void read(std::size_t i, std::vector<std::uint8_t>& out) const override { out = files_[i]; }
+  std::string where(std::size_t i) const override { return "img/" + std::to_string(i) + ".jpg"; }
+  std::size_t resident_bytes() const noexcept override { return 0; }
+
+ private:
+  SourceInfo info_;
+  std::vector<std::vector<std::uint8_t>> files_;
+};
+
+TransformOptions crop_options() {
+  TransformOptions o;
+  o.resized_crop = 12;
+  o.hflip = true;
+  o.mean = {0.5f};
+  o.std = {0.25f};
+  return o;
+}
+
+TEST(BatchBuilder, CorruptSampleIsAnErrorNamingItByDefault) {
+  const EncodedSource source(8, 4);
+  const SampleTransform transform(crop_options(), source.info().shape);
+  BatchBuilder builder(source, transform, 2);
+  const std::vector<std::uint32_t> samples{3, 4, 5};
+  model::Tensor images;
+  std::vector<model::Label> labels;
+  try {
+    builder.build_train(samples, 1, 0, images, labels);
+    FAIL() << "a truncated JPEG was accepted";
+  } catch (const CorruptSampleError& e) {
+    EXPECT_NE(std::string(e.what()).find("img/4.jpg"), std::string::npos) << e.what();
+  }
+}
+
+TEST(BatchBuilder, SkippedSampleKeepsItsSlotWithZerosAndTheSkippedLabel) {
+  const EncodedSource source(8, 4);
+  const SampleTransform transform(crop_options(), source.info().shape);
+  BatchBuilder builder(source, transform, 2, {.channels = 3, .skip_corrupt = true});
+  const std::vector<std::uint32_t> samples{3, 4, 5};
+  model::Tensor images;
+  std::vector<model::Label> labels;
+  builder.build_train(samples, 1, 0, images, labels);
+  ASSERT_EQ(labels.size(), 3u);
+  EXPECT_EQ(labels[0], 0);
+  EXPECT_EQ(labels[1], model::kSkippedLabel);
+  EXPECT_EQ(labels[2], 2);
+  const std::size_t stride = builder.floats_per_sample();
+  for (std::size_t k = 0; k < stride; ++k) ASSERT_EQ(images.data[stride + k], 0.0f);
+  EXPECT_EQ(builder.skipped(), 1u);
+}
+
+TEST(BatchBuilder, ReadAheadBytesAndOwnReadsGiveTheSameBatch) {
+  const EncodedSource source(10, 9);
+  const SampleTransform transform(crop_options(), source.info().shape);
+  BatchBuilder builder(source, transform, 3);
+  const std::vector<std::uint32_t> samples{7, 0, 3, 8, 1};
+  std::vector<std::vector<std::uint8_t>> fetched(samples.size());
+  for (std::size_t i = 0; i < samples.size(); ++i) source.read(samples[i], fetched[i]);
+  model::Tensor own, ahead;
+  std::vector<model::Label> own_labels, ahead_labels;
+  builder.build_train(samples, 5, 2, own, own_labels);
+  builder.build_train(samples, 5, 2, ahead, ahead_labels, fetched);
+  EXPECT_EQ(own.data, ahead.data);
+  EXPECT_EQ(own_labels, ahead_labels);
+  EXPECT_EQ(own.shape, (std::vector<int>{5, 3, 12, 12}));
+}
+
+}  // namespace
+}  // namespace conflux::data
