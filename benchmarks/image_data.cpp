@@ -18,6 +18,7 @@
 #include "conflux/core/error.hpp"
 #include "conflux/core/rng.hpp"
 #include "conflux/data/io/cifar_reader.hpp"
+#include "image_arrays.hpp"
 #include "image_encode.hpp"
 #include "report.hpp"
 #include "scenarios.hpp"
@@ -42,6 +43,7 @@ struct MakeImagesArgs {
   std::size_t png_every = 0;
   std::size_t gray_every = 0;
   bool damaged = false;
+  std::string hdf5_arrays;  // --hdf5-arrays FILE: also the decoded pixels as HDF5 arrays
   int min_side = 0;  // from --size; 0 = keep 32x32
   int max_side = 0;
 };
@@ -85,12 +87,20 @@ std::optional<po::variables_map> parse(const std::vector<std::string>& args, Mak
       "gray-every", po::value(&a.gray_every)->default_value(a.gray_every),
       "write every K-th image as a grayscale JPEG, unless it is a PNG (0: none)")(
       "damaged", po::bool_switch(&a.damaged),
-      "also write a truncated JPEG, a text file and a zero-byte file named .jpg into train/");
+      "also write a truncated JPEG, a text file and a zero-byte file named .jpg into train/")(
+      "hdf5-arrays", po::value(&a.hdf5_arrays),
+      "FILE: also write the images as HDF5 arrays (data.dataset = \"hdf5-arrays\"): "
+      "/train/images, /test/images uint8 [N, 32, 32, 3] (hwc) holding the pixels conflux "
+      "decodes from the written files, /train/labels, /test/labels int64 [N], in the folder's "
+      "sample order; only with --size 0, not with --damaged");
   auto vm = parse_scenario_options("make-images", args, options, common, world);
   if (!vm) return vm;
   parse_size(a);
   CONFLUX_REQUIRE(a.train <= 5 * kCifarPerFile, "make-images: --train {} > 50000", a.train);
   CONFLUX_REQUIRE(a.val <= kCifarPerFile, "make-images: --val {} > 10000", a.val);
+  CONFLUX_REQUIRE(a.hdf5_arrays.empty() || (a.min_side == 0 && !a.damaged),
+                  "make-images: --hdf5-arrays needs --size 0 (fixed 32x32 images) and no "
+                  "--damaged");
   return vm;
 }
 
@@ -306,6 +316,11 @@ int run_make_images(const std::vector<std::string>& args, const comm::Communicat
   table.print();
   if (a.damaged) {
     for (const auto& path : write_damaged(a)) fmt::print("damaged: {}\n", path);
+  }
+  if (!a.hdf5_arrays.empty()) {
+    const ArraysWritten n = write_hdf5_arrays(out, a.hdf5_arrays);
+    fmt::print("hdf5 arrays: {} ({} train, {} test images, 32x32x3 hwc uint8, int64 labels)\n",
+               a.hdf5_arrays, n.train, n.test);
   }
   report.set_summary("images", a.train + a.val);
   report.write();

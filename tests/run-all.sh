@@ -65,6 +65,7 @@ run_mpi_suites() {  # run_mpi_suites SUFFIX
   run "mpi-np4$s" timeout 600 "${MPIRUN[@]}" -np 4 "$CONFLUX_BIN/conflux-mpi-tests" --gtest_color=no
   run "cli$s" tests/cli/cli-tests.sh
   run "cli-data-service$s" tests/cli/data-service-tests.sh
+  run "cli-byod$s" tests/cli/byod-tests.sh
   run "cli-launch$s" tests/cli/launch-tests.sh
   run "cli-checkpoint$s" tests/cli/checkpoint-tests.sh
   run "cli-profile$s" tests/cli/profile-tests.sh
