@@ -208,6 +208,7 @@ int run_image_pipeline(const std::vector<std::string>& args, const comm::Communi
                   1e6 * st.transform / n, 100 * st.transform / stage_total});
   stages.add_row({"sum", 1e6 * stage_total / n, 100.0});
   stages.print();
+  report.set_summary("samples_per_pass", total);
   report.set_summary("samples_per_s", rate);
   report.set_summary("samples_per_s_per_core", per_core);
   report.set_summary("read_us", 1e6 * st.read / n);

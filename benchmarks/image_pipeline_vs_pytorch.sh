@@ -69,7 +69,7 @@ c = statistics.median(c_rates)
 cpu = subprocess.run("lscpu | sed -n 's/^Model name: *//p'", shell=True, capture_output=True,
                      text=True).stdout.strip()
 result = {"benchmark": "image_pipeline_vs_pytorch", "images": images, "cpu": cpu,
-          "samples_per_pass": c_runs[0]["parameters"]["samples"] or None,
+          "samples_per_pass": c_runs[0]["summary"]["samples_per_pass"],
           "conflux_samples_per_s_per_core": c, "conflux_passes": c_rates,
           "conflux_stages_us": {k: c_runs[0]["summary"][k]
                                 for k in ("read_us", "decode_us", "transform_us")},
