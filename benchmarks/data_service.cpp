@@ -1,7 +1,8 @@
 // conflux-bench data-service: what the data service buys a trainer whose own preprocessing is
 // the bottleneck. The trainer's compute step is a SIMULATED GPU STEP (a fixed sleep that
 // leaves its core free, as a real GPU step would); the pipeline is the heavy CIFAR-10
-// augmentation. It sweeps the offload ratio, then compares the data plane's goodput for large
+// augmentation, or with --images an image folder read and decoded per sample (random resized
+// crop + flip + normalise, as ImageNet-style training does). It sweeps the offload ratio, then compares the data plane's goodput for large
 // batches with plain MPI_Send/MPI_Recv between the same two ranks in the same run.
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 
 #include <chrono>
 #include <limits>
+#include <optional>
 
 #include "conflux/data/io/catalog.hpp"
 #include "pipeline_harness.hpp"
@@ -78,10 +80,11 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
       "goodput-batch", po::value(&opt.goodput_batch)->default_value(opt.goodput_batch),
       "batch size of the goodput test")(
       "goodput-steps", po::value(&opt.goodput_steps)->default_value(opt.goodput_steps),
-      "measured batches of the goodput test")("rounds",
+      "measured batches of the goodput test (0: no goodput test)")("rounds",
                                               po::value(&opt.rounds)->default_value(opt.rounds),
                                               "interleaved repetitions; medians are reported");
   opt.add_pipeline_options(desc);
+  opt.add_image_options(desc);
   const auto vm = parse_scenario_options("data-service", args, desc, common, world);
   if (!vm) return 0;
   CONFLUX_REQUIRE(world.size() >= 2,
@@ -89,20 +92,21 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
   const std::vector<double> ratios = parse_ratio_list(opt.ratios, "--ratios");
   CONFLUX_REQUIRE(opt.rounds >= 1 && opt.steps >= 1 && opt.batch >= 1 && opt.goodput_batch >= 1,
                   "--rounds, --steps, --batch and --goodput-batch must be at least 1");
+  CONFLUX_REQUIRE(opt.goodput_steps >= 0, "--goodput-steps must be at least 0 (0: no goodput)");
   const comm::Communicator service = world.split(0, world.rank());
-  const data::InMemorySource dataset(data::load_dataset("cifar10", opt.data_dir).train);
+  const PipelineData input = pipeline_data(opt);
+  const data::SampleSource& dataset = *input.source;
   const bool root = world.rank() == 0;
   Report report("data-service", common);
   report.add_parameters(*vm);
   report.set_parameter("workers", world.size() - 1);
   if (root) {
     fmt::print(
-        "data-service: 1 trainer + {} worker rank(s), CIFAR-10 heavy augmentation, batch "
-        "{}, {} measured steps per ratio, random resized crop to {}x{}\n"
-        "trainer compute = SIMULATED GPU STEP (sleep {} ms per step, not real compute)\n\n",
-        world.size() - 1, opt.batch, opt.steps, opt.resolution, opt.resolution, opt.gpu_step_ms);
+        "data-service: 1 trainer + {} worker rank(s), {}, batch {}, {} measured steps per "
+        "ratio\ntrainer compute = SIMULATED GPU STEP (sleep {} ms per step, not real compute)\n\n",
+        world.size() - 1, input.description, opt.batch, opt.steps, opt.gpu_step_ms);
   }
-  const data::SampleTransform heavy(heavy_cifar_pipeline(opt.resolution), dataset.info().shape);
+  const data::SampleTransform& heavy = *input.transform;
   // Rounds interleave the ratios so that drift in the machine's load hits them alike; each
   // ratio's speedup is taken against the first ratio of the same round, then the median.
   std::vector<std::vector<double>> rates(ratios.size()), speedups(ratios.size());
@@ -141,9 +145,10 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
     const double bound = opt.gpu_step_ms > 0 ? 1e3 * opt.batch / opt.gpu_step_ms
                                              : std::numeric_limits<double>::infinity();
     Plot plot{
-        .title = fmt::format("data service: 1 trainer + {} worker(s), heavy CIFAR-10 at {}x{}, "
-                             "SIMULATED GPU step {} ms",
-                             world.size() - 1, opt.resolution, opt.resolution, opt.gpu_step_ms),
+        .title = fmt::format("data service: 1 trainer + {} worker(s), {}, SIMULATED GPU step {} ms",
+                             world.size() - 1, opt.images.empty() ? input.description
+                                                                  : std::string("image folder"),
+                             opt.gpu_step_ms),
         .xlabel = "offload ratio (share of batches built by workers)",
         .ylabel = "samples/s at the trainer (median)",
         .series = {Series{.title = "measured", .x = ratios, .y = medians}}};
@@ -151,15 +156,24 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
     report.set_plot(std::move(plot));
   }
 
-  // Goodput: large batches, a cheap pipeline, no compute step, every batch from the worker.
-  const data::SampleTransform cheap(normalise_only(), dataset.info().shape);
+  if (opt.goodput_steps == 0) {
+    if (root) report.write();
+    return 0;
+  }
+  // Goodput: large batches, a cheap pipeline, no compute step, every batch from the worker. It
+  // measures the data plane, so it runs on CIFAR-10 in memory whatever --images says.
+  std::optional<data::InMemorySource> cifar;
+  const data::SampleSource& plane =
+      opt.images.empty() ? dataset
+                         : cifar.emplace(data::load_dataset("cifar10", opt.data_dir).train);
+  const data::SampleTransform cheap(normalise_only(), plane.info().shape);
   const std::size_t batch_bytes =
       static_cast<std::size_t>(opt.goodput_batch) * cheap.output_shape().size() * sizeof(float);
   std::vector<double> plain, served, fractions;
   for (int round = 0; round < opt.rounds; ++round) {
     plain.push_back(plain_bandwidth(service, batch_bytes, opt.goodput_steps, 3));
     served.push_back(
-        measure(service, dataset, cheap, opt, opt.goodput_batch, opt.goodput_steps, 1.0, 0)
+        measure(service, plane, cheap, opt, opt.goodput_batch, opt.goodput_steps, 1.0, 0)
             .payload_bytes_per_s);
     fractions.push_back(served.back() / plain.back());
   }

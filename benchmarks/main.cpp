@@ -62,6 +62,10 @@ const bench::Scenario kScenarios[] = {
      "JPEG decode speed on one thread: conflux's decode_image vs a plain TurboJPEG loop "
      "(1 rank)",
      bench::run_decode},
+    {"image-pipeline",
+     "training samples/s from an image folder on one thread: read + decode + random resized "
+     "crop 224 + flip + normalise through BatchBuilder (1 rank)",
+     bench::run_image_pipeline},
 };
 
 void print_usage() {

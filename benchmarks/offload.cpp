@@ -1,6 +1,7 @@
 // conflux-bench offload: the automatic offload ratio against fixed ratios, with a SIMULATED
 // GPU STEP (a sleep) as the trainer's compute. Three parts, all in one run:
-//  - input-bound (heavy CIFAR-10 augmentation, 1 trainer + 1..N workers): a sweep of fixed
+//  - input-bound (heavy CIFAR-10 augmentation, or with --images an image folder read and
+//    decoded per sample; 1 trainer + 1..N workers): a sweep of fixed
 //    ratios, the ideal bound min(compute ceiling, local + worker preprocessing capacity), and
 //    "auto" (the controller conflux train uses) in steady state;
 //  - compute-bound (a long simulated step): auto against no offloading;
@@ -14,7 +15,6 @@
 #include <numeric>
 
 #include "conflux/core/error.hpp"
-#include "conflux/data/io/catalog.hpp"
 #include "conflux/offload/ratio_controller.hpp"
 #include "conflux/offload/window_meter.hpp"
 #include "conflux/telemetry/timeline.hpp"
@@ -43,6 +43,7 @@ struct Options : PipelineSettings {
   double slow_factor = 2;
   double interval_s = 0.5;
   std::string timeline = "bench-results/offload-drift-timeline.json";
+  std::string parts = "input,compute,drift";
 };
 
 // The controller conflux train runs, driven from the harness's per-step hook.
@@ -147,8 +148,12 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
       "interval", po::value(&opt.interval_s)->default_value(opt.interval_s),
       "profiling window / controller period in seconds (profile.interval_s)")(
       "timeline", po::value(&opt.timeline)->default_value(opt.timeline),
-      "Chrome-trace file of the drift run");
+      "Chrome-trace file of the drift run")(
+      "parts", po::value(&opt.parts)->default_value(opt.parts),
+      "parts to run after the input-bound one, which always runs: compute, drift (e.g. "
+      "--parts input for the input-bound part alone)");
   opt.add_pipeline_options(desc);
+  opt.add_image_options(desc);
   const auto vm = parse_scenario_options("offload", args, desc, common, world);
   if (!vm) return 0;
   if (world.rank() == 0) check_output_file(opt.timeline, "--timeline");  // root writes it
@@ -164,15 +169,18 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
   const std::vector<double> ratios = parse_ratio_list(opt.ratios, "--ratios");
   const comm::Communicator service = world.split(0, world.rank());
   const int max_workers = world.size() - 1;
-  const data::InMemorySource dataset(data::load_dataset("cifar10", opt.data_dir).train);
-  const data::SampleTransform heavy(heavy_cifar_pipeline(opt.resolution), dataset.info().shape);
+  const bool do_compute = opt.parts.find("compute") != std::string::npos;
+  const bool do_drift = opt.parts.find("drift") != std::string::npos;
+  const PipelineData input = pipeline_data(opt);
+  const data::SampleSource& dataset = *input.source;
+  const data::SampleTransform& heavy = *input.transform;
   const bool root = world.rank() == 0;
   if (root) {
     fmt::print(
-        "offload: auto vs fixed ratios, 1 trainer + 1..{} worker(s), CIFAR-10 heavy "
-        "augmentation at {}x{}, batch {}\ntrainer compute = SIMULATED GPU STEP (a sleep, not real "
-        "compute): {} ms input-bound, {} ms compute-bound\n\n",
-        max_workers, opt.resolution, opt.resolution, opt.batch, opt.gpu_step_ms,
+        "offload: auto vs fixed ratios, 1 trainer + 1..{} worker(s), {}, batch {}\ntrainer "
+        "compute = SIMULATED GPU STEP (a sleep, not real compute): {} ms input-bound, {} ms "
+        "compute-bound\n\n",
+        max_workers, input.description, opt.batch, opt.gpu_step_ms,
         opt.compute_bound_gpu_step_ms);
   }
   Report report("offload", common);
@@ -259,6 +267,7 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
     summary.add_row({workers, local_cap, workers_cap, pipeline_cap, compute_cap, ideal, best,
                      best_ratio, auto_rate, median(auto_ratios), 100 * auto_rate / best,
                      100 * auto_rate / ideal});
+    report.set_summary(fmt::format("auto_over_best_pct_{}w", workers), 100 * auto_rate / best);
     for (const auto& d : decisions) {
       fmt::print("  [{} worker(s), round 0] t={:.2f} s ratio {:.2f} -> {:.2f}: {}\n", workers,
                  d.t_s, d.from, d.to, d.reason);
@@ -271,7 +280,7 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
       Table("compute_bound", "compute-bound: auto against no offloading (samples/s)",
             {"round", {"ratio 0", 1}, {"auto", 1}, {"auto ratio", 2}, {"cost %", 2}}));
   std::vector<double> costs;
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; do_compute && round < 3; ++round) {
     auto o = base_options(service, max_workers, dataset, heavy, opt);
     o.gpu_step_ms = opt.compute_bound_gpu_step_ms;
     o.warmup_steps = 30;
@@ -290,6 +299,29 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
     compute.add_row({round, plain, with_auto, auto_ratio, cost});
   }
 
+  const auto print_head = [&] {
+    summary.print();
+    fmt::print("\n");
+    sweep.print();
+    fmt::print("\n");
+    if (!do_compute) return;
+    compute.print();
+    fmt::print("  median cost of auto against no offloading: {:.2f} %\n\n", median(costs));
+    report.set_summary("compute_bound_cost_pct", median(costs));
+  };
+  const auto write_report = [&] {
+    report.set_plot(Plot{.title = "offload: fixed-ratio sweep (auto in the summary table)",
+                         .xlabel = "offload ratio",
+                         .ylabel = "samples/s",
+                         .series = plot_series});
+    report.write();
+  };
+  if (!do_drift) {
+    if (!root) return 0;
+    print_head();
+    write_report();
+    return 0;
+  }
   // Drift: worker 0 becomes slow_factor times slower half-way through an auto run.
   telemetry::Timeline timeline(telemetry::TimelineOptions{
       .enabled = true, .process_name = fmt::format("rank {}", world.rank())});
@@ -351,13 +383,7 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
     slowed_cap = std::max(slowed_cap, run_pipeline(c).samples_per_s);
   }
   if (!root) return 0;
-
-  summary.print();
-  fmt::print("\n");
-  sweep.print();
-  fmt::print("\n");
-  compute.print();
-  fmt::print("  median cost of auto against no offloading: {:.2f} %\n\n", median(costs));
+  print_head();
 
   const auto& rows = summary.rows();
   const double compute_cap = rows.back()[4].number();
@@ -397,13 +423,8 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
                100 * median(after_shares), at_90, after_shares.size());
     report.set_summary("drift_median_pct_of_new_ideal", 100 * median(after_shares));
   }
-  report.set_summary("compute_bound_cost_pct", median(costs));
   report.set_summary("drift_recovery_s", recovered_s);
-  report.set_plot(Plot{.title = "offload: fixed-ratio sweep (auto in the summary table)",
-                       .xlabel = "offload ratio",
-                       .ylabel = "samples/s",
-                       .series = plot_series});
-  report.write();
+  write_report();
   return 0;
 }
 

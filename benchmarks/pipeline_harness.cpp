@@ -1,11 +1,15 @@
 #include "pipeline_harness.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <thread>
 
 #include "conflux/core/error.hpp"
+#include "conflux/data/io/catalog.hpp"
+#include "conflux/data/io/image_folder_source.hpp"
 
 namespace conflux::bench {
 
@@ -135,6 +139,43 @@ void PipelineSettings::add_pipeline_options(boost::program_options::options_desc
       "requests in flight per worker (data.worker_credits)")(
       "send-buffers", po::value(&send_buffers)->default_value(send_buffers),
       "batches a worker holds while sending (data.worker_send_buffers)");
+}
+
+void PipelineSettings::add_image_options(boost::program_options::options_description& desc) {
+  namespace po = boost::program_options;
+  desc.add_options()(
+      "images", po::value(&images)->default_value(images),
+      "image folder root (root/train/<class>/<file>.jpg|png, e.g. made by conflux-bench "
+      "make-images --size 200-500): read and decode every sample from its file, random resized "
+      "crop to --crop + flip + normalise, instead of CIFAR-10 in memory with the heavy "
+      "augmentation at --resolution")("crop", po::value(&crop)->default_value(crop),
+                                      "output side of the random resized crop with --images");
+}
+
+PipelineData pipeline_data(const PipelineSettings& settings) {
+  PipelineData d;
+  if (settings.images.empty()) {
+    d.source = std::make_unique<data::InMemorySource>(
+        data::load_dataset("cifar10", settings.data_dir).train);
+    d.transform = std::make_unique<data::SampleTransform>(
+        heavy_cifar_pipeline(settings.resolution), d.source->info().shape);
+    d.description = fmt::format("CIFAR-10 heavy augmentation at {}x{}", settings.resolution,
+                                settings.resolution);
+    return d;
+  }
+  CONFLUX_REQUIRE(settings.crop >= 1, "--crop {} must be at least 1", settings.crop);
+  d.source = std::make_unique<data::ImageFolderSource>(settings.images, "train", 3);
+  data::TransformOptions o;
+  o.resized_crop = settings.crop;
+  o.hflip = true;
+  o.mean = {0.485f, 0.456f, 0.406f};
+  o.std = {0.229f, 0.224f, 0.225f};
+  d.transform = std::make_unique<data::SampleTransform>(o, data::ImageShape{3, 0, 0});
+  d.description =
+      fmt::format("image folder {} ({} files, read + decode + random resized crop {} + flip + "
+                  "normalise)",
+                  settings.images, d.source->size(), settings.crop);
+  return d;
 }
 
 PipelineRunOptions PipelineSettings::run_options(const comm::Communicator& service, int workers,

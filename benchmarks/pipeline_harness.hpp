@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -84,12 +85,32 @@ struct PipelineSettings {
   /// Adds --data-dir, --batch, --warmup, --gpu-step-ms, --resolution, --local-threads,
   /// --worker-threads, --credits and --send-buffers to `desc`, defaulting to the values held.
   void add_pipeline_options(boost::program_options::options_description& desc);
+  /// --images DIR: an image folder instead of CIFAR-10 in memory (only the scenarios that call
+  /// add_image_options(); see pipeline_data()).
+  std::string images{};
+  int crop = 224;  ///< --crop: output side of the random resized crop for --images
+
+  /// Adds --images and --crop to `desc`.
+  void add_image_options(boost::program_options::options_description& desc);
   /// A run with these settings: `workers` of the service's ranks serve `dataset` through
   /// `transform` (ratio, steps and hooks are the caller's).
   PipelineRunOptions run_options(const comm::Communicator& service, int workers,
                                  const data::SampleSource& dataset,
                                  const data::SampleTransform& transform) const;
 };
+
+/// The training data of a data-service scenario and its transform.
+struct PipelineData {
+  std::unique_ptr<data::SampleSource> source;
+  std::unique_ptr<data::SampleTransform> transform;
+  std::string description;  ///< for the printed header, e.g. "CIFAR-10 heavy augmentation at 64x64"
+};
+
+/// settings.images set: data::ImageFolderSource over its "train" split (JPEG/PNG files read and
+/// decoded per sample, as conflux train reads an image folder) with the ImageNet-style training
+/// transform: random resized crop to settings.crop, flip, normalisation (images of any size).
+/// Otherwise CIFAR-10's training split in memory with heavy_cifar_pipeline(settings.resolution).
+PipelineData pipeline_data(const PipelineSettings& settings);
 
 /// Runs the pipeline once; collective over *options.service. InputError for options that do
 /// not fit the communicator (too few ranks for `workers`, a bad fault_worker, no steps).

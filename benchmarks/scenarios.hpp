@@ -58,4 +58,8 @@ int run_make_images(const std::vector<std::string>& args, const comm::Communicat
 /// Single-thread JPEG decode speed: conflux's decode_image against a plain TurboJPEG loop.
 int run_decode(const std::vector<std::string>& args, const comm::Communicator& world);
 
+/// Training samples/s of read + decode + random resized crop + flip + normalise over an image
+/// folder through data::BatchBuilder (single rank, 1 thread by default).
+int run_image_pipeline(const std::vector<std::string>& args, const comm::Communicator& world);
+
 }  // namespace conflux::bench
