@@ -2,8 +2,9 @@
 // the bottleneck. The trainer's compute step is a SIMULATED GPU STEP (a fixed sleep that
 // leaves its core free, as a real GPU step would); the pipeline is the heavy CIFAR-10
 // augmentation, or with --images an image folder read and decoded per sample (random resized
-// crop + flip + normalise, as ImageNet-style training does). It sweeps the offload ratio, then compares the data plane's goodput for large
-// batches with plain MPI_Send/MPI_Recv between the same two ranks in the same run.
+// crop + flip + normalise, as ImageNet-style training does). It sweeps the offload ratio, then
+// compares the data plane's goodput for large batches with plain MPI_Send/MPI_Recv between the same
+// two ranks in the same run.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -80,9 +81,9 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
       "goodput-batch", po::value(&opt.goodput_batch)->default_value(opt.goodput_batch),
       "batch size of the goodput test")(
       "goodput-steps", po::value(&opt.goodput_steps)->default_value(opt.goodput_steps),
-      "measured batches of the goodput test (0: no goodput test)")("rounds",
-                                              po::value(&opt.rounds)->default_value(opt.rounds),
-                                              "interleaved repetitions; medians are reported");
+      "measured batches of the goodput test (0: no goodput test)")(
+      "rounds", po::value(&opt.rounds)->default_value(opt.rounds),
+      "interleaved repetitions; medians are reported");
   opt.add_pipeline_options(desc);
   opt.add_image_options(desc);
   const auto vm = parse_scenario_options("data-service", args, desc, common, world);
@@ -146,8 +147,8 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
                                              : std::numeric_limits<double>::infinity();
     Plot plot{
         .title = fmt::format("data service: 1 trainer + {} worker(s), {}, SIMULATED GPU step {} ms",
-                             world.size() - 1, opt.images.empty() ? input.description
-                                                                  : std::string("image folder"),
+                             world.size() - 1,
+                             opt.images.empty() ? input.description : std::string("image folder"),
                              opt.gpu_step_ms),
         .xlabel = "offload ratio (share of batches built by workers)",
         .ylabel = "samples/s at the trainer (median)",

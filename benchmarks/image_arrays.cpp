@@ -58,7 +58,8 @@ SplitArrays decode_split(const std::filesystem::path& root, const std::string& s
                     decoded.shape.width);
     std::uint8_t* hwc = out.images.data() + i * plane * kChannels;
     for (std::size_t p = 0; p < plane; ++p) {
-      for (std::size_t c = 0; c < kChannels; ++c) hwc[p * kChannels + c] = decoded.pixels[c * plane + p];
+      for (std::size_t c = 0; c < kChannels; ++c)
+        hwc[p * kChannels + c] = decoded.pixels[c * plane + p];
     }
     out.labels[i] = source.label(i);
   }

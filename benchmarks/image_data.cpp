@@ -44,7 +44,7 @@ struct MakeImagesArgs {
   std::size_t gray_every = 0;
   bool damaged = false;
   std::string hdf5_arrays;  // --hdf5-arrays FILE: also the decoded pixels as HDF5 arrays
-  int min_side = 0;  // from --size; 0 = keep 32x32
+  int min_side = 0;         // from --size; 0 = keep 32x32
   int max_side = 0;
 };
 

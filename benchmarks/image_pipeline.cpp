@@ -66,9 +66,9 @@ std::optional<po::variables_map> parse(const std::vector<std::string>& args, Pip
       "threads", po::value(&a.threads)->default_value(a.threads),
       "BatchBuilder preprocessing threads (1 = the per-core figure)")(
       "repetitions", po::value(&a.repetitions)->default_value(a.repetitions),
-      "timed passes; the median is reported")(
-      "warmup", po::value(&a.warmup)->default_value(a.warmup),
-      "untimed passes first (page cache, allocations)");
+      "timed passes; the median is reported")("warmup",
+                                              po::value(&a.warmup)->default_value(a.warmup),
+                                              "untimed passes first (page cache, allocations)");
   auto vm = parse_scenario_options("image-pipeline", args, options, common, world);
   if (vm) {
     CONFLUX_REQUIRE(a.batch > 0 && a.size > 0 && a.threads > 0 && a.repetitions > 0,
@@ -152,7 +152,8 @@ int run_image_pipeline(const std::vector<std::string>& args, const comm::Communi
   const data::SampleTransform transform(imagenet_train_transform(a.size), {3, 0, 0});
   data::BatchBuilder builder(source, transform, a.threads);
   std::vector<std::uint32_t> epochs;
-  const auto batches = plan_batches(source.size(), total, static_cast<std::size_t>(a.batch), epochs);
+  const auto batches =
+      plan_batches(source.size(), total, static_cast<std::size_t>(a.batch), epochs);
   fmt::print(
       "image-pipeline: {} samples per pass from {} ({} images), batches of {}, {} thread(s): "
       "read + decode_image + random resized crop {} + flip + normalise (data::BatchBuilder)\n\n",
@@ -188,9 +189,9 @@ int run_image_pipeline(const std::vector<std::string>& args, const comm::Communi
                   "of {} passes of {} samples",
                   a.batch, a.threads, a.repetitions, total),
       {"pipeline", {"samples/s", 1}, {"samples/s per core", 1}, {"us/sample", 0}, "passes"}));
-  table.add_row({fmt::format("BatchBuilder: read + decode + resized crop {} + flip + normalise",
-                             a.size),
-                 rate, per_core, 1e6 / rate, fmt::format("[{}]", per_rep)});
+  table.add_row(
+      {fmt::format("BatchBuilder: read + decode + resized crop {} + flip + normalise", a.size),
+       rate, per_core, 1e6 / rate, fmt::format("[{}]", per_rep)});
   table.print();
   fmt::print("\n");
   const double stage_total = st.read + st.decode + st.transform;
@@ -200,10 +201,10 @@ int run_image_pipeline(const std::vector<std::string>& args, const comm::Communi
                         "{:.0f} px on average)",
                         all.size(), st.pixels),
             {"stage", {"us/sample", 1}, {"% of the stages", 1}}));
-  stages.add_row({"read the file (ImageFolderSource::read)", 1e6 * st.read / n,
-                  100 * st.read / stage_total});
-  stages.add_row({"decode (decode_image, full size)", 1e6 * st.decode / n,
-                  100 * st.decode / stage_total});
+  stages.add_row(
+      {"read the file (ImageFolderSource::read)", 1e6 * st.read / n, 100 * st.read / stage_total});
+  stages.add_row(
+      {"decode (decode_image, full size)", 1e6 * st.decode / n, 100 * st.decode / stage_total});
   stages.add_row({fmt::format("transform (resized crop {} + flip + normalise)", a.size),
                   1e6 * st.transform / n, 100 * st.transform / stage_total});
   stages.add_row({"sum", 1e6 * stage_total / n, 100.0});
@@ -214,13 +215,13 @@ int run_image_pipeline(const std::vector<std::string>& args, const comm::Communi
   report.set_summary("read_us", 1e6 * st.read / n);
   report.set_summary("decode_us", 1e6 * st.decode / n);
   report.set_summary("transform_us", 1e6 * st.transform / n);
-  report.set_plot(Plot{.title = stages.title(),
-                       .xlabel = "stage",
-                       .ylabel = "us per sample (1 thread)",
-                       .categories = {"read", "decode", "transform"},
-                       .series = {Series{.title = "us/sample",
-                                         .y = {1e6 * st.read / n, 1e6 * st.decode / n,
-                                               1e6 * st.transform / n}}}});
+  report.set_plot(Plot{
+      .title = stages.title(),
+      .xlabel = "stage",
+      .ylabel = "us per sample (1 thread)",
+      .categories = {"read", "decode", "transform"},
+      .series = {Series{.title = "us/sample",
+                        .y = {1e6 * st.read / n, 1e6 * st.decode / n, 1e6 * st.transform / n}}}});
   report.write();
   return 0;
 }

@@ -180,8 +180,7 @@ int run_offload(const std::vector<std::string>& args, const comm::Communicator& 
         "offload: auto vs fixed ratios, 1 trainer + 1..{} worker(s), {}, batch {}\ntrainer "
         "compute = SIMULATED GPU STEP (a sleep, not real compute): {} ms input-bound, {} ms "
         "compute-bound\n\n",
-        max_workers, input.description, opt.batch, opt.gpu_step_ms,
-        opt.compute_bound_gpu_step_ms);
+        max_workers, input.description, opt.batch, opt.gpu_step_ms, opt.compute_bound_gpu_step_ms);
   }
   Report report("offload", common);
   report.add_parameters(*vm);

@@ -157,8 +157,8 @@ PipelineData pipeline_data(const PipelineSettings& settings) {
   if (settings.images.empty()) {
     d.source = std::make_unique<data::InMemorySource>(
         data::load_dataset("cifar10", settings.data_dir).train);
-    d.transform = std::make_unique<data::SampleTransform>(
-        heavy_cifar_pipeline(settings.resolution), d.source->info().shape);
+    d.transform = std::make_unique<data::SampleTransform>(heavy_cifar_pipeline(settings.resolution),
+                                                          d.source->info().shape);
     d.description = fmt::format("CIFAR-10 heavy augmentation at {}x{}", settings.resolution,
                                 settings.resolution);
     return d;
@@ -171,10 +171,10 @@ PipelineData pipeline_data(const PipelineSettings& settings) {
   o.mean = {0.485f, 0.456f, 0.406f};
   o.std = {0.229f, 0.224f, 0.225f};
   d.transform = std::make_unique<data::SampleTransform>(o, data::ImageShape{3, 0, 0});
-  d.description =
-      fmt::format("image folder {} ({} files, read + decode + random resized crop {} + flip + "
-                  "normalise)",
-                  settings.images, d.source->size(), settings.crop);
+  d.description = fmt::format(
+      "image folder {} ({} files, read + decode + random resized crop {} + flip + "
+      "normalise)",
+      settings.images, d.source->size(), settings.crop);
   return d;
 }
 
