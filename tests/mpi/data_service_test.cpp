@@ -46,12 +46,25 @@ TransformOptions heavy_options() {
   return o;
 }
 
+// A resized crop and flip only: the transform's output is an 8-bit image, so workers ship
+// pixels (3x160x160 bytes = 75 KiB per sample: a 50-sample batch travels as 4 image chunks) and
+// the trainer normalises them.
+TransformOptions pixel_options() {
+  TransformOptions o;
+  o.hflip = true;
+  o.mean = {0.4f, 0.5f, 0.6f};
+  o.std = {0.2f, 0.3f, 0.4f};
+  o.resized_crop = 160;
+  return o;
+}
+
 struct Scenario {
   double ratio = 1;
   WorkerFault fault;  // applied to worker 0
   double timeout_s = 30;
   std::function<double(std::size_t)> ratio_at;  // optional: ratio from step k on
   std::chrono::milliseconds step_time{0};       // trainer "compute" per step (a sleep)
+  bool pixels = false;                          // pixel_options() instead of heavy_options()
 };
 
 struct Outcome {
@@ -68,7 +81,8 @@ Outcome run_layout(int trainers, const Scenario& scenario) {
   const comm::RoleSplit roles = comm::split_roles(world, trainers, workers);
   const comm::Communicator service = world.split(0, world.rank());
   const InMemorySource dataset(synthetic_dataset());
-  const SampleTransform transform(heavy_options(), dataset.info().shape);
+  const SampleTransform transform(scenario.pixels ? pixel_options() : heavy_options(),
+                                  dataset.info().shape);
   Outcome out;
   if (roles.layout.role == comm::Role::kWorker) {
     BatchServerOptions o;
@@ -214,11 +228,24 @@ TEST(DataService, RatioChangesBetweenStepsKeepBatchesIdentical) {
 }
 
 TEST(DataService, BatchesLargerThanOneMessageTravelInChunks) {
-  static_assert(chunk_count(kGlobalBatch, 3 * 64 * 64) == 3);
+  static_assert(chunk_count(kGlobalBatch, 3 * 64 * 64 * sizeof(float)) == 3);
   const Outcome out = run_layout(1, Scenario{1.0, {}, 30, {}});
   if (comm::Communicator::world().rank() != 0) return;
   EXPECT_EQ(out.mismatches, 0u);
   EXPECT_EQ(out.loader.worker, steps_per_trainer());
+}
+
+TEST(DataService, PixelBatchesNormalisedByTheTrainerAreBitIdentical) {
+  static_assert(chunk_count(kGlobalBatch, 3 * 160 * 160) == 4);
+  Scenario scenario{1.0, {}, 30, {}};
+  scenario.pixels = true;
+  const Outcome out = run_layout(1, scenario);
+  if (comm::Communicator::world().rank() != 0) return;
+  EXPECT_EQ(out.mismatches, 0u);  // against floats built here from the same plan
+  EXPECT_EQ(out.loader.worker, steps_per_trainer());
+  // One byte per value crossed the wire (plus 4-byte labels), not four.
+  const std::uint64_t values = 3 * 160 * 160;
+  EXPECT_EQ(out.loader.client.payload_bytes, kEpochs * kSamples * (values + sizeof(model::Label)));
 }
 
 TEST(DataService, DelayedWorkerIsReplacedByLocalBuildsAndLateAnswersDropped) {

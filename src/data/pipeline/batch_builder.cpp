@@ -42,16 +42,51 @@ bool BatchBuilder::prepare(std::uint32_t index, const std::vector<std::uint8_t>*
   return pixels_of(index, *fetched, scratch, shape, pixels);
 }
 
-// A skipped sample keeps its slot (so batches keep their size and placement), with zeros and
-// the label the loss leaves out: the step's result does not depend on where it was built.
-void BatchBuilder::skip(std::uint32_t index, const CorruptSampleError& error, float* out,
-                        model::Label& label) {
-  std::fill(out, out + floats_per_sample(), 0.0f);
+// A skipped sample keeps its slot (so batches keep their size and placement), with a blank
+// image and the label the loss leaves out: the step's result does not depend on where it was
+// built.
+void BatchBuilder::skipped(std::uint32_t index, const CorruptSampleError& error,
+                           model::Label& label) {
   label = model::kSkippedLabel;
   ++skipped_;
   if (decoding_.log != nullptr) {
     decoding_.log->warn("skipping sample {} (data.on_corrupt = \"skip\"): {}", index, error.what());
   }
+}
+
+void BatchBuilder::blank_floats(float* out) const {
+  if (!transform_.pixel_output()) {
+    std::fill(out, out + floats_per_sample(), 0.0f);
+    return;
+  }
+  thread_local std::vector<std::uint8_t> zeros;
+  zeros.assign(floats_per_sample(), 0);
+  transform_.normalise(zeros.data(), 1, out);
+}
+
+template <typename Make, typename Blank>
+void BatchBuilder::for_each_train(std::span<const std::uint32_t> samples, model::Label* labels,
+                                  std::span<const std::vector<std::uint8_t>> fetched, Make make,
+                                  Blank blank) {
+  CONFLUX_CHECK(fetched.empty() || fetched.size() == samples.size(),
+                "batch builder: {} samples but {} read ahead", samples.size(), fetched.size());
+  pool_.parallel_for(samples.size(), [&](std::size_t begin, std::size_t end) {
+    thread_local Scratch scratch;
+    for (std::size_t i = begin; i < end; ++i) {
+      const std::uint32_t index = samples[i];
+      labels[i] = source_.label(index);
+      try {
+        ImageShape shape;
+        std::span<const std::uint8_t> pixels;
+        prepare(index, fetched.empty() ? nullptr : &fetched[i], scratch, shape, pixels);
+        make(i, ImageView{shape, pixels});
+      } catch (const CorruptSampleError& e) {
+        if (!decoding_.skip_corrupt) throw;
+        skipped(index, e, labels[i]);
+        blank(i);
+      }
+    }
+  });
 }
 
 void BatchBuilder::build_train(std::span<const std::uint32_t> samples, std::uint64_t seed,
@@ -65,26 +100,31 @@ void BatchBuilder::build_train(std::span<const std::uint32_t> samples, std::uint
 void BatchBuilder::build_train_into(std::span<const std::uint32_t> samples, std::uint64_t seed,
                                     std::uint32_t epoch, float* images, model::Label* labels,
                                     std::span<const std::vector<std::uint8_t>> fetched) {
-  CONFLUX_CHECK(fetched.empty() || fetched.size() == samples.size(),
-                "batch builder: {} samples but {} read ahead", samples.size(), fetched.size());
-  const std::size_t stride = transform_.output_shape().size();
-  pool_.parallel_for(samples.size(), [&](std::size_t begin, std::size_t end) {
-    thread_local Scratch scratch;
-    for (std::size_t i = begin; i < end; ++i) {
-      const std::uint32_t index = samples[i];
-      float* out = images + i * stride;
-      labels[i] = source_.label(index);
-      try {
-        ImageShape shape;
-        std::span<const std::uint8_t> pixels;
-        prepare(index, fetched.empty() ? nullptr : &fetched[i], scratch, shape, pixels);
-        transform_.train({shape, pixels}, seed, epoch, index, out);
-      } catch (const CorruptSampleError& e) {
-        if (!decoding_.skip_corrupt) throw;
-        skip(index, e, out, labels[i]);
-      }
-    }
-  });
+  const std::size_t stride = floats_per_sample();
+  for_each_train(
+      samples, labels, fetched,
+      [&](std::size_t i, const ImageView& image) {
+        transform_.train(image, seed, epoch, samples[i], images + i * stride);
+      },
+      [&](std::size_t i) { blank_floats(images + i * stride); });
+}
+
+void BatchBuilder::build_train_encoded(std::span<const std::uint32_t> samples, std::uint64_t seed,
+                                       std::uint32_t epoch, std::byte* images, model::Label* labels,
+                                       std::span<const std::vector<std::uint8_t>> fetched) {
+  if (encoding() == ImageEncoding::kFloat32) {
+    // Floats are written in place; the service ships them as bytes.
+    build_train_into(samples, seed, epoch, reinterpret_cast<float*>(images), labels, fetched);
+    return;
+  }
+  const std::size_t stride = floats_per_sample();
+  auto* pixels = reinterpret_cast<std::uint8_t*>(images);
+  for_each_train(
+      samples, labels, fetched,
+      [&](std::size_t i, const ImageView& image) {
+        transform_.train_pixels(image, seed, epoch, samples[i], pixels + i * stride);
+      },
+      [&](std::size_t i) { std::fill_n(pixels + i * stride, stride, std::uint8_t{0}); });
 }
 
 void BatchBuilder::build_eval(std::size_t begin, std::size_t end, model::Tensor& images,
@@ -104,7 +144,8 @@ void BatchBuilder::build_eval(std::size_t begin, std::size_t end, model::Tensor&
         transform_.eval({shape, pixels}, out);
       } catch (const CorruptSampleError& e) {
         if (!decoding_.skip_corrupt) throw;
-        skip(index, e, out, labels[i]);
+        skipped(index, e, labels[i]);
+        blank_floats(out);
       }
     }
   });

@@ -15,11 +15,20 @@ using Clock = std::chrono::steady_clock;
 
 WorkerClientOptions client_options(const BatchLoaderOptions& o, std::size_t max_samples) {
   WorkerClientOptions c = o.client;
-  const ImageShape shape = o.transform->output_shape();
-  c.image_shape = {shape.channels, shape.height, shape.width};
+  c.transform = o.transform;
   c.max_samples = max_samples;
   c.trainer = o.trainer;
   return c;
+}
+
+// Bytes a batch in the window holds per sample: the floats, the label and the index, and for
+// pixel answers the received pixels too (counted for every slot, as any may be remote).
+std::size_t batch_bytes_per_sample(const BatchLoaderOptions& o) {
+  const std::size_t values = o.transform->output_shape().size();
+  const bool staged =
+      !o.client.worker_ranks.empty() && image_encoding(*o.transform) == ImageEncoding::kPixels;
+  return values * sizeof(float) + (staged ? values : 0) + sizeof(model::Label) +
+         sizeof(std::uint32_t);
 }
 
 }  // namespace
@@ -43,8 +52,7 @@ BatchLoader::BatchLoader(BatchLoaderOptions options)
       steps_per_epoch_((options_.source->size() + options_.global_batch - 1) /
                        options_.global_batch),
       max_samples_(split_.max_batch(options_.trainer)),
-      batch_bytes_(max_samples_ * (options_.transform->output_shape().size() * sizeof(float) +
-                                   sizeof(model::Label) + sizeof(std::uint32_t))),
+      batch_bytes_(max_samples_ * batch_bytes_per_sample(options_)),
       producer_(*options_.source, *options_.transform,
                 {.threads = options_.threads,
                  .seed = options_.seed,

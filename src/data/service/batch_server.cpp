@@ -118,11 +118,11 @@ void BatchServer::refuse_queued(int trainer, ReplyStatus why) {
     ReplyHeader h{r.sequence, r.step, r.epoch, r.trainer, 0, why, 0};
     encode_meta(h, {}, {}, send.meta);
     // The trainer posted one receive per image chunk of the planned batch: answer each, empty.
-    const std::size_t chunks = chunk_count(r.samples, builder_.floats_per_sample());
+    const std::size_t chunks = chunk_count(r.samples, builder_.bytes_per_sample());
     send.requests.assign(chunks + 1, MPI_REQUEST_NULL);
     for (std::size_t c = 0; c < chunks; ++c) {
       CONFLUX_MPI_CHECK(
-          MPI_Isend(nullptr, 0, MPI_FLOAT, rank, image_tag(r.sequence), comm, &send.requests[c]));
+          MPI_Isend(nullptr, 0, MPI_BYTE, rank, image_tag(r.sequence), comm, &send.requests[c]));
     }
     CONFLUX_MPI_CHECK(MPI_Isend(send.meta.data(), static_cast<int>(send.meta.size()), MPI_BYTE,
                                 rank, meta_tag(r.sequence), comm, &send.requests[chunks]));
@@ -148,11 +148,11 @@ bool BatchServer::receive_requests() {
 
 void BatchServer::post_chunk(SendSlot& slot, std::size_t chunk) {
   const int rank = options_.trainer_ranks[static_cast<std::size_t>(slot.trainer)];
-  const std::size_t fps = builder_.floats_per_sample();
-  const std::size_t first = chunk * chunk_samples(fps) * fps;
-  const std::size_t count = std::min(chunk_samples(fps) * fps, slot.images.size() - first);
+  const std::size_t bps = builder_.bytes_per_sample();
+  const std::size_t first = chunk * chunk_samples(bps) * bps;
+  const std::size_t count = std::min(chunk_samples(bps) * bps, slot.images.size() - first);
   MPI_Request& request = slot.requests.emplace_back(MPI_REQUEST_NULL);
-  CONFLUX_MPI_CHECK(MPI_Isend(slot.images.data() + first, static_cast<int>(count), MPI_FLOAT, rank,
+  CONFLUX_MPI_CHECK(MPI_Isend(slot.images.data() + first, static_cast<int>(count), MPI_BYTE, rank,
                               image_tag(slot.request.sequence), options_.comm->get(), &request));
 }
 
@@ -171,7 +171,7 @@ bool BatchServer::complete_sends() {
     if (!slot.busy) continue;
     if (!slot.posted) {
       if (now < slot.not_before) continue;
-      const std::size_t chunks = chunk_count(slot.labels.size(), builder_.floats_per_sample());
+      const std::size_t chunks = chunk_count(slot.labels.size(), builder_.bytes_per_sample());
       for (std::size_t c = 0; c < chunks; ++c) post_chunk(slot, c);
       post_meta(slot);
       any = true;
@@ -243,18 +243,18 @@ std::optional<std::size_t> BatchServer::next_queue() {
 
 void BatchServer::build_and_send(SendSlot& slot, std::span<const std::uint32_t> samples,
                                  std::span<const std::vector<std::uint8_t>> fetched, bool delayed) {
-  const std::size_t fps = builder_.floats_per_sample();
-  const std::size_t per_chunk = chunk_samples(fps);
-  slot.images.resize(samples.size() * fps);
+  const std::size_t bps = builder_.bytes_per_sample();
+  const std::size_t per_chunk = chunk_samples(bps);
+  slot.images.resize(samples.size() * bps);
   slot.labels.resize(samples.size());
   slot.requests.clear();
   // Send each chunk as soon as it is built, so the trainer copies it while it is still in
   // cache and while the next chunk is being built.
   for (std::size_t c = 0, first = 0; first < samples.size(); ++c, first += per_chunk) {
     const std::size_t n = std::min(per_chunk, samples.size() - first);
-    builder_.build_train_into(samples.subspan(first, n), options_.seed, slot.request.epoch,
-                              slot.images.data() + first * fps, slot.labels.data() + first,
-                              fetched.empty() ? fetched : fetched.subspan(first, n));
+    builder_.build_train_encoded(samples.subspan(first, n), options_.seed, slot.request.epoch,
+                                 slot.images.data() + first * bps, slot.labels.data() + first,
+                                 fetched.empty() ? fetched : fetched.subspan(first, n));
     if (!delayed) post_chunk(slot, c);
   }
 }
@@ -278,6 +278,7 @@ void BatchServer::answer(SendSlot& slot, std::span<const std::uint32_t> samples,
                      static_cast<std::uint32_t>(samples.size()),
                      ReplyStatus::kBatch,
                      builder_.floats_per_sample()};
+  header.encoding = builder_.encoding();
   header.build_seconds = static_cast<float>(build_seconds);
   header.busy_fraction = static_cast<float>(load_.busy_fraction(Clock::now()));
   header.queued = static_cast<std::uint32_t>(queued_requests());
@@ -297,7 +298,7 @@ void BatchServer::count_answer(std::size_t trainer, std::size_t samples) {
   stats_.samples += samples;
   std::uint64_t in_flight = 0;
   for (const auto& s : slots_) {
-    if (s.busy) in_flight += s.images.size() * sizeof(float) + s.meta.size();
+    if (s.busy) in_flight += s.images.size() + s.meta.size();
   }
   stats_.peak_bytes_in_flight = std::max(stats_.peak_bytes_in_flight, in_flight);
 }

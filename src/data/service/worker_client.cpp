@@ -10,17 +10,10 @@
 
 namespace conflux::data {
 
-namespace {
-
-std::size_t floats_per_sample(const std::vector<int>& shape) {
-  return model::Tensor::count_of(shape);
-}
-
-}  // namespace
-
 WorkerClient::WorkerClient(WorkerClientOptions options) : options_(std::move(options)) {
   CONFLUX_REQUIRE(options_.comm != nullptr || options_.worker_ranks.empty(),
                   "WorkerClient needs a communicator when there are workers");
+  CONFLUX_REQUIRE(options_.transform != nullptr, "WorkerClient needs the training transform");
   for (int rank : options_.worker_ranks) workers_.push_back(WorkerState{rank, 0, 0, {}, false, {}});
 }
 
@@ -58,6 +51,16 @@ void WorkerClient::send(int worker, const Request& message) {
                               kRequestTag, options_.comm->get(), &out.request));
 }
 
+std::vector<int> WorkerClient::batch_shape(std::size_t samples) const {
+  const ImageShape s = options_.transform->output_shape();
+  return {static_cast<int>(samples), s.channels, s.height, s.width};
+}
+
+std::size_t WorkerClient::bytes_per_sample() const {
+  return options_.transform->output_shape().size() *
+         value_bytes(image_encoding(*options_.transform));
+}
+
 bool WorkerClient::request(Batch& batch, BatchRange range) {
   const std::size_t samples = range.size();
   CONFLUX_CHECK(samples <= options_.max_samples,
@@ -87,24 +90,31 @@ bool WorkerClient::request(Batch& batch, BatchRange range) {
   p.samples = samples;
   p.deadline = now + std::chrono::duration_cast<Clock::duration>(options_.timeout);
   p.meta.resize(meta_bytes(options_.max_samples));
-  std::vector<int> shape = {static_cast<int>(options_.max_samples)};
-  shape.insert(shape.end(), options_.image_shape.begin(), options_.image_shape.end());
-  batch.images.resize(std::move(shape));
+  batch.images.resize(batch_shape(options_.max_samples));
   const MPI_Comm comm = options_.comm->get();
-  const std::size_t fps = floats_per_sample(options_.image_shape);
-  const std::size_t chunks = chunk_count(samples, fps);
+  const std::size_t bps = bytes_per_sample();
+  const std::size_t chunks = chunk_count(samples, bps);
   p.requests.assign(chunks + 1, MPI_REQUEST_NULL);
   p.statuses.resize(chunks + 1);
   CONFLUX_MPI_CHECK(MPI_Irecv(p.meta.data(), static_cast<int>(p.meta.size()), MPI_BYTE, worker.rank,
                               meta_tag(p.sequence), comm, &p.requests[0]));
-  // One receive per chunk, straight into its place in the tensor; chunks on one tag arrive in
-  // the order they were sent.
+  // Floats go straight into their place in the tensor, pixels into the staging buffer that
+  // poll() normalises from.
+  std::byte* images = reinterpret_cast<std::byte*>(batch.images.data.data());
+  if (image_encoding(*options_.transform) == ImageEncoding::kPixels) {
+    if (!spare_pixels_.empty()) {
+      p.pixels = std::move(spare_pixels_.back());
+      spare_pixels_.pop_back();
+    }
+    p.pixels.resize(samples * bps);
+    images = reinterpret_cast<std::byte*>(p.pixels.data());
+  }
+  // One receive per chunk; chunks on one tag arrive in the order they were sent.
   for (std::size_t c = 0; c < chunks; ++c) {
-    const std::size_t first = c * chunk_samples(fps) * fps;
-    const std::size_t count = std::min(chunk_samples(fps) * fps, samples * fps - first);
-    CONFLUX_MPI_CHECK(MPI_Irecv(batch.images.data.data() + first, static_cast<int>(count),
-                                MPI_FLOAT, worker.rank, image_tag(p.sequence), comm,
-                                &p.requests[c + 1]));
+    const std::size_t first = c * chunk_samples(bps) * bps;
+    const std::size_t count = std::min(chunk_samples(bps) * bps, samples * bps - first);
+    CONFLUX_MPI_CHECK(MPI_Irecv(images + first, static_cast<int>(count), MPI_BYTE, worker.rank,
+                                image_tag(p.sequence), comm, &p.requests[c + 1]));
   }
   // The request names the batch's plan positions: the worker needs no knowledge of how steps
   // are divided among the trainers (data::BatchSplit stays the one place that decides it).
@@ -138,11 +148,11 @@ WorkerClient::Arrival WorkerClient::poll(Batch& batch) {
   --worker.in_flight;
   int meta_count = 0;
   MPI_Get_count(&p.statuses[0], MPI_BYTE, &meta_count);
-  std::size_t image_count = 0;
+  std::size_t image_bytes = 0;
   for (std::size_t c = 1; c < p.statuses.size(); ++c) {
     int count = 0;
-    MPI_Get_count(&p.statuses[c], MPI_FLOAT, &count);
-    image_count += static_cast<std::size_t>(count);
+    MPI_Get_count(&p.statuses[c], MPI_BYTE, &count);
+    image_bytes += static_cast<std::size_t>(count);
   }
   const MetaView meta =
       decode_meta({p.meta.data(), static_cast<std::size_t>(meta_count)}, worker.rank);
@@ -153,19 +163,22 @@ WorkerClient::Arrival WorkerClient::poll(Batch& batch) {
     pending_.erase(it);  // every receive completed (empty): nothing to keep
     return Arrival::kTimedOut;
   }
-  const std::size_t fps = floats_per_sample(options_.image_shape);
+  const std::size_t values = options_.transform->output_shape().size();
+  const ImageEncoding encoding = image_encoding(*options_.transform);
   CONFLUX_CHECK(h.status == ReplyStatus::kBatch && h.sequence == p.sequence && h.epoch == p.epoch &&
                     h.step == p.step && h.trainer == options_.trainer &&
-                    h.floats_per_sample == fps && h.samples == p.samples &&
-                    image_count == h.samples * fps,
+                    h.values_per_sample == values && h.encoding == encoding &&
+                    h.samples == p.samples && image_bytes == h.samples * bytes_per_sample(),
                 "data service: worker rank {} answered request {} (epoch {}, step {}) with "
-                "status {}, request {}, epoch {}, step {}, trainer {}, {} samples of {} floats "
-                "and {} image floats",
+                "status {}, request {}, epoch {}, step {}, trainer {}, {} samples of {} values "
+                "in encoding {} (expected {}) and {} image bytes",
                 worker.rank, p.sequence, p.epoch, p.step, static_cast<int>(h.status), h.sequence,
-                h.epoch, h.step, h.trainer, h.samples, h.floats_per_sample, image_count);
-  std::vector<int> shape = {static_cast<int>(h.samples)};
-  shape.insert(shape.end(), options_.image_shape.begin(), options_.image_shape.end());
-  batch.images.resize(std::move(shape));  // shrinking keeps the received floats
+                h.epoch, h.step, h.trainer, h.samples, h.values_per_sample,
+                static_cast<int>(h.encoding), static_cast<int>(encoding), image_bytes);
+  batch.images.resize(batch_shape(h.samples));  // shrinking keeps the received floats
+  if (encoding == ImageEncoding::kPixels) {
+    options_.transform->normalise(p.pixels.data(), h.samples, batch.images.data.data());
+  }
   batch.labels.assign(meta.labels.begin(), meta.labels.end());
   batch.samples.assign(meta.indices.begin(), meta.indices.end());
   batch.origin = BatchOrigin::kWorker;
@@ -176,7 +189,8 @@ WorkerClient::Arrival WorkerClient::poll(Batch& batch) {
   worker.seen.last_busy_fraction = h.busy_fraction;
   worker.seen.last_queued = h.queued;
   ++stats_.answered;
-  stats_.payload_bytes += image_count * sizeof(float) + h.samples;
+  stats_.payload_bytes += image_bytes + h.samples * sizeof(model::Label);
+  if (!p.pixels.empty()) spare_pixels_.push_back(std::move(p.pixels));
   pending_.erase(it);
   return Arrival::kArrived;
 }

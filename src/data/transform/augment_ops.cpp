@@ -147,8 +147,18 @@ void crop_to_float(std::span<const std::uint8_t> src, ImageShape in, int top, in
   }
 }
 
-void resize_bilinear(ImageView src, const ResizeWindow& window, bool flip, const float* scale,
-                     const float* shift, float* dst) {
+namespace {
+
+// The nearest pixel value, halves up, as PIL's and torchvision's uint8 resizes round. A convex
+// combination of uint8 values stays in [0, 255], so truncation is the floor, and it
+// vectorises where std::floor becomes a library call per value.
+inline int round_pixel(float v) {
+  return static_cast<int>(v + 0.5f);
+}
+
+// The separable resize of `window` into `dst` (uint8 or float), rounded to pixel values.
+template <typename Out>
+void resize_window(ImageView src, const ResizeWindow& window, bool flip, Out* dst) {
   thread_local Taps xs, ys;
   thread_local RowCache cache;
   const Box& box = window.box;
@@ -166,22 +176,27 @@ void resize_bilinear(ImageView src, const ResizeWindow& window, bool flip, const
   for (int c = 0; c < in.channels; ++c) {
     cache.reset(src.pixels.data() + static_cast<std::size_t>(c) * in.height * in.width, in.width,
                 w);
-    // Pixel units are x * 1 + 0: the same floats as no affine at all, in one loop.
-    const float a = scale ? scale[c] : 1.0f, b = shift ? shift[c] : 0.0f;
     for (int y = 0; y < window.height; ++y) {
       const int r0 = ys.first[y], r1 = ys.second[y];
       const float* top = cache.get(r0, r1, xs);
       const float* bottom = cache.get(r1, r0, xs);
       const float near = ys.near[y], far = ys.far[y];
-      float* row = dst + (static_cast<std::size_t>(c) * window.height + y) * w;
-      for (std::size_t x = 0; x < w; ++x) row[x] = (near * top[x] + far * bottom[x]) * a + b;
+      Out* row = dst + (static_cast<std::size_t>(c) * window.height + y) * w;
+      for (std::size_t x = 0; x < w; ++x)
+        row[x] = static_cast<Out>(round_pixel(near * top[x] + far * bottom[x]));
     }
   }
 }
 
+}  // namespace
+
+void resize_bilinear(ImageView src, const ResizeWindow& window, bool flip, std::uint8_t* dst) {
+  resize_window(src, window, flip, dst);
+}
+
 void resize_bilinear(std::span<const std::uint8_t> src, ImageShape in, Box box, int out_h,
                      int out_w, bool flip, float* dst) {
-  resize_bilinear({in, src}, {box, out_h, out_w, 0, 0, out_h, out_w}, flip, nullptr, nullptr, dst);
+  resize_window({in, src}, {box, out_h, out_w, 0, 0, out_h, out_w}, flip, dst);
 }
 
 void rotate(const float* src, ImageShape shape, float degrees, float* dst) {

@@ -62,6 +62,13 @@ std::vector<float>& scratch(int which, std::size_t size) {
   return buffers[which];
 }
 
+// Per-call scratch for an 8-bit image on its way to normalisation.
+std::uint8_t* pixel_scratch(std::size_t size) {
+  thread_local std::vector<std::uint8_t> buffer;
+  buffer.resize(size);
+  return buffer.data();
+}
+
 // transform.eval_resize = 0: the ImageNet recipe's ratio, Resize(256) before CenterCrop(224).
 int default_eval_resize(int resized_crop) {
   return static_cast<int>(std::lround(resized_crop * 8.0 / 7.0));
@@ -115,6 +122,7 @@ SampleTransform::SampleTransform(const TransformOptions& options, ImageShape inp
   fused_ = options.resized_crop > 0 && options.rotation_degrees == 0 && options.brightness == 0 &&
            options.contrast == 0 && !saturation && options.blur_kernel == 0 &&
            options.loaded_plugin == nullptr;
+  pixel_output_ = !heavy_ || (fused_ && options.cutout_size == 0);
 }
 
 void SampleTransform::validate_input(const TransformOptions& options, ImageShape input) {
@@ -225,24 +233,65 @@ augment::Box SampleTransform::train_crop(int width, int height, std::uint64_t se
 void SampleTransform::train(ImageView image, std::uint64_t seed, std::uint32_t epoch,
                             std::uint64_t sample_index, float* out) const {
   check_image(image);
-  if (heavy_) {
-    train_heavy(image, {seed, epoch, sample_index}, out);
+  const SampleKey key{seed, epoch, sample_index};
+  if (!pixel_output_) {
+    train_heavy(image, key, out);
+    return;
+  }
+  // The one way from pixels to floats, so a batch shipped as pixels and normalised by the
+  // trainer is bit-identical to one built here (docs/design.md invariant 2).
+  std::uint8_t* pixels = pixel_scratch(output_.size());
+  train_pixels_of(image, key, pixels);
+  normalise(pixels, 1, out);
+}
+
+void SampleTransform::train_pixels(ImageView image, std::uint64_t seed, std::uint32_t epoch,
+                                   std::uint64_t sample_index, std::uint8_t* out) const {
+  CONFLUX_CHECK(pixel_output_,
+                "train_pixels: this transform's output is not an 8-bit image (a heavy op other "
+                "than the resized crop and flip, or cutout, is on)");
+  check_image(image);
+  train_pixels_of(image, {seed, epoch, sample_index}, out);
+}
+
+void SampleTransform::train_pixels_of(const ImageView& image, const SampleKey& key,
+                                      std::uint8_t* out) const {
+  if (heavy_) {  // the resized crop and flip only
+    resized_crop(image, key, heavy_flip(key), out);
     return;
   }
   // Draw order is fixed (crop offsets, then flip) so that the numbers are the same everywhere.
-  Rng rng{seed, kAugmentStream, epoch, sample_index};
+  Rng rng{key.seed, kAugmentStream, key.epoch, key.sample_index};
   int top = 0, left = 0;
   if (options_.crop > 0) crop_offsets(rng, top, left);
   const bool flip = options_.hflip && rng.coin();
   render(image.pixels, top, left, flip, out);
 }
 
+void SampleTransform::normalise(const std::uint8_t* pixels, std::size_t samples, float* out) const {
+  const std::size_t plane = static_cast<std::size_t>(output_.height) * output_.width;
+  for (std::size_t s = 0; s < samples; ++s) {
+    for (int c = 0; c < output_.channels; ++c) {
+      const float a = scale_[c], b = shift_[c];
+      const std::size_t at = (s * output_.channels + c) * plane;
+      const std::uint8_t* from = pixels + at;
+      float* to = out + at;
+      for (std::size_t i = 0; i < plane; ++i) to[i] = static_cast<float>(from[i]) * a + b;
+    }
+  }
+}
+
+bool SampleTransform::heavy_flip(const SampleKey& key) const {
+  return options_.hflip && Rng{key.seed, kFlipStream, key.epoch, key.sample_index}.coin();
+}
+
 void SampleTransform::train_heavy(const ImageView& image, const SampleKey& key, float* out) const {
-  const bool flip =
-      options_.hflip && Rng{key.seed, kFlipStream, key.epoch, key.sample_index}.coin();
+  const bool flip = heavy_flip(key);
   if (fused_) {
-    // Nothing between the resized crop and normalisation: one pass writes the output.
-    resized_crop(image, key, flip, scale_.data(), shift_.data(), out);
+    // Nothing between the resized crop and normalisation: no float image in between.
+    std::uint8_t* pixels = pixel_scratch(output_.size());
+    resized_crop(image, key, flip, pixels);
+    normalise(pixels, 1, out);
   } else {
     std::vector<float>* work = &scratch(0, output_.size());
     std::vector<float>* spare = &scratch(1, output_.size());
@@ -264,17 +313,19 @@ Rng draw(std::uint64_t seed, std::uint64_t op, std::uint32_t epoch, std::uint64_
 // The random resized crop (with the flip folded in: a mirrored window is the same pixels as a
 // later flip), the one implementation for fixed and varying image sizes.
 void SampleTransform::resized_crop(const ImageView& image, const SampleKey& key, bool flip,
-                                   const float* scale, const float* shift, float* out) const {
+                                   std::uint8_t* out) const {
   const int h = output_.height, w = output_.width;
   const augment::Box box = resized_crop_box(image.shape.height, image.shape.width, key);
-  augment::resize_bilinear(image, {box, h, w, 0, 0, h, w}, flip, scale, shift, out);
+  augment::resize_bilinear(image, {box, h, w, 0, 0, h, w}, flip, out);
 }
 
 // Crop or resized crop, then rotation; `work` ends up holding the image in pixel units.
 void SampleTransform::heavy_geometry(const ImageView& image, const SampleKey& key, bool flip,
                                      std::vector<float>*& work, std::vector<float>*& spare) const {
   if (options_.resized_crop > 0) {
-    resized_crop(image, key, flip, nullptr, nullptr, work->data());
+    const augment::Box box = resized_crop_box(image.shape.height, image.shape.width, key);
+    augment::resize_bilinear(image.pixels, image.shape, box, output_.height, output_.width, flip,
+                             work->data());
   } else {
     int top = 0, left = 0;
     if (options_.crop > 0) {
@@ -351,22 +402,24 @@ void SampleTransform::heavy_cutout(float* out, const SampleKey& key) const {
 
 void SampleTransform::eval(ImageView image, float* out) const {
   check_image(image);
+  std::uint8_t* pixels = pixel_scratch(output_.size());
   if (variable_) {
-    eval_any_size(image, out);
+    eval_any_size(image, pixels);
   } else if (options_.resized_crop > 0) {
     // torchvision's eval recipe resizes then centre-crops; with a square output the whole
     // image resized is the closest fixed view and loses no pixels.
     const int h = output_.height, w = output_.width;
     augment::resize_bilinear(image, {{0, 0, input_.height, input_.width}, h, w, 0, 0, h, w}, false,
-                             scale_.data(), shift_.data(), out);
+                             pixels);
   } else {
     render(image.pixels, (input_.height - output_.height) / 2, (input_.width - output_.width) / 2,
-           false, out);
+           false, pixels);
   }
+  normalise(pixels, 1, out);
 }
 
 // torchvision Resize(eval_resize) + CenterCrop(resized_crop), computing only the crop.
-void SampleTransform::eval_any_size(const ImageView& image, float* out) const {
+void SampleTransform::eval_any_size(const ImageView& image, std::uint8_t* out) const {
   const int h = image.shape.height, w = image.shape.width, side = eval_resize_;
   // The shorter side becomes `side`, the longer one side * long / short truncated (Python's
   // int(), as torchvision's _compute_resized_output_size; exact in integers).
@@ -382,35 +435,30 @@ void SampleTransform::eval_any_size(const ImageView& image, float* out) const {
   const int top = static_cast<int>(std::nearbyint((full_h - crop) / 2.0));
   const int left = static_cast<int>(std::nearbyint((full_w - crop) / 2.0));
   augment::resize_bilinear(image, {{0, 0, h, w}, full_h, full_w, top, left, crop, crop}, false,
-                           scale_.data(), shift_.data(), out);
+                           out);
 }
 
 void SampleTransform::render(std::span<const std::uint8_t> image, int top, int left, bool flip,
-                             float* out) const {
+                             std::uint8_t* out) const {
   const int h = output_.height, w = output_.width;
   for (int c = 0; c < input_.channels; ++c) {
     const std::uint8_t* plane =
         image.data() + static_cast<std::size_t>(c) * input_.height * input_.width;
-    const float scale = scale_[c], shift = shift_[c];
     for (int y = 0; y < h; ++y) {
       const int sy = y + top;
-      float* row = out + (static_cast<std::size_t>(c) * h + y) * w;
+      std::uint8_t* row = out + (static_cast<std::size_t>(c) * h + y) * w;
       if (sy < 0 || sy >= input_.height) {
-        for (int x = 0; x < w; ++x) row[x] = shift;  // zero padding, normalised
+        std::fill(row, row + w, std::uint8_t{0});  // zero padding
         continue;
       }
       const std::uint8_t* src = plane + static_cast<std::size_t>(sy) * input_.width;
       if (!flip && left >= 0 && left + w <= input_.width) {
-        // Whole row inside the image: a branch-free loop the compiler vectorises, with the
-        // same arithmetic per pixel, so the result is bit-identical.
-        const std::uint8_t* from = src + left;
-        for (int x = 0; x < w; ++x) row[x] = static_cast<float>(from[x]) * scale + shift;
+        std::copy(src + left, src + left + w, row);  // whole row inside the image
         continue;
       }
       for (int x = 0; x < w; ++x) {
         const int sx = (flip ? w - 1 - x : x) + left;
-        const float v = (sx < 0 || sx >= input_.width) ? 0.0f : static_cast<float>(src[sx]);
-        row[x] = v * scale + shift;
+        row[x] = (sx < 0 || sx >= input_.width) ? std::uint8_t{0} : src[sx];
       }
     }
   }

@@ -1,6 +1,7 @@
 // The batch builder over an encoded source: decodes where the batch is built, gives the same
 // floats from bytes read ahead and from bytes it reads itself, and on a corrupt sample either
-// fails naming it or (data.on_corrupt = "skip") keeps the slot with zeros and kSkippedLabel.
+// fails naming it or (data.on_corrupt = "skip") keeps the slot with a blank image and
+// kSkippedLabel. Batches the data service ships as pixels normalise to the very same floats.
 #include "conflux/data/pipeline/batch_builder.hpp"
 
 #include <gtest/gtest.h>
@@ -69,7 +70,7 @@ TEST(BatchBuilder, CorruptSampleIsAnErrorNamingItByDefault) {
   }
 }
 
-TEST(BatchBuilder, SkippedSampleKeepsItsSlotWithZerosAndTheSkippedLabel) {
+TEST(BatchBuilder, SkippedSampleKeepsItsSlotWithABlankImageAndTheSkippedLabel) {
   const EncodedSource source(8, 4);
   const SampleTransform transform(crop_options(), source.info().shape);
   BatchBuilder builder(source, transform, 2, {.channels = 3, .skip_corrupt = true});
@@ -81,9 +82,16 @@ TEST(BatchBuilder, SkippedSampleKeepsItsSlotWithZerosAndTheSkippedLabel) {
   EXPECT_EQ(labels[0], 0);
   EXPECT_EQ(labels[1], model::kSkippedLabel);
   EXPECT_EQ(labels[2], 2);
+  // An all-zero image, normalised: (0 - mean) / std = -2 everywhere, in both encodings.
   const std::size_t stride = builder.floats_per_sample();
-  for (std::size_t k = 0; k < stride; ++k) ASSERT_EQ(images.data[stride + k], 0.0f);
-  EXPECT_EQ(builder.skipped(), 1u);
+  for (std::size_t k = 0; k < stride; ++k) ASSERT_FLOAT_EQ(images.data[stride + k], -2.0f);
+  ASSERT_EQ(builder.encoding(), ImageEncoding::kPixels);
+  std::vector<std::byte> pixels(samples.size() * builder.bytes_per_sample());
+  std::vector<model::Label> labels2(samples.size());
+  builder.build_train_encoded(samples, 1, 0, pixels.data(), labels2.data());
+  EXPECT_EQ(labels2, labels);
+  for (std::size_t k = 0; k < stride; ++k) ASSERT_EQ(pixels[stride + k], std::byte{0});
+  EXPECT_EQ(builder.skipped(), 2u);
 }
 
 TEST(BatchBuilder, ReadAheadBytesAndOwnReadsGiveTheSameBatch) {
@@ -100,6 +108,56 @@ TEST(BatchBuilder, ReadAheadBytesAndOwnReadsGiveTheSameBatch) {
   EXPECT_EQ(own.data, ahead.data);
   EXPECT_EQ(own_labels, ahead_labels);
   EXPECT_EQ(own.shape, (std::vector<int>{5, 3, 12, 12}));
+}
+
+// build_train_encoded then normalise gives build_train's floats, bit for bit.
+void expect_pixels_normalise_to_the_floats(const TransformOptions& options) {
+  const EncodedSource source(9, 4);
+  const SampleTransform transform(options, source.info().shape);
+  BatchBuilder builder(source, transform, 2, {.channels = 3, .skip_corrupt = true});
+  ASSERT_EQ(builder.encoding(), ImageEncoding::kPixels);
+  ASSERT_EQ(builder.bytes_per_sample(), builder.floats_per_sample());
+  const std::vector<std::uint32_t> samples{8, 4, 0, 3, 5};
+  model::Tensor floats;
+  std::vector<model::Label> labels, pixel_labels(samples.size());
+  builder.build_train(samples, 11, 3, floats, labels);
+  std::vector<std::byte> pixels(samples.size() * builder.bytes_per_sample());
+  builder.build_train_encoded(samples, 11, 3, pixels.data(), pixel_labels.data());
+  std::vector<float> normalised(floats.data.size());
+  transform.normalise(reinterpret_cast<const std::uint8_t*>(pixels.data()), samples.size(),
+                      normalised.data());
+  EXPECT_EQ(normalised, floats.data);
+  EXPECT_EQ(pixel_labels, labels);
+}
+
+TEST(BatchBuilder, PixelBatchesNormaliseToTheFloatBatch) {
+  expect_pixels_normalise_to_the_floats(crop_options());  // resized crop + flip
+  TransformOptions rgb = crop_options();
+  rgb.mean = {0.485f, 0.456f, 0.406f};
+  rgb.std = {0.229f, 0.224f, 0.225f};
+  expect_pixels_normalise_to_the_floats(rgb);
+}
+
+TEST(BatchBuilder, TransformsWithFloatOutputShipFloats) {
+  const EncodedSource source(6, 5);
+  for (const auto& change : {+[](TransformOptions& o) { o.rotation_degrees = 10; },
+                             +[](TransformOptions& o) { o.cutout_size = 3; },
+                             +[](TransformOptions& o) { o.brightness = 0.2f; }}) {
+    TransformOptions o = crop_options();
+    change(o);
+    const SampleTransform transform(o, source.info().shape);
+    BatchBuilder builder(source, transform, 1);
+    ASSERT_EQ(builder.encoding(), ImageEncoding::kFloat32);
+    ASSERT_EQ(builder.bytes_per_sample(), builder.floats_per_sample() * sizeof(float));
+    const std::vector<std::uint32_t> samples{2, 0};
+    model::Tensor floats;
+    std::vector<model::Label> labels, encoded_labels(2);
+    builder.build_train(samples, 3, 1, floats, labels);
+    std::vector<float> encoded(floats.data.size());
+    builder.build_train_encoded(samples, 3, 1, reinterpret_cast<std::byte*>(encoded.data()),
+                                encoded_labels.data());
+    EXPECT_EQ(encoded, floats.data);
+  }
 }
 
 }  // namespace

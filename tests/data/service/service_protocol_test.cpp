@@ -19,7 +19,7 @@ TEST(ServiceProtocol, MetaRoundTripsHeaderIndicesAndLabels) {
   EXPECT_EQ(view.header.step, 7u);
   EXPECT_EQ(view.header.epoch, 3u);
   EXPECT_EQ(view.header.trainer, 1);
-  EXPECT_EQ(view.header.floats_per_sample, 784u);
+  EXPECT_EQ(view.header.values_per_sample, 784u);
   EXPECT_EQ(std::vector<std::uint32_t>(view.indices.begin(), view.indices.end()),
             (std::vector<std::uint32_t>{5, 99, 12}));
   EXPECT_EQ(std::vector<model::Label>(view.labels.begin(), view.labels.end()),

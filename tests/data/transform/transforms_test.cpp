@@ -499,7 +499,7 @@ TEST(TransformsHeavy, EvalAppliesNoRandomOp) {
   const SampleTransform th(heavy, d.shape), tl(light, d.shape);
   EXPECT_EQ(eval_sample(th, {d.shape, d.image(0)}), eval_sample(tl, {d.shape, d.image(0)}));
   // With resized_crop, eval is the whole image resized: a 16x16 ramp to 8x8 averages 2x2
-  // blocks (half-pixel centres fall between source pixels).
+  // blocks (half-pixel centres fall between source pixels), rounded to a pixel value (x.5 up).
   TransformOptions rrc = pixel_units();
   rrc.resized_crop = 8;
   const Dataset g = testing::synthetic_dataset(1, {1, 16, 16});
@@ -512,7 +512,7 @@ TEST(TransformsHeavy, EvalAppliesNoRandomOp) {
       const float want = (px(2 * y, 2 * x) + px(2 * y, 2 * x + 1) + px(2 * y + 1, 2 * x) +
                           px(2 * y + 1, 2 * x + 1)) /
                          4;
-      EXPECT_NEAR(out[y * 8 + x], want, 1e-3);
+      EXPECT_NEAR(out[y * 8 + x], std::floor(want + 0.5f), 1e-3);
     }
 }
 

@@ -19,6 +19,18 @@ enum class BatchOrigin {
 /// Name of an origin for logs and the audit file ("local", "worker", "fallback").
 const char* origin_name(BatchOrigin origin) noexcept;
 
+/// How a batch's images travel from the rank that built them to the trainer.
+enum class ImageEncoding : std::uint32_t {
+  kFloat32 = 0,  ///< the normalised floats, 4 bytes a value
+  kPixels = 1,   ///< the 8-bit image before normalisation, 1 byte a value; the trainer
+                 ///< normalises it (SampleTransform::pixel_output())
+};
+
+/// Bytes of one value in `encoding`.
+constexpr std::size_t value_bytes(ImageEncoding encoding) noexcept {
+  return encoding == ImageEncoding::kPixels ? 1 : sizeof(float);
+}
+
 /// Batch `step` of `epoch` for one trainer: images [n, C, H, W], labels, dataset indices.
 struct Batch {
   std::uint32_t epoch = 0;

@@ -4,6 +4,7 @@
 /// threads: read (or take what was read ahead), decode when the source is encoded, transform.
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "conflux/core/thread_pool.hpp"
 #include "conflux/data/io/image_codec.hpp"
 #include "conflux/data/io/sample_source.hpp"
+#include "conflux/data/pipeline/batch.hpp"
 #include "conflux/data/pipeline/sample_fetcher.hpp"
 #include "conflux/data/transform/transforms.hpp"
 #include "conflux/model/tensor.hpp"
@@ -24,6 +26,11 @@ struct SampleDecoding {
   bool skip_corrupt = false;    ///< data.on_corrupt = "skip"
   const Logger* log = nullptr;  ///< where skipped samples are named; null: not logged
 };
+
+/// How batches of `transform` travel: pixels when its output allows, else floats.
+inline ImageEncoding image_encoding(const SampleTransform& transform) noexcept {
+  return transform.pixel_output() ? ImageEncoding::kPixels : ImageEncoding::kFloat32;
+}
 
 /// Builds batches of one source with one transform, on `threads` threads.
 class BatchBuilder {
@@ -40,8 +47,19 @@ class BatchBuilder {
   void build_train_into(std::span<const std::uint32_t> samples, std::uint64_t seed,
                         std::uint32_t epoch, float* images, model::Label* labels,
                         std::span<const std::vector<std::uint8_t>> fetched = {});
+  /// As build_train_into, the images in encoding() (what the data service ships):
+  /// samples.size() * bytes_per_sample() bytes.
+  void build_train_encoded(std::span<const std::uint32_t> samples, std::uint64_t seed,
+                           std::uint32_t epoch, std::byte* images, model::Label* labels,
+                           std::span<const std::vector<std::uint8_t>> fetched = {});
   /// Floats per output image.
   std::size_t floats_per_sample() const noexcept { return transform_.output_shape().size(); }
+  /// How build_train_encoded writes images: pixels when the transform allows, else floats.
+  ImageEncoding encoding() const noexcept { return image_encoding(transform_); }
+  /// Bytes per image in encoding().
+  std::size_t bytes_per_sample() const noexcept {
+    return floats_per_sample() * value_bytes(encoding());
+  }
   /// Evaluation batch of the contiguous samples [begin, end).
   void build_eval(std::size_t begin, std::size_t end, model::Tensor& images,
                   std::vector<model::Label>& labels);
@@ -61,7 +79,15 @@ class BatchBuilder {
   // Fills one output slot; false when the sample was skipped (zeros, kSkippedLabel).
   bool prepare(std::uint32_t index, const std::vector<std::uint8_t>* fetched, Scratch& scratch,
                ImageShape& shape, std::span<const std::uint8_t>& pixels);
-  void skip(std::uint32_t index, const CorruptSampleError& error, float* out, model::Label& label);
+  // Runs `make(i, image)` for every sample on the pool, or `blank(i)` for one skipped as
+  // corrupt (whose label becomes kSkippedLabel).
+  template <typename Make, typename Blank>
+  void for_each_train(std::span<const std::uint32_t> samples, model::Label* labels,
+                      std::span<const std::vector<std::uint8_t>> fetched, Make make, Blank blank);
+  void skipped(std::uint32_t index, const CorruptSampleError& error, model::Label& label);
+  // A skipped sample's floats: those of an all-zero image (zeros, or normalised zeros when the
+  // transform's output is pixels), so every encoding gives the same batch.
+  void blank_floats(float* out) const;
 
   const SampleSource& source_;
   const SampleTransform& transform_;

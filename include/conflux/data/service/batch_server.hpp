@@ -94,7 +94,7 @@ class BatchServer {
     Clock::time_point not_before{};  // fault injection: hold the answer until then
     Request request;
     std::vector<std::byte> meta;
-    std::vector<float> images;
+    std::vector<std::byte> images;  // in builder_.encoding()
     std::vector<model::Label> labels;
     std::vector<MPI_Request> requests;  // image chunks, then the meta message
   };

@@ -1,9 +1,10 @@
 #pragma once
 /// @file service_protocol.hpp
 /// Messages of the data service. A trainer sends a fixed-size Request to a worker rank; the
-/// worker answers each batch request with exactly two messages: the meta message (ReplyHeader,
-/// then the batch's sample indices and labels) and the image payload (contiguous floats,
-/// received straight into the trainer's tensor). Both carry the tags of the request's
+/// worker answers each batch request with the meta message (ReplyHeader, then the batch's
+/// sample indices and labels) and the image payload: 8-bit pixels the trainer normalises when
+/// the transform's output allows (ImageEncoding::kPixels, a quarter of the bytes), else the
+/// floats, received straight into the trainer's tensor. Both carry the tags of the request's
 /// per-worker sequence number, so that MPI's non-overtaking order and the header's request id
 /// pair every answer with its request. The image payload travels as consecutive chunks of about
 /// kChunkBytes on the image tag: the trainer copies each chunk while the worker builds the next,
@@ -16,6 +17,7 @@
 #include <span>
 #include <vector>
 
+#include "conflux/data/pipeline/batch.hpp"
 #include "conflux/model/tensor.hpp"
 
 namespace conflux::data {
@@ -42,15 +44,15 @@ constexpr int image_tag(std::uint64_t sequence) noexcept {
 /// Target size of one image message.
 inline constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
 
-/// Samples per image chunk for images of `floats_per_sample` floats (at least 1).
-constexpr std::size_t chunk_samples(std::size_t floats_per_sample) noexcept {
-  const std::size_t bytes = floats_per_sample * sizeof(float);
-  return bytes == 0 || bytes >= kChunkBytes ? 1 : kChunkBytes / bytes;
+/// Samples per image chunk for images of `bytes_per_sample` bytes (at least 1).
+constexpr std::size_t chunk_samples(std::size_t bytes_per_sample) noexcept {
+  return bytes_per_sample == 0 || bytes_per_sample >= kChunkBytes ? 1
+                                                                  : kChunkBytes / bytes_per_sample;
 }
 
 /// Image messages of a batch of `samples` samples.
-constexpr std::size_t chunk_count(std::size_t samples, std::size_t floats_per_sample) noexcept {
-  const std::size_t per_chunk = chunk_samples(floats_per_sample);
+constexpr std::size_t chunk_count(std::size_t samples, std::size_t bytes_per_sample) noexcept {
+  const std::size_t per_chunk = chunk_samples(bytes_per_sample);
   return (samples + per_chunk - 1) / per_chunk;
 }
 
@@ -87,12 +89,12 @@ struct ReplyHeader {
   std::int32_t trainer = 0;
   std::uint32_t samples = 0;  ///< samples in the batch (may be 0 in a short last step)
   ReplyStatus status = ReplyStatus::kBatch;
-  std::uint64_t floats_per_sample = 0;  ///< image floats per sample
+  std::uint64_t values_per_sample = 0;  ///< image values (C x H x W) per sample
   // The worker's load, for the trainers' offload controllers (profiling).
   float build_seconds = 0;   ///< time this batch took to build (the worker's service time)
   float busy_fraction = 0;   ///< share of the worker's recent wall time spent building
   std::uint32_t queued = 0;  ///< requests waiting at the worker when this answer left
-  std::uint32_t reserved = 0;
+  ImageEncoding encoding = ImageEncoding::kFloat32;  ///< how the image chunks hold the values
 };
 
 /// Bytes of a meta message for `samples` samples.

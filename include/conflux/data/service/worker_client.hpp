@@ -1,7 +1,8 @@
 #pragma once
 /// @file worker_client.hpp
 /// The trainer's side of the data service: sends batch requests to worker ranks within a
-/// credit limit per worker, receives the answers straight into the batch's tensor, and gives
+/// credit limit per worker, receives the answers (floats straight into the batch's tensor, or
+/// pixels that it normalises into the tensor), and gives
 /// up on a request whose deadline passed. A request given up on keeps its buffers until the
 /// late answer arrives, which is then dropped, so no batch is ever used twice; the worker that
 /// missed the deadline gets no requests for a back-off period.
@@ -19,6 +20,7 @@
 #include "conflux/comm/communicator.hpp"
 #include "conflux/core/log.hpp"
 #include "conflux/data/pipeline/batch.hpp"
+#include "conflux/data/pipeline/batch_builder.hpp"
 #include "conflux/data/pipeline/epoch_plan.hpp"
 #include "conflux/data/service/service_protocol.hpp"
 #include "conflux/offload/pipeline_counters.hpp"
@@ -36,8 +38,9 @@ struct WorkerClientOptions {
   /// Longest wait at the end for late answers and, on trainer 0, the workers' done messages;
   /// a worker that misses it is reported lost (see finish()), not waited for.
   std::chrono::duration<double> shutdown_grace{30};
-  std::vector<int> image_shape;  ///< C, H, W of one sample
-  std::size_t max_samples = 0;   ///< largest batch of this trainer
+  /// The training transform: the image shape, the encoding and the normalisation of answers.
+  const SampleTransform* transform = nullptr;
+  std::size_t max_samples = 0;  ///< largest batch of this trainer
   const Logger* log = nullptr;
 };
 
@@ -116,6 +119,7 @@ class WorkerClient {
     std::size_t samples = 0;
     Clock::time_point deadline{};
     std::vector<std::byte> meta;
+    std::vector<std::uint8_t> pixels;   // kPixels: the received images, before normalisation
     std::vector<MPI_Request> requests;  // the meta message, then the image chunks
     std::vector<MPI_Status> statuses;
   };
@@ -129,6 +133,8 @@ class WorkerClient {
   };
 
   void send(int worker, const Request& message);
+  std::vector<int> batch_shape(std::size_t samples) const;
+  std::size_t bytes_per_sample() const;
   static double expected_finish(const WorkerState& w);
   static bool test(Pending& p);
   void on_timeout(Batch& batch, Pending&& p);
@@ -145,6 +151,9 @@ class WorkerClient {
   std::unordered_map<const Batch*, Pending> pending_;
   std::list<Orphan> orphans_;
   std::deque<Outgoing> outgoing_;  // deque: posted buffers never move
+  // Pixel staging buffers of settled requests, reused: a fresh one per request would cost a
+  // page fault and a zero fill per byte.
+  std::vector<std::vector<std::uint8_t>> spare_pixels_;
   // Trainer 0 only, from finish() on: each worker's done message (its index) and receive.
   std::vector<std::int32_t> done_from_;
   std::vector<MPI_Request> done_receives_;

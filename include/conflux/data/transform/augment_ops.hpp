@@ -49,15 +49,14 @@ struct ResizeWindow {
   int width = 0;
 };
 
-/// Bilinear resize, align_corners = false and no antialiasing (PyTorch's interpolate on float
-/// tensors; taps never read outside `box`), separable: a horizontal pass per source row, then
-/// a vertical pass per output row. With `flip` the result is mirrored left-right. Writes
-/// value * scale[c] + shift[c] per channel c, or pixel values when scale and shift are null.
-void resize_bilinear(ImageView src, const ResizeWindow& window, bool flip, const float* scale,
-                     const float* shift, float* dst);
+/// Bilinear resize, align_corners = false and no antialiasing (PyTorch's interpolate; taps
+/// never read outside `box`), separable: a horizontal pass per source row, then a vertical pass
+/// per output row, each result rounded to the nearest pixel value (halves up), as PIL and
+/// torchvision's uint8 resize give 8-bit images. With `flip` the result is mirrored left-right.
+void resize_bilinear(ImageView src, const ResizeWindow& window, bool flip, std::uint8_t* dst);
 
-/// Bilinear resize of `box` (inside the source) to out_h x out_w, in pixel units; with `flip`
-/// the result is mirrored left-right. The resize_bilinear above for the whole resized image.
+/// The resize above for the whole resized image of `box` (inside the source), to out_h x
+/// out_w, written as floats in pixel units (whole numbers in [0, 255]).
 void resize_bilinear(std::span<const std::uint8_t> src, ImageShape in, Box box, int out_h,
                      int out_w, bool flip, float* dst);
 

@@ -45,6 +45,17 @@ class SampleTransform {
   /// constructor's shape, or for variable input its channels and any positive height and width.
   void train(ImageView image, std::uint64_t seed, std::uint32_t epoch, std::uint64_t sample_index,
              float* out) const;
+  /// True when the training output is an 8-bit image normalised per channel (the light path,
+  /// or a resized crop and flip with nothing else): train() is then train_pixels() followed by
+  /// normalise(), and batches can travel as pixels, a quarter of the floats' bytes.
+  bool pixel_output() const noexcept { return pixel_output_; }
+  /// The training sample before normalisation (needs pixel_output()): output_shape().size()
+  /// bytes to `out`, the same random choices as train().
+  void train_pixels(ImageView image, std::uint64_t seed, std::uint32_t epoch,
+                    std::uint64_t sample_index, std::uint8_t* out) const;
+  /// Normalises `samples` 8-bit images of output_shape() into floats: (p / 255 - mean) / std
+  /// per channel, computed as p * scale + shift, the one conversion every path uses.
+  void normalise(const std::uint8_t* pixels, std::size_t samples, float* out) const;
   /// Deterministic evaluation sample (centre crop or resize, no flip).
   void eval(ImageView image, float* out) const;
   /// The source window train() reads for an image of width x height (a resized crop's box, or
@@ -67,23 +78,27 @@ class SampleTransform {
   void check_image(const ImageView& image) const;
   void crop_offsets(Rng& rng, int& top, int& left) const;
   augment::Box resized_crop_box(int height, int width, const SampleKey& key) const;
-  void render(std::span<const std::uint8_t> image, int top, int left, bool flip, float* out) const;
+  void render(std::span<const std::uint8_t> image, int top, int left, bool flip,
+              std::uint8_t* out) const;
+  void train_pixels_of(const ImageView& image, const SampleKey& key, std::uint8_t* out) const;
+  bool heavy_flip(const SampleKey& key) const;
   // The heavy path's steps, in order; each op draws from its own stream of `key`.
   void train_heavy(const ImageView& image, const SampleKey& key, float* out) const;
-  void resized_crop(const ImageView& image, const SampleKey& key, bool flip, const float* scale,
-                    const float* shift, float* out) const;
+  void resized_crop(const ImageView& image, const SampleKey& key, bool flip,
+                    std::uint8_t* out) const;
   void heavy_geometry(const ImageView& image, const SampleKey& key, bool flip,
                       std::vector<float>*& work, std::vector<float>*& spare) const;
   void heavy_colour(float* img, const SampleKey& key) const;
   void heavy_normalise(std::vector<float>& work, const SampleKey& key, float* out) const;
   void heavy_cutout(float* out, const SampleKey& key) const;
-  void eval_any_size(const ImageView& image, float* out) const;
+  void eval_any_size(const ImageView& image, std::uint8_t* out) const;
   TransformOptions options_;
   ImageShape input_;
   ImageShape output_;
   bool variable_ = false;       // images of any size: input_ is {channels, 0, 0}
   bool heavy_ = false;          // any heavy option or a plugin: train() takes train_heavy()
   bool fused_ = false;          // heavy, but nothing between the resized crop and normalise
+  bool pixel_output_ = false;   // training output is normalise(8-bit image): see pixel_output()
   int eval_resize_ = 0;         // variable input: the shorter side eval() resizes to
   std::vector<float> scale_;    // per channel: 1 / (255 * std)
   std::vector<float> shift_;    // per channel: -mean / std
