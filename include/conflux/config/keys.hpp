@@ -120,8 +120,9 @@
   KEY(data, worker_send_buffers, int, 2, in(1, 64), (),                                         \
       "Batches a worker holds while sending (bounds its memory in flight).")                    \
   KEY(data, cache_mb, int, 64, in(1, 1048576), (),                                              \
-      "Most memory in MB a rank uses for encoded samples read ahead of the batches it will "    \
-      "build (streamed sources: image-folder, packed, hdf5-arrays); reported at the end.")      \
+      "Memory in MB a rank uses for encoded samples read ahead of the batches it will build "   \
+      "(streamed sources: image-folder, packed, hdf5-arrays): no read starts past it, so at "   \
+      "most this plus one sample is held; the peak is reported at the end.")                    \
   KEY(data, audit, bool, false, unbounded, (),                                                  \
       "Record the samples every trainer consumed and check each sample of each epoch was "      \
       "used exactly once (writes audit-trainer<t>.csv in the run directory).")
