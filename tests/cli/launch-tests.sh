@@ -18,8 +18,9 @@ LAUNCH=(tools/hostfile-launch.sh --bin "$CONFLUX" --config configs/mnist_mlp.tom
 # --- the mpirun command tools/hostfile-launch.sh builds ----------------------------------------
 out=$("${LAUNCH[@]}" --trainer-hosts gpu1,gpu2 --worker-hosts cpu1:4,cpu2:4 -t 4 -w 8 --dry-run -- --set train.epochs=1 2>&1)
 app="$CONFLUX train --config configs/mnist_mlp.toml --set cluster.trainers=4 --set cluster.workers=8 --set train.epochs=1"
-want="mpirun -x OPENBLAS_NUM_THREADS -np 4 --host gpu1:2,gpu2:2 $app : -np 8 --host cpu1:4,cpu2:4 $app"
-if [ "$out" = "$want" ]; then ok "dry run: trainer app context first (gpu1:2,gpu2:2), then workers (cpu1:4,cpu2:4)"; else not_ok "dry run: got '$out', want '$want'"; fi
+env="-x OPENBLAS_NUM_THREADS -x CONFLUX_DATA"
+want="mpirun -np 4 --host gpu1:2,gpu2:2 $env $app : -np 8 --host cpu1:4,cpu2:4 $env $app"
+if [ "$out" = "$want" ]; then ok "dry run: trainer app context first (gpu1:2,gpu2:2), then workers (cpu1:4,cpu2:4), each with its -x"; else not_ok "dry run: got '$out', want '$want'"; fi
 
 out=$("${LAUNCH[@]}" --trainer-hosts localhost --worker-hosts localhost -t 1 -w 1 --dry-run 2>&1)
 if [ "$(grep -o -- '--host localhost:2 ' <<<"$out" | wc -l)" -eq 2 ] && grep -qF -- "--set cluster.trainers=1 --set cluster.workers=1 : -np 1" <<<"$out"; then
