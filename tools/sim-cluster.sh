@@ -26,11 +26,13 @@ SLOTS=${SIM_CLUSTER_SLOTS:-4}
 usage() {
   cat <<EOF
 usage: tools/sim-cluster.sh COMMAND [ARGS]
-  start [--hosts N] [--no-slurm]
+  start [--hosts N] [--no-slurm] [--owner PID]
                  create hosts h0..h<N-1> (default \$SIM_CLUSTER_HOSTS or 4) and head, connect
                  them ($NET.0/24: hN has $NET.<N+1>, head $NET.254), then start munged,
                  slurmctld on head and "slurmd -N hN" on each host (unless --no-slurm), and
                  wait until every node is idle. A running cluster of the same size is reused.
+                 --owner PID: stop the cluster when process PID ends (a test's shell: even a
+                 test killed with SIGKILL leaves nothing behind)
   stop           kill every process inside the cluster's namespaces (the daemons, jobs, ranks),
                  which removes the namespaces with their links and addresses; stop munged
   status         hosts, their addresses, the SLURM nodes; exit 0 when the cluster is up
@@ -174,12 +176,14 @@ cant_run() {  # prints why this machine cannot run the cluster; fails when it ca
 }
 
 sim_start() {
-  local n=$HOSTS slurm=1 why have
+  local n=$HOSTS slurm=1 why have owner=""
   while [ $# -gt 0 ]; do
     case $1 in
       --hosts) [ $# -ge 2 ] || die "--hosts needs a value"; n=$2; shift 2 ;;
       --hosts=*) n=${1#*=}; shift ;;
       --no-slurm) slurm=0; shift ;;
+      --owner) [ $# -ge 2 ] || die "--owner needs a pid"; owner=$2; shift 2 ;;
+      --owner=*) owner=${1#*=}; shift ;;
       *) die "start: unknown option '$1' (see --help)" ;;
     esac
   done
@@ -190,37 +194,44 @@ sim_start() {
     die "a cluster with $have host(s) is running under $SIM_ROOT: tools/sim-cluster.sh stop first"
   fi
   mkdir -p "$SIM_ROOT/ns"
+  [ -z "$owner" ] || kill -0 "$owner" 2>/dev/null || die "--owner $owner: no such process"
+  local t0=$SECONDS t1
   if [ "$have" -eq 0 ]; then
     kill_hosts # the remains of a cluster whose keepers were killed
     write_files "$n"
     start_network "$n"
+  fi
+  t1=$SECONDS
+  # A watchdog stops the cluster once the owner has gone, however it ended (even SIGKILL).
+  if [ -n "$owner" ]; then
+    setsid "$SELF" watch "$owner" </dev/null >>"$SIM_ROOT/watchdog.log" 2>&1 9>&- &
   fi
   if [ "$slurm" -eq 1 ]; then
     load_slurm
     need_tools
     cmd_start --nodes "$n" | sed 's/^local-slurm: /sim-cluster: slurm: /'
   fi
-  say "up: $n host(s) $(host_names "$n" | paste -sd, -) on $NET.0/24, head $NET.254; ROOT=$SIM_ROOT"
+  say "up: $n host(s) $(host_names "$n" | paste -sd, -) on $NET.0/24, head $NET.254" \
+    "(hosts $((t1 - t0)) s, SLURM $((SECONDS - t1)) s); ROOT=$SIM_ROOT"
 }
 
-# ns_pids NETNS: every process in that network namespace.
+# ns_pids NETNS...: every process in those network namespaces (one stat for all processes:
+# a fork per process is slow where there are hundreds).
 ns_pids() {
-  local p
-  for p in /proc/[0-9]*; do
-    [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$1" ] && echo "${p#/proc/}"
-  done
+  stat -c '%N' /proc/[0-9]*/ns/net 2>/dev/null |
+    awk -v nets="$*" 'BEGIN { n = split(nets, a, " "); for (i = 1; i <= n; i++) want["'\''" a[i] "'\''"] = 1 }
+      ($3 in want) { split($1, p, "/"); print p[3] }'
   return 0
 }
 
 # kill_hosts: TERM, then KILL, every process in the cluster's namespaces (keepers last). The
 # namespaces, and with them the bridge, links and addresses, vanish with their last process.
 kill_hosts() {
-  local f nets=() pids=() net i
+  local f nets=() pids=() i
   for f in "$SIM_ROOT"/ns/*.net; do [ -s "$f" ] && nets+=("$(cat "$f")"); done
   [ ${#nets[@]} -gt 0 ] || return 0
   for i in 1 2; do
-    pids=()
-    for net in "${nets[@]}"; do mapfile -t -O "${#pids[@]}" pids < <(ns_pids "$net"); done
+    mapfile -t pids < <(ns_pids "${nets[@]}")
     [ ${#pids[@]} -gt 0 ] || break
     kill "-$([ "$i" -eq 1 ] && echo TERM || echo KILL)" "${pids[@]}" 2>/dev/null || true
     for _ in $(seq 1 50); do
@@ -291,6 +302,12 @@ case ${1:-} in
     ns_exec "$host" env "${vars[@]}" "$@"
     ;;
   rsh) shift; cmd_rsh "$@" ;;
+  watch)
+    # The watchdog of start --owner PID (its own command, so that it shows in ps).
+    [[ ${2:-} =~ ^[0-9]+$ ]] || die "usage: tools/sim-cluster.sh watch PID"
+    while kill -0 "$2" 2>/dev/null && [ "$(hosts_up)" -gt 0 ]; do sleep 2; done
+    [ "$(hosts_up)" -eq 0 ] || { say "owner $2 has gone: stopping"; serialised sim_stop; }
+    ;;
   wait-job) shift; load_slurm; cmd_wait_job "$@" ;;
   env) cluster_env | sed 's/^/export /' ;;
   check) if why=$(cant_run); then echo "sim-cluster: cannot run here: $why"; exit 1; fi ;;
