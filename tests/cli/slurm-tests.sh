@@ -131,8 +131,9 @@ signal_het() {
   echo "not signalled: no checkpoint after 90 s"
 }
 # Off by default: once in CI, after both tasks of the heterogeneous step exited with 75, the
-# het srun did not return, and the job ran into its time limit instead of requeueing
-# (Slurm 22.05; not seen in the runs before). train.sbatch's requeue is checked in (a).
+# het srun did not return, and the job ran into its time limit instead of requeueing: Slurm
+# 22.05's srun can hang after a heterogeneous step (its mpi/pmix abort agent; gdb stacks in
+# docs/cluster-tests.md), and then relays no signal either. train.sbatch's requeue is checked in (a).
 signaller=""
 if [ -n "$id_b" ] && [ "${SLURM_TEST_HET_SIGNAL:-0}" = 1 ]; then
   signal_het >"$TMP/het.signal" 2>&1 &
