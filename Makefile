@@ -30,11 +30,12 @@ DEB_PACKAGES ?= g++ make pkg-config $(MPI_DEBS_$(MPI)) hdf5-tools \
   libboost-program-options-dev libtomlplusplus-dev libfmt-dev libopenblas-dev zlib1g-dev \
   protobuf-compiler libprotobuf-dev libturbojpeg0-dev libpng-dev
 # What only the tests need (`make test-deps`, run by `make test`): GoogleTest; GNU time (peak
-# memory); SLURM and munge (the local test cluster of tests/cli/slurm-tests.sh); cmake (the
+# memory); SLURM and munge (the local test cluster of tests/cli/slurm-tests.sh); iproute2 and
+# util-linux (ip, unshare, nsenter: the simulated hosts of tools/sim-cluster.sh); cmake (the
 # find_package check of tests/cli/install-tests.sh); the other MPI with its parallel HDF5 (the
 # MPI suites run under both); gnuplot and chromium (`conflux report` and its headless-browser
 # check in tests/cli/report-tests.sh); python3 (the independent checkers in tests/).
-TEST_PACKAGES ?= libgtest-dev time slurm-wlm munge cmake $(MPI_DEBS_$(OTHER_MPI)) gnuplot-nox \
+TEST_PACKAGES ?= libgtest-dev time slurm-wlm munge iproute2 util-linux cmake $(MPI_DEBS_$(OTHER_MPI)) gnuplot-nox \
   chromium python3
 # `make format` and `make format-check`.
 FORMAT_PACKAGES ?= clang-format
@@ -165,8 +166,8 @@ help:
 	@echo "                                   build/<BUILD>[-cpu]-mpich/bin (docs/launching.md)"
 	@echo "make plugins                       build examples/plugins/*.c* into lib/libconflux-*.so"
 	@echo "make deps                          install the missing Debian packages to build and run"
-	@echo "make test-deps                     ... and those only the tests need (SLURM, munge, cmake,"
-	@echo "                                   GoogleTest, the other MPI)"
+	@echo "make test-deps                     ... and those only the tests need (SLURM, munge, iproute2,"
+	@echo "                                   cmake, GoogleTest, the other MPI)"
 	@echo "make demo                          deps + build + train the MNIST demo (2 trainers)"
 	@echo "make test                          deps + test-deps + build + every test under $(MPI),"
 	@echo "                                   then the MPI suites again under $(OTHER_MPI)"

@@ -76,6 +76,7 @@ run_mpi_suites() {  # run_mpi_suites SUFFIX
   run "cli-plan$s" tests/cli/plan-tests.sh
   run "cli-watch$s" tests/cli/watch-tests.sh
   run "cli-slurm$s" tests/cli/slurm-tests.sh
+  run "cli-cluster$s" tests/cli/cluster-tests.sh
 }
 
 if [ "$mpi_only" -eq 0 ]; then

@@ -28,13 +28,16 @@ usage: tools/hostfile-launch.sh --trainer-hosts HOSTS --worker-hosts HOSTS --con
                          the same path must exist on every host
   --oversubscribe        allow more ranks than slots (passed to mpirun)
   --mpirun-arg ARG       extra global mpirun option, repeatable, e.g.
-                         --mpirun-arg --bind-to --mpirun-arg none
+                         --mpirun-arg --bind-to --mpirun-arg none (not -x: Open MPI 4.1
+                         passes a global -x to the trainers' app context only)
   -n, --dry-run          print the mpirun command and exit
   -h, --help             this text
 Hosts without a slot count share the remaining ranks evenly. A host named in both lists is
 given the sum of both slot counts in each app context, so that the two groups fit side by
 side. Open MPI only (docs/launching.md, "MPI implementations"). Environment: CONFLUX_MPIRUN
-(default: mpirun.openmpi when installed, else mpirun).
+(default: mpirun.openmpi when installed, else mpirun); OPENBLAS_NUM_THREADS (set to 1), any
+other OPENBLAS_* variable and CONFLUX_DATA (when set) are passed on to every rank (-x in each app
+context), on remote hosts too.
 EOF
 }
 
@@ -201,10 +204,19 @@ app=("$bin" train --config "$config" --set "cluster.trainers=$trainers" --set "c
 app+=(${conflux_args[@]+"${conflux_args[@]}"})
 cmd=("${CONFLUX_MPIRUN:-$MPI_LAUNCHER}")
 [ "$oversubscribe" -eq 0 ] || cmd+=(--oversubscribe)
-cmd+=(-x OPENBLAS_NUM_THREADS ${mpirun_args[@]+"${mpirun_args[@]}"})
-cmd+=(-np "$trainers" --host "$(host_list t_names t_slots)" "${app[@]}")
+cmd+=(${mpirun_args[@]+"${mpirun_args[@]}"})
+# mpirun gives ranks on remote hosts only the variables named with -x, and Open MPI 4.1 applies
+# an -x to its own app context only (one before the first context reaches the trainers alone):
+# each context names them: OpenBLAS's settings (its kernels decide the digest: docs/design.md,
+# invariant 8) and the datasets' directory, when the environment sets them.
+env_args=(-x OPENBLAS_NUM_THREADS)
+for v in $(compgen -e | grep '^OPENBLAS_' | sort); do
+  [ "$v" = OPENBLAS_NUM_THREADS ] || env_args+=(-x "$v")
+done
+[ -z "${CONFLUX_DATA:-}" ] || env_args+=(-x CONFLUX_DATA)
+cmd+=(-np "$trainers" --host "$(host_list t_names t_slots)" "${env_args[@]}" "${app[@]}")
 if [ "$workers" -gt 0 ]; then
-  cmd+=(: -np "$workers" --host "$(host_list w_names w_slots)" "${app[@]}")
+  cmd+=(: -np "$workers" --host "$(host_list w_names w_slots)" "${env_args[@]}" "${app[@]}")
 fi
 
 # The command as one shell-quoted line (plain words stay unquoted, for readability).
