@@ -64,7 +64,8 @@ double all_ranks_building(const comm::Communicator& service, const data::SampleS
   const std::size_t offset = static_cast<std::size_t>(service.rank()) * 7919;  // other samples
   const auto build = [&](int step) {
     for (std::size_t i = 0; i < samples.size(); ++i) {
-      samples[i] = static_cast<std::uint32_t>((offset + step * samples.size() + i) % dataset.size());
+      samples[i] =
+          static_cast<std::uint32_t>((offset + step * samples.size() + i) % dataset.size());
     }
     builder.build_train(samples, 1, 0, images, labels);
   };
