@@ -51,21 +51,32 @@ void read_position(const h5::File& file, TrainingState& s) {
   s.seed = file.read_scalar<std::uint64_t>("/rng/seed");
 }
 
+// The names the string list at `names_path` holds, each a valid link name of a dataset that
+// exists under `group`; `what` names them in errors ("tensor", "buffer").
+std::vector<std::string> listed_names(const h5::File& file, const std::string& names_path,
+                                      const std::string& group, const char* what) {
+  std::vector<std::string> names = file.read_strings(names_path);
+  for (const std::string& name : names) {
+    if (!valid_tensor_name(name)) {
+      CONFLUX_CORRUPT("{}: {} lists the invalid {} name '{}'", file.label(), names_path, what,
+                      name);
+    }
+    const std::string path = group + "/" + name;
+    if (!file.exists(path)) {
+      CONFLUX_CORRUPT("{}: {} is missing (listed in {})", file.label(), path, names_path);
+    }
+  }
+  return names;
+}
+
 // Opens the tensors /model/tensor_names lists, in its order, and records their names, shapes
 // and offsets in `s`: each starts in the flat parameter buffer where the previous one ends.
 std::vector<h5::Dataset> open_tensors(const h5::File& file, TrainingState& s) {
   const std::string names_path = fmt::format("/model/{}", kTensorNames);
   std::vector<h5::Dataset> tensors;
   std::uint64_t offset = 0;
-  for (const std::string& name : file.read_strings(names_path)) {
-    if (!valid_tensor_name(name)) {
-      CONFLUX_CORRUPT("{}: {} lists the invalid tensor name '{}'", file.label(), names_path, name);
-    }
-    const std::string path = "/model/" + name;
-    if (!file.exists(path)) {
-      CONFLUX_CORRUPT("{}: {} is missing (listed in {})", file.label(), path, names_path);
-    }
-    const h5::Dataset& tensor = tensors.emplace_back(file.open_dataset<float>(path));
+  for (const std::string& name : listed_names(file, names_path, "/model", "tensor")) {
+    const h5::Dataset& tensor = tensors.emplace_back(file.open_dataset<float>("/model/" + name));
     s.tensors.push_back(
         {.name = name, .shape = {tensor.dims().begin(), tensor.dims().end()}, .offset = offset});
     offset += tensor.element_count();
@@ -90,14 +101,8 @@ void read_optimizer(const h5::File& file, TrainingState& s) {
   o.steps = file.read_scalar<std::uint64_t>("/optimizer/steps");
   const std::string names_path = fmt::format("/optimizer/{}", kBufferNames);
   o.buffers.clear();
-  for (const std::string& name : file.read_strings(names_path)) {
-    if (!valid_tensor_name(name)) {
-      CONFLUX_CORRUPT("{}: {} lists the invalid buffer name '{}'", file.label(), names_path, name);
-    }
+  for (const std::string& name : listed_names(file, names_path, "/optimizer/buffers", "buffer")) {
     const std::string path = "/optimizer/buffers/" + name;
-    if (!file.exists(path)) {
-      CONFLUX_CORRUPT("{}: {} is missing (listed in {})", file.label(), path, names_path);
-    }
     model::OptimizerBuffer& b = o.buffers.emplace_back();
     b.name = name;
     b.values = file.read_vector<float>(path);

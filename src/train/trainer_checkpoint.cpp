@@ -29,6 +29,12 @@ void Trainer::check_restorable(const ckpt::TrainingState& state, const std::stri
   CONFLUX_REQUIRE(same,
                   "checkpoint {} holds a model of another shape ({}); model.layers is set at {}",
                   source, first_difference, config_.where("model.layers"));
+  // Before the optimiser sees the state, so that the error names the checkpoint and the key.
+  CONFLUX_REQUIRE(state.optimizer.name == config_.train().optimizer,
+                  "checkpoint {} was made with train.optimizer = '{}', but this run has "
+                  "train.optimizer = '{}' ({}); resume with the same optimiser or start a new run",
+                  source, state.optimizer.name, config_.train().optimizer,
+                  config_.where("train.optimizer"));
   CONFLUX_REQUIRE(state.dataset_size == data_.train->size(),
                   "checkpoint {} was made on {} training samples, this run has {}", source,
                   state.dataset_size, data_.train->size());

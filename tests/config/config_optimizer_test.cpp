@@ -11,21 +11,11 @@ namespace conflux {
 namespace {
 
 Config load(std::vector<std::string> overrides) {
-  return load_config_string(testing::kMinimalConfig, "optim.toml",
-                            ConfigSources{std::move(overrides), "", "20260101-000000"});
-}
-
-std::string error_of(std::vector<std::string> overrides) {
-  try {
-    load(std::move(overrides));
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(accepted)";
+  return testing::load_with(testing::kMinimalConfig, std::move(overrides));
 }
 
 void expect_error(std::vector<std::string> overrides, std::vector<std::string> parts) {
-  const std::string e = error_of(overrides);
+  const std::string e = testing::load_error(testing::kMinimalConfig, std::move(overrides));
   for (const std::string& part : parts) EXPECT_NE(e.find(part), std::string::npos) << e;
 }
 
