@@ -67,6 +67,10 @@ std::unique_ptr<Optimizer> make_optimizer(const TrainSection& train, std::size_t
                                num_params);
 }
 
+std::size_t optimizer_state_buffers(const std::string& name) noexcept {
+  return name == "adam" || name == "adamw" ? 2 : 1;
+}
+
 float clip_grad_norm(std::span<float> grads, float max_norm) noexcept {
   double sum = 0.0;
   for (const float g : grads) sum += static_cast<double>(g) * static_cast<double>(g);

@@ -230,8 +230,9 @@
       "Evaluate on the test set after every epoch.")                                            \
   KEY(train, max_model_memory_mb, std::int64_t, 65536, in(0, kIntMax), (),                     \
       "Refuse, in `conflux config check` and at start-up, a model whose estimated memory per "  \
-      "trainer (parameters, gradients, momentum, one batch's activations) exceeds this many "   \
-      "MiB; 0 = no bound. limits.memory_mb, when it applies to trainers, bounds it too.")       \
+      "trainer (parameters, gradients, optimiser state, one batch's activations) exceeds "      \
+      "this many MiB; 0 = no bound. limits.memory_mb, when it applies to trainers, bounds it "  \
+      "too.")                                                                                   \
   KEY(train, device, std::string, "auto", unbounded, ("auto", "cpu", "gpu"),                    \
       "Where trainer ranks compute: auto (a GPU when the node has one, else the CPU, said "     \
       "once), cpu, or gpu (an error without one).")

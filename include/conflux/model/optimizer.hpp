@@ -68,6 +68,10 @@ class Optimizer {
 /// parameters. The config has checked the values and their combinations.
 std::unique_ptr<Optimizer> make_optimizer(const TrainSection& train, std::size_t num_params);
 
+/// State buffers per parameter of the optimiser train.optimizer names (sgd 1, adam and adamw
+/// 2), for memory estimates.
+std::size_t optimizer_state_buffers(const std::string& name) noexcept;
+
 /// torch.nn.utils.clip_grad_norm_ over the whole buffer: when its L2 norm exceeds `max_norm`,
 /// scales it by max_norm / (norm + 1e-6). Returns the norm before clipping. The sum of
 /// squares is taken in double in buffer order, so every replica clips identically.
