@@ -74,7 +74,7 @@ std::size_t optimizer_state_buffers(const std::string& name) noexcept;
 
 /// torch.nn.utils.clip_grad_norm_ over the whole buffer: when its L2 norm exceeds `max_norm`,
 /// scales it by max_norm / (norm + 1e-6). Returns the norm before clipping. The sum of
-/// squares is taken in double in buffer order, so every replica clips identically.
+/// squares is taken in double in a fixed order, so every replica clips identically.
 float clip_grad_norm(std::span<float> grads, float max_norm) noexcept;
 
 }  // namespace conflux::model
