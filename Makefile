@@ -190,6 +190,11 @@ test-deps:
 format-deps:
 	@tools/install-deps.sh $(FORMAT_PACKAGES)
 
+# Adam's update divides by a square root of its second moment, which is never negative: without
+# errno handling the square root is an instruction and the loop vectorises (the results are
+# the same bits; src/model/adam.cpp).
+$(OBJDIR)/src/model/adam.o: OPTFLAGS += -fno-math-errno
+
 $(OBJDIR)/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(OPTFLAGS) $(CPPFLAGS) $(PKG_CFLAGS) $(EXTRA_CPPFLAGS) -c $< -o $@

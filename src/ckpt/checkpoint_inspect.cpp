@@ -63,8 +63,11 @@ void describe_model_and_trainers(Text& text, const TrainingState& s) {
   for (const TensorInfo& t : s.tensors) {
     text.line(t.name, fmt::format("[{}]", fmt::join(t.shape, ", ")));
   }
-  text.heading("optimizer");
-  text.line("momentum started", s.optimizer_started ? "yes" : "no");
+  text.heading(fmt::format("optimizer: {}", s.optimizer.name));
+  text.line("steps", fmt::format("{}", s.optimizer.steps));
+  for (const model::OptimizerBuffer& b : s.optimizer.buffers) {
+    text.line(b.name, fmt::format("[{}]", b.values.size()));
+  }
   text.line("learning rate", fmt::format("{}", s.lr));
   text.heading(fmt::format("trainers: {}", s.progress.size()));
   for (std::size_t t = 0; t < s.progress.size(); ++t) {

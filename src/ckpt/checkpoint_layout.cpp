@@ -28,8 +28,9 @@ bool valid_tensor_name(const std::string& name) {
 }
 
 CheckpointLayout::CheckpointLayout(const TrainingState& state, std::string rng_scheme)
-    : rng_scheme_(std::move(rng_scheme)), optimizer_started_(state.optimizer_started ? 1 : 0) {
+    : rng_scheme_(std::move(rng_scheme)) {
   for (const TensorInfo& t : state.tensors) tensor_names_.push_back(t.name);
+  for (const model::OptimizerBuffer& b : state.optimizer.buffers) buffer_names_.push_back(b.name);
   for (const TrainerProgress& p : state.progress) {
     next_batch_index_.push_back(p.next_batch_index);
     offload_ratio_.push_back(p.offload.ratio);
@@ -83,8 +84,12 @@ void CheckpointLayout::add_model_and_optimizer(const TrainingState& state) {
                         .data = state.params.data() + t.offset});
   }
   add_strings(fmt::format("/model/{}", kTensorNames), tensor_names_, false);
-  add_vector<float>("/optimizer/velocity", state.velocity);
-  add_scalar("/optimizer/started", optimizer_started_);
+  add_strings("/optimizer/name", {&state.optimizer.name, 1}, true);
+  add_scalar("/optimizer/steps", state.optimizer.steps);
+  add_strings(fmt::format("/optimizer/{}", kBufferNames), buffer_names_, false);
+  for (const model::OptimizerBuffer& b : state.optimizer.buffers) {
+    add_vector<float>("/optimizer/buffers/" + b.name, b.values);
+  }
   add_scalar("/optimizer/lr", state.lr);
 }
 

@@ -51,21 +51,32 @@ void read_position(const h5::File& file, TrainingState& s) {
   s.seed = file.read_scalar<std::uint64_t>("/rng/seed");
 }
 
+// The names the string list at `names_path` holds, each a valid link name of a dataset that
+// exists under `group`; `what` names them in errors ("tensor", "buffer").
+std::vector<std::string> listed_names(const h5::File& file, const std::string& names_path,
+                                      const std::string& group, const char* what) {
+  std::vector<std::string> names = file.read_strings(names_path);
+  for (const std::string& name : names) {
+    if (!valid_tensor_name(name)) {
+      CONFLUX_CORRUPT("{}: {} lists the invalid {} name '{}'", file.label(), names_path, what,
+                      name);
+    }
+    const std::string path = group + "/" + name;
+    if (!file.exists(path)) {
+      CONFLUX_CORRUPT("{}: {} is missing (listed in {})", file.label(), path, names_path);
+    }
+  }
+  return names;
+}
+
 // Opens the tensors /model/tensor_names lists, in its order, and records their names, shapes
 // and offsets in `s`: each starts in the flat parameter buffer where the previous one ends.
 std::vector<h5::Dataset> open_tensors(const h5::File& file, TrainingState& s) {
   const std::string names_path = fmt::format("/model/{}", kTensorNames);
   std::vector<h5::Dataset> tensors;
   std::uint64_t offset = 0;
-  for (const std::string& name : file.read_strings(names_path)) {
-    if (!valid_tensor_name(name)) {
-      CONFLUX_CORRUPT("{}: {} lists the invalid tensor name '{}'", file.label(), names_path, name);
-    }
-    const std::string path = "/model/" + name;
-    if (!file.exists(path)) {
-      CONFLUX_CORRUPT("{}: {} is missing (listed in {})", file.label(), path, names_path);
-    }
-    const h5::Dataset& tensor = tensors.emplace_back(file.open_dataset<float>(path));
+  for (const std::string& name : listed_names(file, names_path, "/model", "tensor")) {
+    const h5::Dataset& tensor = tensors.emplace_back(file.open_dataset<float>("/model/" + name));
     s.tensors.push_back(
         {.name = name, .shape = {tensor.dims().begin(), tensor.dims().end()}, .offset = offset});
     offset += tensor.element_count();
@@ -82,7 +93,33 @@ std::vector<h5::Dataset> open_tensors(const h5::File& file, TrainingState& s) {
   return tensors;
 }
 
-// The model and the optimiser, whose momentum buffer has the parameters' layout.
+// The optimiser: its name, step count and the buffers /optimizer/buffer_names lists, each with
+// the parameters' layout.
+void read_optimizer(const h5::File& file, TrainingState& s) {
+  model::OptimizerState& o = s.optimizer;
+  o.name = file.read_string("/optimizer/name");
+  o.steps = file.read_scalar<std::uint64_t>("/optimizer/steps");
+  const std::string names_path = fmt::format("/optimizer/{}", kBufferNames);
+  o.buffers.clear();
+  for (const std::string& name : listed_names(file, names_path, "/optimizer/buffers", "buffer")) {
+    const std::string path = "/optimizer/buffers/" + name;
+    model::OptimizerBuffer& b = o.buffers.emplace_back();
+    b.name = name;
+    b.values = file.read_vector<float>(path);
+    if (b.values.size() != s.params.size()) {
+      CONFLUX_CORRUPT("{}: {} has {} elements but the model has {} parameters", file.label(), path,
+                      b.values.size(), s.params.size());
+    }
+  }
+  const std::uint64_t links = o.buffers.empty() ? 0 : file.link_count("/optimizer/buffers");
+  if (links != o.buffers.size()) {
+    CONFLUX_CORRUPT("{}: /optimizer/buffers holds {} buffers but {} lists {}", file.label(), links,
+                    names_path, o.buffers.size());
+  }
+  s.lr = file.read_scalar<double>("/optimizer/lr");
+}
+
+// The model and the optimiser.
 void read_model_and_optimizer(const h5::File& file, TrainingState& s) {
   const std::vector<h5::Dataset> tensors = open_tensors(file, s);
   const std::uint64_t total =
@@ -92,17 +129,7 @@ void read_model_and_optimizer(const h5::File& file, TrainingState& s) {
     tensors[i].read_into(
         std::span<float>(s.params).subspan(s.tensors[i].offset, tensors[i].element_count()));
   }
-  s.velocity = file.read_vector<float>("/optimizer/velocity");
-  if (s.velocity.size() != s.params.size()) {
-    CONFLUX_CORRUPT("{}: /optimizer/velocity has {} elements but the model has {} parameters",
-                    file.label(), s.velocity.size(), s.params.size());
-  }
-  const auto started = file.read_scalar<std::uint8_t>("/optimizer/started");
-  if (started > 1) {
-    CONFLUX_CORRUPT("{}: /optimizer/started is {}, not 0 or 1", file.label(), started);
-  }
-  s.optimizer_started = started != 0;
-  s.lr = file.read_scalar<double>("/optimizer/lr");
+  read_optimizer(file, s);
 }
 
 // Per-trainer progress: three arrays of one length.

@@ -51,9 +51,12 @@ void check_writable(const fs::path& path, const TrainingState& state) {
   CONFLUX_CHECK(offset == state.params.size(),
                 "cannot write checkpoint {}: the tensors cover {} of {} parameters", name, offset,
                 state.params.size());
-  CONFLUX_CHECK(state.velocity.size() == state.params.size(),
-                "cannot write checkpoint {}: velocity has {} elements but there are {} parameters",
-                name, state.velocity.size(), state.params.size());
+  for (const model::OptimizerBuffer& b : state.optimizer.buffers) {
+    CONFLUX_CHECK(valid_tensor_name(b.name) && b.values.size() == state.params.size(),
+                  "cannot write checkpoint {}: optimiser buffer '{}' has {} elements for {} "
+                  "parameters (or an invalid name)",
+                  name, b.name, b.values.size(), state.params.size());
+  }
 }
 
 // The root attributes: the format, its version and the checksum, which the reader checks, and

@@ -1,6 +1,7 @@
 #include "cross_key_rules.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "conflux/core/error.hpp"
@@ -75,13 +76,79 @@ void check_kreduce(const Config& c) {
                   k, (batch - k) / std::max<std::int64_t>(1, w - k));
 }
 
+void check_optimizer(const Config& c) {
+  const auto& t = c.train();
+  const bool sgd = t.optimizer == "sgd";
+  CONFLUX_REQUIRE(sgd || t.momentum == 0.0,
+                  "{}: train.momentum = {} applies to sgd only; train.optimizer = \"{}\" uses "
+                  "train.adam_beta1 and train.adam_beta2",
+                  c.where("train.momentum"), t.momentum, t.optimizer);
+  CONFLUX_REQUIRE(!t.nesterov || (sgd && t.momentum > 0.0),
+                  "{}: train.nesterov = true needs train.optimizer = \"sgd\" and "
+                  "train.momentum > 0 (as PyTorch requires)",
+                  c.where("train.nesterov"));
+}
+
+// Milestones and step sizes are global steps counted from step 0, like the warm-up; a decay
+// inside the warm-up would make the ramp's target ambiguous, so none may fall there.
+void check_lr_schedule(const Config& c) {
+  const auto& t = c.train();
+  const bool step = t.lr_schedule == "step";
+  const bool multistep = t.lr_schedule == "multistep";
+  CONFLUX_REQUIRE(step == (t.lr_step_size > 0), "{}: train.lr_step_size = {} {}",
+                  c.where("train.lr_step_size"), t.lr_step_size,
+                  step ? "but train.lr_schedule = \"step\" needs a step size >= 1"
+                       : "applies only to train.lr_schedule = \"step\"; leave it at 0");
+  CONFLUX_REQUIRE(!step || t.lr_step_size >= t.warmup_steps,
+                  "{}: train.lr_step_size = {} is shorter than train.warmup_steps = {}; the "
+                  "first decay would fall inside the warm-up",
+                  c.where("train.lr_step_size"), t.lr_step_size, t.warmup_steps);
+  CONFLUX_REQUIRE(multistep == !t.lr_milestones.empty(), "{}: train.lr_milestones {}",
+                  c.where("train.lr_milestones"),
+                  multistep ? "is empty but train.lr_schedule = \"multistep\" needs at least one"
+                            : "applies only to train.lr_schedule = \"multistep\"; leave it empty");
+  for (std::size_t i = 0; i < t.lr_milestones.size(); ++i) {
+    const float m = t.lr_milestones[i];
+    CONFLUX_REQUIRE(m == std::floor(m), "{}: train.lr_milestones[{}] = {} is not a whole step",
+                    c.where("train.lr_milestones"), i, m);
+    CONFLUX_REQUIRE(i == 0 || m > t.lr_milestones[i - 1],
+                    "{}: train.lr_milestones must increase, but entry {} ({}) follows {}",
+                    c.where("train.lr_milestones"), i, m, t.lr_milestones[i - 1]);
+    CONFLUX_REQUIRE(static_cast<double>(m) >= static_cast<double>(t.warmup_steps),
+                    "{}: train.lr_milestones[{}] = {} falls inside the warm-up "
+                    "(train.warmup_steps = {})",
+                    c.where("train.lr_milestones"), i, m, t.warmup_steps);
+  }
+}
+
+void check_gpu(const Config& c) {
+  if (c.train().device != "gpu") return;
+  const std::string key = gpu_unsupported_key(c);
+  CONFLUX_REQUIRE(key.empty(),
+                  "{}: {} = {} is not implemented on the GPU path; set train.device = \"cpu\" "
+                  "(or \"auto\") or change {}",
+                  c.where(key), key, c.value_text(key), key);
+}
+
 }  // namespace
+
+std::string gpu_unsupported_key(const Config& config) {
+  const auto& t = config.train();
+  if (t.optimizer != "sgd") return "train.optimizer";
+  if (t.nesterov) return "train.nesterov";
+  if (t.label_smoothing != 0.0) return "train.label_smoothing";
+  if (t.clip_grad_norm != 0.0) return "train.clip_grad_norm";
+  return "";
+}
 
 void check_cross_key_rules(const Config& config) {
   check_transform_and_batch(config);
   check_offload(config);
   check_limits(config);
   check_kreduce(config);
+  check_optimizer(config);
+  check_lr_schedule(config);
+  check_gpu(config);
 }
 
 }  // namespace conflux

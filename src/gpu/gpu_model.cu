@@ -25,6 +25,7 @@ void validate(const model::SgdOptions& o) {
   CONFLUX_REQUIRE(o.lr >= 0.0f, "sgd: learning rate must be >= 0, got {}", o.lr);
   CONFLUX_REQUIRE(o.momentum >= 0.0f, "sgd: momentum must be >= 0, got {}", o.momentum);
   CONFLUX_REQUIRE(o.weight_decay >= 0.0f, "sgd: weight decay must be >= 0, got {}", o.weight_decay);
+  CONFLUX_REQUIRE(!o.nesterov, "sgd: Nesterov momentum is not implemented on the GPU");
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 namespace conflux::model {
 
 LossResult softmax_cross_entropy(const Tensor& logits, std::span<const Label> labels,
-                                 float grad_scale, Tensor* grad_logits) {
+                                 float grad_scale, Tensor* grad_logits, double label_smoothing) {
   CONFLUX_REQUIRE(logits.shape.size() == 2 && logits.shape[1] > 0,
                   "softmax_cross_entropy expects logits [N,K] but gets [{}]",
                   fmt::join(logits.shape, ","));
@@ -20,7 +20,12 @@ LossResult softmax_cross_entropy(const Tensor& logits, std::span<const Label> la
   const int k = logits.shape[1];
   CONFLUX_REQUIRE(labels.size() == static_cast<std::size_t>(n),
                   "softmax_cross_entropy: {} labels for {} samples", labels.size(), n);
+  CONFLUX_REQUIRE(label_smoothing >= 0.0 && label_smoothing < 1.0,
+                  "softmax_cross_entropy: label smoothing {} is not in [0, 1)", label_smoothing);
   if (grad_logits != nullptr) grad_logits->resize({n, k});
+  // Without smoothing the target is exactly one-hot (1 - 0 and 0 / K): the same bits as ever.
+  const double on_label = 1.0 - label_smoothing;
+  const double on_every = label_smoothing / static_cast<double>(k);
 
   LossResult result;
   for (int i = 0; i < n; ++i) {
@@ -44,13 +49,21 @@ LossResult softmax_cross_entropy(const Tensor& logits, std::span<const Label> la
     double sum = 0.0;
     for (int j = 0; j < k; ++j) sum += std::exp(static_cast<double>(x[j]) - max);
     const double log_sum = std::log(sum);
-    result.loss_sum += log_sum + max - static_cast<double>(x[label]);
+    const double nll_label = log_sum + max - static_cast<double>(x[label]);
+    if (label_smoothing == 0.0) {
+      result.loss_sum += nll_label;
+    } else {
+      double nll_all = 0.0;
+      for (int j = 0; j < k; ++j) nll_all += log_sum + max - static_cast<double>(x[j]);
+      result.loss_sum += on_label * nll_label + on_every * nll_all;
+    }
     if (arg == label) ++result.correct;
     if (grad_logits != nullptr) {
       float* g = grad_logits->data.data() + static_cast<std::size_t>(i) * k;
       for (int j = 0; j < k; ++j) {
         const double p = std::exp(static_cast<double>(x[j]) - max - log_sum);
-        g[j] = static_cast<float>(grad_scale * (p - (j == label ? 1.0 : 0.0)));
+        const double target = (j == label ? on_label : 0.0) + on_every;
+        g[j] = static_cast<float>(grad_scale * (p - target));
       }
     }
   }

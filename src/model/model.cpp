@@ -71,7 +71,7 @@ LayerStack stack_layers(const std::vector<LayerSpec>& specs, const SampleShape& 
 
 double LayerFootprint::bytes(std::size_t batch) const {
   return static_cast<double>(sizeof(float)) *
-         (3.0 * static_cast<double>(params) +
+         ((2.0 + static_cast<double>(state_buffers)) * static_cast<double>(params) +
           static_cast<double>(activation_floats) * static_cast<double>(batch));
 }
 

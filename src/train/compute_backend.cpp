@@ -5,7 +5,7 @@
 
 #include "conflux/comm/kreduce_sync.hpp"
 #include "conflux/core/error.hpp"
-#include "conflux/model/sgd.hpp"
+#include "conflux/model/optimizer.hpp"
 
 namespace conflux::train {
 
@@ -23,15 +23,15 @@ std::unique_ptr<comm::GradientSync> make_gradient_sync(const Config& config,
 
 namespace {
 
-// model::Model + model::Sgd + a host GradientSync: the calls the training loop always made.
+// model::Model + model::Optimizer + a host GradientSync: the calls the training loop always
+// made.
 class CpuBackend final : public ComputeBackend {
  public:
   CpuBackend(model::Model model, const BackendOptions& o)
       : model_(std::move(model)),
-        sgd_(model::SgdOptions{static_cast<float>(o.config->train().lr),
-                               static_cast<float>(o.config->train().momentum),
-                               static_cast<float>(o.config->train().weight_decay)},
-             model_.params().size()),
+        optimizer_(model::make_optimizer(o.config->train(), model_.params().size())),
+        label_smoothing_(o.config->train().label_smoothing),
+        clip_norm_(static_cast<float>(o.config->train().clip_grad_norm)),
         sync_(make_gradient_sync(*o.config, *o.trainers, model_.params().size(), o.timeout)) {}
 
   std::string device_name() const override { return "CPU"; }
@@ -48,7 +48,8 @@ class CpuBackend final : public ComputeBackend {
     sync_->progress();
     const model::Tensor& logits = model_.forward(batch.images);
     sync_->progress();
-    result_ = model::softmax_cross_entropy(logits, batch.labels, grad_scale, &grad_logits_);
+    result_ = model::softmax_cross_entropy(logits, batch.labels, grad_scale, &grad_logits_,
+                                           label_smoothing_);
     model_.backward(grad_logits_);
   }
   model::LossResult loss() override { return result_; }
@@ -56,29 +57,29 @@ class CpuBackend final : public ComputeBackend {
   comm::Merged exchange() override { return sync_->exchange(model_.grads()); }
   bool drain() override { return sync_->drain(model_.grads()); }
   void progress() override { sync_->progress(); }
-  void apply(float lr) override {
-    sgd_.set_lr(lr);
-    sgd_.step(model_.params(), model_.grads());
+  void apply(double lr) override {
+    // The merged gradient is the same on every replica, so every replica clips alike.
+    if (clip_norm_ > 0.0f) model::clip_grad_norm(model_.grads(), clip_norm_);
+    optimizer_->set_lr(lr);
+    optimizer_->step(model_.params(), model_.grads());
   }
-  float lr() const override { return sgd_.options().lr; }
-  bool sgd_started() const override { return sgd_.started(); }
+  double lr() const override { return optimizer_->lr(); }
 
   model::LossResult evaluate(const model::Tensor& images,
                              std::span<const model::Label> labels) override {
     return model::softmax_cross_entropy(model_.forward(images), labels, 0, nullptr);
   }
 
-  void download(std::vector<float>& params, std::vector<float>& velocity) override {
+  void download(std::vector<float>& params, model::OptimizerState& optimizer) override {
     params.assign(model_.params().begin(), model_.params().end());
-    velocity.assign(sgd_.velocity().begin(), sgd_.velocity().end());
+    optimizer_->save(optimizer);
   }
-  void restore(std::span<const float> params, std::span<const float> velocity,
-               bool started) override {
+  void restore(std::span<const float> params, const model::OptimizerState& optimizer) override {
     CONFLUX_CHECK(params.size() == model_.params().size(),
                   "restore: {} parameters for a model of {}", params.size(),
                   model_.params().size());
     std::copy(params.begin(), params.end(), model_.params().begin());
-    sgd_.restore(velocity, started);
+    optimizer_->restore(optimizer);
   }
 
   const model::Model& sync_host_model() override { return model_; }
@@ -86,7 +87,9 @@ class CpuBackend final : public ComputeBackend {
 
  private:
   model::Model model_;
-  model::Sgd sgd_;
+  std::unique_ptr<model::Optimizer> optimizer_;
+  double label_smoothing_;
+  float clip_norm_;
   std::unique_ptr<comm::GradientSync> sync_;
   const data::Batch* batch_ = nullptr;
   model::Tensor grad_logits_;

@@ -44,6 +44,14 @@ DeviceChoice choose_device(const Config& config, const comm::Communicator& train
   DeviceChoice choice;
   choice.description = "CPU";
   if (setting == "cpu") return choice;  // the same on every trainer: nothing to agree on
+  // The same on every trainer too (the config is agreed); "gpu" with it is refused at load.
+  if (const std::string key = gpu_unsupported_key(config); !key.empty()) {
+    if (log != nullptr && trainers.rank() == 0) {
+      log->info("{} = {} is not implemented on the GPU path: trainers compute on the CPU", key,
+                config.value_text(key));
+    }
+    return choice;
+  }
 
   const gpu::GpuProbe probe = gpu::probe_gpus();
   const comm::Communicator node = trainers.split_node_local();

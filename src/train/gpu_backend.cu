@@ -17,6 +17,7 @@
 #include "conflux/gpu/handles.hpp"
 #include "conflux/gpu/nccl_allreduce.hpp"
 #include "conflux/gpu/runtime.hpp"
+#include "conflux/model/sgd.hpp"
 #include "conflux/train/compute_backend.hpp"
 
 namespace conflux::train {
@@ -164,9 +165,11 @@ class GpuBackend final : public ComputeBackend {
     if (host_sync_) host_sync_->progress();
   }
 
-  void apply(float lr) override { model_.sgd_step(lr); }
-  float lr() const override { return model_.sgd_options().lr; }
-  bool sgd_started() const override { return model_.sgd_started(); }
+  void apply(double lr) override {
+    model_.sgd_step(static_cast<float>(lr));
+    ++sgd_steps_;
+  }
+  double lr() const override { return model_.sgd_options().lr; }
 
   model::LossResult evaluate(const model::Tensor& images,
                              std::span<const model::Label> labels) override {
@@ -188,17 +191,25 @@ class GpuBackend final : public ComputeBackend {
     return model_.loss_and_grad(eval_labels_.data(), 0.0f);
   }
 
-  void download(std::vector<float>& params, std::vector<float>& velocity) override {
+  // The GPU runs model::Sgd only (train.optimizer = "sgd" is checked before the backend is
+  // built): its state is SGD's, with the momentum buffer on the device.
+  void download(std::vector<float>& params, model::OptimizerState& optimizer) override {
     params.resize(model_.num_params());
-    velocity.resize(model_.num_params());
     model_.download_params(params);
-    model_.download_velocity(velocity);
+    optimizer.name = "sgd";
+    optimizer.steps = sgd_steps_;
+    optimizer.buffers.resize(1);
+    optimizer.buffers[0].name = model::kSgdMomentumBuffer;
+    optimizer.buffers[0].values.resize(model_.num_params());
+    model_.download_velocity(optimizer.buffers[0].values);
   }
 
-  void restore(std::span<const float> params, std::span<const float> velocity,
-               bool started) override {
+  void restore(std::span<const float> params, const model::OptimizerState& optimizer) override {
+    // The host optimiser checks the state (its name, buffers and sizes) as the CPU's does.
+    model::Sgd(model_.sgd_options(), model_.num_params()).restore(optimizer);
     model_.upload_params(params);
-    model_.upload_velocity(velocity, started);
+    model_.upload_velocity(optimizer.buffers[0].values, optimizer.steps > 0);
+    sgd_steps_ = optimizer.steps;
     std::copy(params.begin(), params.end(), host_.params().begin());
   }
 
@@ -228,7 +239,8 @@ class GpuBackend final : public ComputeBackend {
   model::Model host_;  // the host copy for callbacks, model.h5 and the digest
   std::size_t sample_floats_;
   gpu::GpuModel model_;
-  gpu::Stream copy_;  // host-to-device uploads of the batches
+  std::uint64_t sgd_steps_ = 0;  // updates applied (the checkpoint's /optimizer/steps)
+  gpu::Stream copy_;             // host-to-device uploads of the batches
   std::array<StagingSlot, 2> slots_;
   int staged_ = -1;  // slot of the batch the next compute() uses, -1 when none
   int next_ = 0;     // slot the next stage() fills

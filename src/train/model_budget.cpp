@@ -10,6 +10,7 @@
 #include "conflux/data/io/open_source.hpp"
 #include "conflux/data/pipeline/epoch_plan.hpp"
 #include "conflux/model/model.hpp"
+#include "conflux/model/optimizer.hpp"
 #include "conflux/train/transform_setup.hpp"
 
 namespace conflux::train {
@@ -22,7 +23,11 @@ constexpr double kMiB = 1 << 20;
 // trainer reports them.
 model::ModelFootprint footprint_of(const Config& config, const ModelInput& input) {
   try {
-    return model::Model::footprint(config.layers(), input.shape, input.num_classes);
+    model::ModelFootprint footprint =
+        model::Model::footprint(config.layers(), input.shape, input.num_classes);
+    const std::size_t buffers = model::optimizer_state_buffers(config.train().optimizer);
+    for (model::LayerFootprint& layer : footprint.layers) layer.state_buffers = buffers;
+    return footprint;
   } catch (const InputError& e) {
     CONFLUX_INPUT_ERROR("{}: model.layers: {}", config.where("model.layers"), e.what());
   }
@@ -78,11 +83,12 @@ void check_model_memory(const Config& config, const ModelInput& input) {
   const model::LayerFootprint& layer = footprint.layers[i];
   CONFLUX_INPUT_ERROR(
       "{}: model.layers: the model needs about {} per trainer ({} parameters, each with a "
-      "gradient and momentum, and the activations of {} samples), more than the {} that {} "
+      "gradient and {} optimiser buffer(s), and the activations of {} samples), more than the "
+      "{} that {} "
       "allows; its largest layer is model.layers[{}] ({}, {} parameters, {}). Make the model "
       "smaller or raise the bound",
-      config.where("model.layers"), format_bytes(bytes), footprint.params(), batch,
-      format_bytes(bound->bytes), bound->source, i, layer.type, layer.params,
+      config.where("model.layers"), format_bytes(bytes), footprint.params(), layer.state_buffers,
+      batch, format_bytes(bound->bytes), bound->source, i, layer.type, layer.params,
       format_bytes(layer.bytes(batch)));
 }
 

@@ -13,9 +13,25 @@ namespace {
 // The keys whose values shape the trained model; a checkpoint must agree on all of them:
 // these, every transform.* key but the plugin's path (alphabetically), then model.layers.
 std::vector<std::string> same_keys() {
-  std::vector<std::string> keys = {"run.seed",           "data.dataset",   "data.train_limit",
-                                   "train.batch_size",   "train.lr",       "train.lr_schedule",
-                                   "train.warmup_steps", "train.momentum", "train.weight_decay",
+  std::vector<std::string> keys = {"run.seed",
+                                   "data.dataset",
+                                   "data.train_limit",
+                                   "train.batch_size",
+                                   "train.optimizer",
+                                   "train.lr",
+                                   "train.lr_schedule",
+                                   "train.warmup_steps",
+                                   "train.lr_step_size",
+                                   "train.lr_milestones",
+                                   "train.lr_gamma",
+                                   "train.momentum",
+                                   "train.nesterov",
+                                   "train.weight_decay",
+                                   "train.adam_beta1",
+                                   "train.adam_beta2",
+                                   "train.adam_eps",
+                                   "train.label_smoothing",
+                                   "train.clip_grad_norm",
                                    "train.epochs"};
   std::vector<std::string> transform;
   for (const KeySpec& spec : config_keys()) {
@@ -82,13 +98,14 @@ std::optional<ckpt::FoundCheckpoint> find_resume_checkpoint(const Config& config
 void check_resume_compatible(const Config& config, const ckpt::TrainingState& state,
                              const std::string& source) {
   const Config saved = stored_config(config, state, source);
-  const bool constant_lr = config.train().lr_schedule == "constant";
+  // Only cosine annealing depends on the run's length.
+  const bool length_free_lr = config.train().lr_schedule != "cosine";
   for (const std::string& key : same_keys()) {
     const KeySpec& spec = *find_key(key);
     if (spec.binding.get(saved) == spec.binding.get(config)) continue;
-    if (key == "train.epochs" && constant_lr &&
+    if (key == "train.epochs" && length_free_lr &&
         config.train().epochs * state.steps_per_epoch >= state.global_step) {
-      continue;  // training longer under a constant rate changes nothing already done
+      continue;  // training longer under such a schedule changes nothing already done
     }
     CONFLUX_INPUT_ERROR(
         "checkpoint {} was made with {} = {}, but this run has {} = {} ({}); resume with the "

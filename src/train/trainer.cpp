@@ -43,6 +43,11 @@ std::unique_ptr<ComputeBackend> make_backend(const TrainerSetup& setup, model::M
                                .max_batch = max_batch,
                                .device = setup.device};
   if (setup.device.device == ComputeDevice::kGpu) {
+    // choose_device() picks the CPU for "auto" and the config refuses "gpu" with these; never
+    // a silent fallback.
+    const std::string key = gpu_unsupported_key(setup.config);
+    CONFLUX_REQUIRE(key.empty(), "{}: {} = {} is not implemented on the GPU path",
+                    setup.config.where(key), key, setup.config.value_text(key));
     return make_gpu_backend(std::move(model), options);
   }
   return make_cpu_backend(std::move(model), options);
@@ -76,7 +81,7 @@ data::BatchSplit Trainer::batch_split() const {
 void Trainer::apply_merged(std::size_t global_step) {
   // The rate of the step the merged gradient belongs to: a stale replica applies the same
   // updates as the others, one step later.
-  backend_->apply(static_cast<float>(lr_schedule_->at(global_step)));
+  backend_->apply(lr_schedule_->at(global_step));
 }
 
 void Trainer::drain_sync() {
@@ -230,8 +235,7 @@ std::size_t Trainer::start_input() {
     if (!audit_.restored_counts.empty()) audit_.audit->add_counts(audit_.restored_counts);
   }
   const std::size_t total_steps = loader_->steps_per_epoch() * static_cast<std::size_t>(cfg.epochs);
-  lr_schedule_.emplace(model::LrSchedule::parse_kind(cfg.lr_schedule), cfg.lr, total_steps,
-                       static_cast<std::size_t>(cfg.warmup_steps));
+  lr_schedule_.emplace(model::LrSchedule::from_config(cfg, total_steps));
   return total_steps;
 }
 

@@ -29,6 +29,12 @@ void Trainer::check_restorable(const ckpt::TrainingState& state, const std::stri
   CONFLUX_REQUIRE(same,
                   "checkpoint {} holds a model of another shape ({}); model.layers is set at {}",
                   source, first_difference, config_.where("model.layers"));
+  // Before the optimiser sees the state, so that the error names the checkpoint and the key.
+  CONFLUX_REQUIRE(state.optimizer.name == config_.train().optimizer,
+                  "checkpoint {} was made with train.optimizer = '{}', but this run has "
+                  "train.optimizer = '{}' ({}); resume with the same optimiser or start a new run",
+                  source, state.optimizer.name, config_.train().optimizer,
+                  config_.where("train.optimizer"));
   CONFLUX_REQUIRE(state.dataset_size == data_.train->size(),
                   "checkpoint {} was made on {} training samples, this run has {}", source,
                   state.dataset_size, data_.train->size());
@@ -36,7 +42,7 @@ void Trainer::check_restorable(const ckpt::TrainingState& state, const std::stri
 
 void Trainer::restore(const ckpt::TrainingState& state, const std::string& source) {
   check_restorable(state, source);
-  backend_->restore(state.params, state.velocity, state.optimizer_started);
+  backend_->restore(state.params, state.optimizer);
   progress_.position = {state.epoch, static_cast<std::size_t>(state.step),
                         static_cast<std::size_t>(state.global_step)};
   const auto t = static_cast<std::size_t>(trainers_.rank());
@@ -91,14 +97,13 @@ void Trainer::capture(ckpt::TrainingState& s) {
   s.created = local_time("%Y-%m-%dT%H:%M:%S");
   s.metrics = progress_.metrics;
   s.lr = backend_->lr();
-  s.optimizer_started = backend_->sgd_started();
   if (trainers_.rank() != 0) return;  // the replicas are identical: trainer 0 keeps the one copy
   s.config_toml = config_.resolved_toml();
   s.tensors.clear();
   for (const model::ParamInfo& info : backend_->param_infos()) {
     s.tensors.push_back({info.name, {info.shape.begin(), info.shape.end()}, info.offset});
   }
-  backend_->download(s.params, s.velocity);  // the GPU's state is downloaded
+  backend_->download(s.params, s.optimizer);  // the GPU's state is downloaded
 }
 
 }  // namespace conflux::train

@@ -35,7 +35,7 @@ TEST_F(CheckpointFile, RoundTripKeepsEveryFieldBitExact) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_.path()), fs::directory_iterator()), 1);
   const TrainingState back = read_checkpoint(file_);
   expect_same_state(state, back);
-  EXPECT_TRUE(std::isnan(back.velocity[0]));
+  EXPECT_TRUE(std::isnan(back.optimizer.buffers[0].values[0]));
   EXPECT_TRUE(std::signbit(back.params[3]));
 }
 
@@ -43,14 +43,15 @@ TEST_F(CheckpointFile, RoundTripWithoutAuditCountsAndMetrics) {
   TrainingState state = filled_state();
   state.audit_counts.clear();
   state.metrics.clear();
-  state.optimizer_started = false;
+  state.optimizer = {.name = "sgd", .steps = 0, .buffers = {}};  // SGD before its first step
   state.config_toml.clear();
   write_checkpoint(file_, state);
   const TrainingState back = read_checkpoint(file_);
   expect_same_state(state, back);
   EXPECT_TRUE(back.audit_counts.empty());
   EXPECT_TRUE(back.metrics.empty());
-  EXPECT_FALSE(back.optimizer_started);
+  EXPECT_EQ(back.optimizer.steps, 0u);
+  EXPECT_TRUE(back.optimizer.buffers.empty());
 }
 
 TEST_F(CheckpointFile, RoundTripOfAnEmptyStateAndRewriteReplaces) {
@@ -75,7 +76,7 @@ TEST_F(CheckpointFile, LayoutIsPlainHdf5WithTheDocumentedDatasets) {
   int version = 0;
   const h5::Handle attr(H5Aopen(file.get(), "format_version", H5P_DEFAULT), "attr");
   ASSERT_GE(H5Aread(attr.get(), H5T_NATIVE_INT, &version), 0);
-  EXPECT_EQ(version, 2);
+  EXPECT_EQ(version, 3);
   for (const char* name : {"/position/epoch",
                            "/position/step",
                            "/position/global_step",
@@ -88,8 +89,11 @@ TEST_F(CheckpointFile, LayoutIsPlainHdf5WithTheDocumentedDatasets) {
                            "/rng/scheme",
                            "/model/tensor_names",
                            "/model/layer1.weight",
-                           "/optimizer/velocity",
-                           "/optimizer/started",
+                           "/optimizer/name",
+                           "/optimizer/steps",
+                           "/optimizer/buffer_names",
+                           "/optimizer/buffers/exp_avg",
+                           "/optimizer/buffers/exp_avg_sq",
                            "/optimizer/lr",
                            "/trainers/next_batch_index",
                            "/trainers/offload_ratio",
@@ -121,7 +125,10 @@ TEST_F(CheckpointFile, LayoutIsPlainHdf5WithTheDocumentedDatasets) {
 
 TEST_F(CheckpointFile, WriteRejectsInconsistentStates) {
   TrainingState state = filled_state();
-  state.velocity.pop_back();
+  state.optimizer.buffers[1].values.pop_back();
+  EXPECT_THROW(write_checkpoint(file_, state), RuntimeError);
+  state = filled_state();
+  state.optimizer.buffers[0].name = "a/b";
   EXPECT_THROW(write_checkpoint(file_, state), RuntimeError);
   state = filled_state();
   state.tensors[1].offset = 11;
@@ -200,7 +207,7 @@ TEST_F(CheckpointFile, DiskFullMidWriteLeavesThePreviousCheckpointAndNoTemp) {
   TrainingState big = filled_state();
   big.tensors.push_back({"zz.weight", {256, 1024}, big.params.size()});  // 1 MiB of params
   big.params.resize(big.params.size() + 256 * 1024, 0.5f);
-  big.velocity.resize(big.params.size(), 0.25f);
+  for (auto& b : big.optimizer.buffers) b.values.resize(big.params.size(), 0.25f);
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::string message;
     try {
@@ -233,16 +240,26 @@ TEST_F(CheckpointFile, DescribeListsTheKeyFacts) {
   const TrainingState state = filled_state();
   write_checkpoint(file_, state);
   const std::string text = describe_checkpoint(file_);
-  for (const std::string& needle :
-       {std::string("conflux-checkpoint version 2"), std::string("(verified)"),
-        std::string("2024-05-06T07:08:09+0200"), std::string("13 / 20 steps per epoch"),
-        fmt::format("{:<18} 153", "global step"), std::string("18364758544493064720"),
-        std::string("3 trainers, 2 workers"), std::string("4 tensors, 23 parameters"),
-        std::string("layer1.weight"), std::string("[3, 4]"),
-        fmt::format("{:<18} yes", "momentum started"), std::string("0.0123456789"),
-        std::string("next batch index 41"), std::string("offload ratio 0.25"),
-        std::string("on (5 sample counts)"), std::string("metrics: 2 lines"),
-        std::string(R"({"epoch":1,"loss":1.7})"), std::string("    batch_size = 64")}) {
+  for (const std::string& needle : {std::string("conflux-checkpoint version 3"),
+                                    std::string("(verified)"),
+                                    std::string("2024-05-06T07:08:09+0200"),
+                                    std::string("13 / 20 steps per epoch"),
+                                    fmt::format("{:<18} 153", "global step"),
+                                    std::string("18364758544493064720"),
+                                    std::string("3 trainers, 2 workers"),
+                                    std::string("4 tensors, 23 parameters"),
+                                    std::string("layer1.weight"),
+                                    std::string("[3, 4]"),
+                                    std::string("optimizer: adam"),
+                                    fmt::format("{:<18} 38", "steps"),
+                                    fmt::format("{:<18} [23]", "exp_avg_sq"),
+                                    std::string("0.0123456789"),
+                                    std::string("next batch index 41"),
+                                    std::string("offload ratio 0.25"),
+                                    std::string("on (5 sample counts)"),
+                                    std::string("metrics: 2 lines"),
+                                    std::string(R"({"epoch":1,"loss":1.7})"),
+                                    std::string("    batch_size = 64")}) {
     EXPECT_NE(text.find(needle), std::string::npos) << "missing: " << needle << "\n" << text;
   }
   TrainingState quiet = state;

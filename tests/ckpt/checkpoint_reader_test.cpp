@@ -148,10 +148,10 @@ TEST_F(CheckpointReader, WrongFormatOrVersionIsCorrupt) {
   {
     const h5::Handle file = open_for_edit(file_);
     const h5::Handle attr(H5Aopen(file.get(), "format_version", H5P_DEFAULT), "attr");
-    const int one = 1;  // version 1 (zlib CRC-32) files are no longer read
-    ASSERT_GE(H5Awrite(attr.get(), H5T_NATIVE_INT, &one), 0);
+    const int two = 2;  // version 2 (SGD's velocity only) files are no longer read
+    ASSERT_GE(H5Awrite(attr.get(), H5T_NATIVE_INT, &two), 0);
   }
-  expect_corrupt(file_, {"format_version 1 is not supported (this conflux reads version 2)"});
+  expect_corrupt(file_, {"format_version 2 is not supported (this conflux reads version 3)"});
 }
 
 TEST_F(CheckpointReader, OtherHdf5FilesAreNotCheckpoints) {
@@ -180,8 +180,8 @@ TEST_F(CheckpointReader, EditedDatasetsAreChecksumMismatches) {
 
 TEST_F(CheckpointReader, InconsistentShapesAreCorrupt) {
   write_checkpoint(file_, filled_state());
-  replace_array(file_, "/optimizer/velocity", H5T_IEEE_F32LE, 22);
-  expect_corrupt(file_, {"/optimizer/velocity has 22 elements", "23 parameters"});
+  replace_array(file_, "/optimizer/buffers/exp_avg_sq", H5T_IEEE_F32LE, 22);
+  expect_corrupt(file_, {"/optimizer/buffers/exp_avg_sq has 22 elements", "23 parameters"});
 
   write_checkpoint(file_, filled_state());
   replace_array(file_, "/trainers/offload_credit", H5T_IEEE_F64LE, 2);
@@ -206,6 +206,24 @@ TEST_F(CheckpointReader, InconsistentShapesAreCorrupt) {
               0);
   }
   expect_corrupt(file_, {"/model holds 5 tensors but /model/tensor_names lists 4"});
+}
+
+TEST_F(CheckpointReader, OptimizerBuffersMustMatchTheirList) {
+  write_checkpoint(file_, filled_state());
+  {
+    const h5::Handle file = open_for_edit(file_);
+    ASSERT_GE(H5Ldelete(file.get(), "/optimizer/buffers/exp_avg", H5P_DEFAULT), 0);
+  }
+  expect_corrupt(file_, {"/optimizer/buffers/exp_avg is missing"});
+
+  write_checkpoint(file_, filled_state());
+  {
+    const h5::Handle file = open_for_edit(file_);
+    ASSERT_GE(H5Lcreate_hard(file.get(), "/optimizer/buffers/exp_avg", file.get(),
+                             "/optimizer/buffers/momentum_buffer", H5P_DEFAULT, H5P_DEFAULT),
+              0);
+  }
+  expect_corrupt(file_, {"/optimizer/buffers holds 3 buffers but /optimizer/buffer_names lists 2"});
 }
 
 }  // namespace

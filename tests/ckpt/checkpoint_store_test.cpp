@@ -25,7 +25,8 @@ TrainingState state_at(std::uint64_t step) {
   s.trainers = 1;
   s.tensors = {{"w", {2, 3}, 0}};
   s.params = {1, 2, 3, 4, 5, static_cast<float>(step)};
-  s.velocity.assign(6, 0.5f);
+  s.optimizer = {.name = "sgd", .steps = step, .buffers = {{"momentum_buffer", {}}}};
+  s.optimizer.buffers[0].values.assign(6, 0.5f);
   s.progress = {{step, 0.0, 0.0}};
   s.config_toml = "[run]\nseed = 1\n";
   return s;
@@ -104,7 +105,7 @@ TEST(AsyncCheckpointWriter, PersistsInTheBackgroundAndReusesBuffers) {
     TrainingState s = writer.take_buffer();
     const TrainingState fresh = state_at(step);
     s.params = fresh.params;  // as a capture would: into the recycled buffers
-    s.velocity = fresh.velocity;
+    s.optimizer = fresh.optimizer;
     s.tensors = fresh.tensors;
     s.progress = fresh.progress;
     s.global_step = step;

@@ -46,9 +46,14 @@ inline TrainingState filled_state() {
   s.params[4] = std::numeric_limits<float>::denorm_min();
   s.params[5] = std::numeric_limits<float>::infinity();
   s.params[6] = std::nextafter(1.0f, 2.0f);
-  for (float p : s.params) s.velocity.push_back(p * 0.5f + 0.25f);
-  s.velocity[0] = std::numeric_limits<float>::quiet_NaN();
-  s.optimizer_started = true;
+  s.optimizer.name = "adam";
+  s.optimizer.steps = 38;
+  s.optimizer.buffers = {{"exp_avg", {}}, {"exp_avg_sq", {}}};
+  for (float p : s.params) {
+    s.optimizer.buffers[0].values.push_back(p * 0.5f + 0.25f);
+    s.optimizer.buffers[1].values.push_back(p * p);
+  }
+  s.optimizer.buffers[0].values[0] = std::numeric_limits<float>::quiet_NaN();
   s.lr = 0.0123456789;
   s.progress = {{.next_batch_index = 39, .offload = {.ratio = 0.25, .credit = -0.125}},
                 {.next_batch_index = 40, .offload = {.ratio = 0.5, .credit = 0.375}},
@@ -95,8 +100,13 @@ inline void expect_same_state(const TrainingState& a, const TrainingState& b) {
     EXPECT_EQ(a.tensors[i].offset, b.tensors[i].offset);
   }
   EXPECT_TRUE(same_bits(a.params, b.params));
-  EXPECT_TRUE(same_bits(a.velocity, b.velocity));
-  EXPECT_EQ(a.optimizer_started, b.optimizer_started);
+  EXPECT_EQ(a.optimizer.name, b.optimizer.name);
+  EXPECT_EQ(a.optimizer.steps, b.optimizer.steps);
+  ASSERT_EQ(a.optimizer.buffers.size(), b.optimizer.buffers.size());
+  for (std::size_t i = 0; i < a.optimizer.buffers.size(); ++i) {
+    EXPECT_EQ(a.optimizer.buffers[i].name, b.optimizer.buffers[i].name);
+    EXPECT_TRUE(same_bits(a.optimizer.buffers[i].values, b.optimizer.buffers[i].values));
+  }
   EXPECT_EQ(std::bit_cast<std::uint64_t>(a.lr), std::bit_cast<std::uint64_t>(b.lr));
   ASSERT_EQ(a.progress.size(), b.progress.size());
   for (std::size_t t = 0; t < a.progress.size(); ++t) {

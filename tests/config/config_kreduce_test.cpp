@@ -20,17 +20,11 @@ strategy = "kreduce"
 )";
 
 Config load(std::vector<std::string> overrides) {
-  return load_config_string(kConfig, "kreduce.toml",
-                            ConfigSources{std::move(overrides), "", "20260101-000000"});
+  return testing::load_with(kConfig, std::move(overrides), "kreduce.toml");
 }
 
 std::string error_of(std::vector<std::string> overrides) {
-  try {
-    load(std::move(overrides));
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(accepted)";
+  return testing::load_error(kConfig, std::move(overrides), "kreduce.toml");
 }
 
 TEST(ConfigKReduce, AcceptsUnequalBatchesThatLeaveEveryAggregatorASample) {

@@ -38,6 +38,46 @@ TEST(ModelLoss, HandComputedValues) {
   EXPECT_NEAR(grad.data[5], 0.5 / 3.0, 1e-7);
 }
 
+TEST(ModelLoss, LabelSmoothingHandComputed) {
+  // nn.CrossEntropyLoss(label_smoothing=0.3) on K = 3: the target of label 2 is
+  // {0.1, 0.1, 0.8}; loss = -sum_j target_j log p_j with log p = x - log(e + e^2 + e^3).
+  const Tensor logits = make_logits(2, 3, {1, 2, 3, 0, 0, 0});
+  const std::vector<Label> labels{2, kSkippedLabel};
+  Tensor grad;
+  const LossResult r = softmax_cross_entropy(logits, labels, 0.5f, &grad, 0.3);
+  const double lse = 3.4076059644443804;
+  const double target[3] = {0.1, 0.1, 0.8};
+  double expected = 0.0;
+  for (int j = 0; j < 3; ++j) expected -= target[j] * ((j + 1) - lse);
+  EXPECT_NEAR(expected, 0.7076059644443804, 1e-12);  // the same sum, by hand
+  EXPECT_NEAR(r.loss_sum, expected, 1e-9);
+  EXPECT_EQ(r.correct, 1);
+  EXPECT_EQ(r.skipped, 1);
+  const double p0[3] = {0.09003057317038046, 0.24472847105479764, 0.6652409557748219};
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_NEAR(grad.data[j], 0.5 * (p0[j] - target[j]), 1e-7) << j;
+    EXPECT_EQ(grad.data[3 + j], 0.0f);  // the skipped row
+  }
+  EXPECT_THROW(softmax_cross_entropy(logits, labels, 1.0f, nullptr, 1.0), InputError);
+}
+
+TEST(ModelLoss, LabelSmoothingGradientMatchesFiniteDifferences) {
+  Tensor logits = make_logits(2, 4, {0.3f, -1.2f, 2.0f, 0.7f, -0.4f, 0.9f, 0.1f, 1.5f});
+  const std::vector<Label> labels{1, 3};
+  Tensor grad;
+  softmax_cross_entropy(logits, labels, 1.0f, &grad, 0.2);
+  for (std::size_t i = 0; i < logits.data.size(); ++i) {
+    const float x = logits.data[i];
+    const float h = 1e-2f;
+    logits.data[i] = x + h;
+    const double up = softmax_cross_entropy(logits, labels, 1.0f, nullptr, 0.2).loss_sum;
+    logits.data[i] = x - h;
+    const double down = softmax_cross_entropy(logits, labels, 1.0f, nullptr, 0.2).loss_sum;
+    logits.data[i] = x;
+    EXPECT_NEAR(grad.data[i], (up - down) / (2.0 * h), 2e-4) << i;
+  }
+}
+
 TEST(ModelLoss, GradientRowsSumToZero) {
   const Tensor logits = make_logits(1, 4, {0.3f, -2.0f, 5.0f, 1.0f});
   const std::vector<Label> labels{1};

@@ -93,6 +93,17 @@ TEST(ModelBudget, TrainersMemoryLimitIsTheBound) {
                      {"train.max_model_memory_mb = 100 (--set train.max_model_memory_mb=100)"});
 }
 
+TEST(ModelBudget, AdamsSecondMomentIsCounted) {
+  // 73.6 M parameters: 842 MiB with SGD's one buffer, 1123 MiB with Adam's two.
+  const std::string text = mlp(8192);
+  EXPECT_NO_THROW(check(load(text, {"train.max_model_memory_mb=1000"})));
+  expect_input_error(
+      [&] {
+        check(load(text, {"train.max_model_memory_mb=1000", "train.optimizer=adamw"}));
+      },
+      {"each with a gradient and 2 optimiser buffer(s)", "train.max_model_memory_mb = 1000"});
+}
+
 TEST(ModelBudget, ShapeErrorsNameModelLayers) {
   std::string relu = testing::kMinimalConfig;
   relu.replace(relu.find("\"flatten\""), 9, "\"relu\"");

@@ -88,6 +88,29 @@ TEST(Resume, EpochsMayGrowUnderAConstantRate) {
       {"train.epochs = 2"});
 }
 
+TEST(Resume, EpochsMayGrowUnderStepSchedules) {
+  // A multi-step schedule does not depend on the run's length: more epochs change nothing done.
+  const std::vector<std::string> multistep = {"train.lr_schedule=multistep",
+                                              "train.lr_milestones=[5]"};
+  std::vector<std::string> longer = multistep;
+  longer.push_back("train.epochs=5");
+  EXPECT_NO_THROW(check_resume_compatible(load(longer), state_of(load(multistep)), "c.h5"));
+}
+
+TEST(Resume, OptimiserKeysMustAgree) {
+  const Config saved = load({"train.optimizer=adamw", "train.label_smoothing=0.1"});
+  for (const std::vector<std::string>& other :
+       {std::vector<std::string>{"train.optimizer=adam", "train.label_smoothing=0.1"},
+        {"train.optimizer=adamw", "train.label_smoothing=0.1", "train.adam_beta2=0.98"},
+        {"train.optimizer=adamw", "train.label_smoothing=0.1", "train.clip_grad_norm=1"},
+        {"train.optimizer=adamw"}}) {
+    expect_input_error([&] { check_resume_compatible(load(other), state_of(saved), "c.h5"); },
+                       {"checkpoint c.h5 was made with train."});
+  }
+  EXPECT_NO_THROW(check_resume_compatible(
+      load({"train.optimizer=adamw", "train.label_smoothing=0.1"}), state_of(saved), "c.h5"));
+}
+
 TEST(Resume, AStoredConfigThatIsNotOneIsACorruptCheckpoint) {
   const Config config = load();
   ckpt::TrainingState state = state_of(config);

@@ -18,9 +18,12 @@ namespace conflux::ckpt {
 
 /// The root attribute `format` of every checkpoint.
 inline constexpr const char* kFormat = "conflux-checkpoint";
-/// The root attribute `format_version`. Version 2: the checksum is CRC-32C (version 1 used
-/// zlib's CRC-32).
-inline constexpr int kFormatVersion = 2;
+/// The root attribute `format_version`. Version 3: the optimiser's name, step count and named
+/// buffers (version 2 held only SGD's velocity); version 2: the checksum is CRC-32C (version 1
+/// used zlib's CRC-32).
+inline constexpr int kFormatVersion = 3;
+/// The dataset under /optimizer listing the state buffers under /optimizer/buffers in order.
+inline constexpr const char* kBufferNames = "buffer_names";
 /// The dataset under /model listing the tensors in buffer order (so no tensor may be named so).
 inline constexpr const char* kTensorNames = "tensor_names";
 /// The text of /rng/scheme that this conflux writes.
@@ -73,7 +76,7 @@ class CheckpointLayout {
   // The state's fields that the file stores in another form.
   std::string rng_scheme_;
   std::vector<std::string> tensor_names_;
-  std::uint8_t optimizer_started_ = 0;
+  std::vector<std::string> buffer_names_;
   std::vector<std::uint64_t> next_batch_index_;
   std::vector<double> offload_ratio_;
   std::vector<double> offload_credit_;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "conflux/model/optimizer.hpp"
 #include "conflux/offload/remote_schedule.hpp"
 
 namespace conflux::ckpt {
@@ -42,9 +43,8 @@ struct TrainingState {
   // Model and optimiser (identical on every trainer).
   std::vector<TensorInfo> tensors;
   std::vector<float> params;
-  std::vector<float> velocity;     ///< SGD momentum buffer, same layout as params
-  bool optimizer_started = false;  ///< false: the next SGD step initialises the momentum
-  double lr = 0;                   ///< learning rate of the last step (informational)
+  model::OptimizerState optimizer;  ///< which optimiser, its step count and buffers
+  double lr = 0;                    ///< learning rate of the last step (informational)
 
   std::vector<TrainerProgress> progress;  ///< one per trainer
 

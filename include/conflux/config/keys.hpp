@@ -182,25 +182,58 @@
       "Number of epochs.")                                                                      \
   KEY(train, batch_size, int, 128, in(1, 1 << 24), (),                                          \
       "Global batch size, split evenly over the trainer ranks.")                                \
+  KEY(train, optimizer, std::string, "sgd", unbounded, ("sgd", "adam", "adamw"),               \
+      "Optimiser, with PyTorch's semantics (docs/training.md): sgd (torch.optim.SGD), adam "    \
+      "(torch.optim.Adam, L2 decay added to the gradient) or adamw (torch.optim.AdamW, "        \
+      "decoupled decay).")                                                                      \
   KEY(train, lr, double, 0.01, above(0, 100), (),                                               \
-      "SGD learning rate.")                                                                     \
-  KEY(train, lr_schedule, std::string, "constant", unbounded, ("constant", "cosine"),           \
-      "Learning-rate schedule: constant, or cosine annealing from train.lr to 0 over the "      \
-      "whole run.")                                                                             \
+      "Learning rate (the peak, when a schedule or warm-up applies).")                          \
+  KEY(train, lr_schedule, std::string, "constant", unbounded,                                   \
+      ("constant", "cosine", "step", "multistep"),                                              \
+      "Learning-rate schedule after warm-up, stepped every step: constant; cosine annealing "   \
+      "from train.lr to 0 over the steps after warm-up; step (times train.lr_gamma every "      \
+      "train.lr_step_size steps); multistep (times train.lr_gamma at each of "                  \
+      "train.lr_milestones).")                                                                  \
   KEY(train, warmup_steps, std::int64_t, 0, in(0, kIntMax), (),                                 \
       "Steps of linear warm-up from 0 to train.lr before the schedule.")                        \
+  KEY(train, lr_step_size, std::int64_t, 0, in(0, kIntMax), (),                                 \
+      "lr_schedule = \"step\": global steps between decays (counted from step 0, like the "    \
+      "warm-up; at least train.warmup_steps); 0 otherwise.")                                    \
+  KEY(train, lr_milestones, std::vector<float>, {}, in(1, 16777216), (),                        \
+      "lr_schedule = \"multistep\": increasing whole global steps (from step 0, like the "     \
+      "warm-up; none before train.warmup_steps) at which the rate is multiplied by "            \
+      "train.lr_gamma; empty otherwise.")                                                       \
+  KEY(train, lr_gamma, double, 0.1, above(0, 1), (),                                            \
+      "Decay factor of the step and multistep schedules.")                                      \
   KEY(train, momentum, double, 0.0, in(0, 0.999999), (),                                        \
-      "SGD momentum.")                                                                          \
+      "SGD momentum (sgd only; Adam's are train.adam_beta1 and train.adam_beta2).")             \
+  KEY(train, nesterov, bool, false, unbounded, (),                                              \
+      "Nesterov momentum (sgd with train.momentum > 0, as in PyTorch).")                        \
   KEY(train, weight_decay, double, 0.0, in(0, 1), (),                                           \
-      "L2 weight decay added to gradients.")                                                    \
+      "Weight decay: added to the gradient as wd * w (sgd, adam), or decoupled as "             \
+      "w *= 1 - lr * wd before the step (adamw).")                                              \
+  KEY(train, adam_beta1, double, 0.9, in(0, 0.999999), (),                                      \
+      "Adam/AdamW: decay of the first-moment average.")                                         \
+  KEY(train, adam_beta2, double, 0.999, in(0, 0.999999), (),                                    \
+      "Adam/AdamW: decay of the second-moment average.")                                        \
+  KEY(train, adam_eps, double, 1e-8, above(0, 1), (),                                           \
+      "Adam/AdamW: added to the bias-corrected sqrt of the second moment.")                     \
+  KEY(train, label_smoothing, double, 0.0, in(0, 0.999999), (),                                 \
+      "Label smoothing of the training loss (nn.CrossEntropyLoss(label_smoothing)): the "       \
+      "target is 1 - eps on the label plus eps / classes on every class. Evaluation reports "   \
+      "the plain cross-entropy.")                                                               \
+  KEY(train, clip_grad_norm, double, 0.0, in(0, 1e9), (),                                       \
+      "Clip the merged gradient to this global L2 norm before each update "                     \
+      "(torch.nn.utils.clip_grad_norm_); 0 = off.")                                             \
   KEY(train, log_every, int, 100, in(0, kIntMax), (),                                           \
       "Print a progress line every N steps on rank 0 (0 = only per epoch).")                    \
   KEY(train, eval, bool, true, unbounded, (),                                                   \
       "Evaluate on the test set after every epoch.")                                            \
   KEY(train, max_model_memory_mb, std::int64_t, 65536, in(0, kIntMax), (),                     \
       "Refuse, in `conflux config check` and at start-up, a model whose estimated memory per "  \
-      "trainer (parameters, gradients, momentum, one batch's activations) exceeds this many "   \
-      "MiB; 0 = no bound. limits.memory_mb, when it applies to trainers, bounds it too.")       \
+      "trainer (parameters, gradients, optimiser state, one batch's activations) exceeds "      \
+      "this many MiB; 0 = no bound. limits.memory_mb, when it applies to trainers, bounds it "  \
+      "too.")                                                                                   \
   KEY(train, device, std::string, "auto", unbounded, ("auto", "cpu", "gpu"),                    \
       "Where trainer ranks compute: auto (a GPU when the node has one, else the CPU, said "     \
       "once), cpu, or gpu (an error without one).")

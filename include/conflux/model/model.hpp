@@ -17,8 +17,9 @@ struct LayerFootprint {
   std::string type;                   ///< e.g. "linear"
   std::size_t params = 0;             ///< parameter count
   std::size_t activation_floats = 0;  ///< per sample: the output, and its gradient if kept
-  /// Bytes: parameters, gradients and momentum, plus activations for `batch` samples (a
-  /// double, so that absurd sizes do not wrap).
+  std::size_t state_buffers = 1;      ///< optimiser buffers per parameter (SGD 1, Adam 2)
+  /// Bytes: parameters, gradients and optimiser state, plus activations for `batch` samples
+  /// (a double, so that absurd sizes do not wrap).
   double bytes(std::size_t batch) const;
 };
 

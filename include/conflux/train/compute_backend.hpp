@@ -1,7 +1,7 @@
 #pragma once
 /// @file compute_backend.hpp
 /// Where a trainer's model lives and computes, behind one interface, so that the training loop
-/// is the same for both: the CPU (model::Model + model::Sgd + comm::GradientSync on host
+/// is the same for both: the CPU (model::Model + model::Optimizer + comm::GradientSync on host
 /// buffers, exactly the calls the loop made before) and one CUDA device (gpu::GpuModel, batches
 /// staged through pinned buffers on a copy stream, NCCL or host-staged gradient sums). Free of
 /// CUDA types. See docs/gpu.md.
@@ -30,6 +30,7 @@
 #include "conflux/model/layer.hpp"
 #include "conflux/model/loss.hpp"
 #include "conflux/model/model.hpp"
+#include "conflux/model/optimizer.hpp"
 #include "conflux/model/tensor.hpp"
 #include "conflux/train/device_choice.hpp"
 
@@ -61,8 +62,9 @@ class ComputeBackend {
   /// unchanged until compute()); the GPU copies it into pinned memory and starts its upload, so
   /// the batch may change once stage() returns.
   virtual void stage(const data::Batch& batch) = 0;
-  /// Forward pass, softmax cross-entropy with dL/dlogits scaled by `grad_scale`, and backward
-  /// pass of the staged batch; overwrites the gradients. The GPU enqueues and returns.
+  /// Forward pass, softmax cross-entropy (with train.label_smoothing) with dL/dlogits scaled by
+  /// `grad_scale`, and backward pass of the staged batch; overwrites the gradients. The GPU
+  /// enqueues and returns.
   virtual void compute(float grad_scale) = 0;
   /// Summed loss and correct predictions of the last compute() (the GPU waits for them).
   virtual model::LossResult loss() = 0;
@@ -73,22 +75,21 @@ class ComputeBackend {
   virtual bool drain() = 0;
   /// comm::GradientSync::progress.
   virtual void progress() = 0;
-  /// One SGD step from the gradients with learning rate `lr`.
-  virtual void apply(float lr) = 0;
+  /// One optimiser step from the (merged) gradients with learning rate `lr`, after clipping
+  /// them to train.clip_grad_norm when set.
+  virtual void apply(double lr) = 0;
   /// The learning rate of the last apply() (train.lr before the first).
-  virtual float lr() const = 0;
-  /// Whether an SGD step has run (model::Sgd::started()).
-  virtual bool sgd_started() const = 0;
+  virtual double lr() const = 0;
 
-  /// Loss and correct predictions of an evaluation batch; no gradients.
+  /// Loss (plain cross-entropy) and correct predictions of an evaluation batch; no gradients.
   virtual model::LossResult evaluate(const model::Tensor& images,
                                      std::span<const model::Label> labels) = 0;
 
-  /// Copies the parameters and the SGD momentum to the host (a checkpoint's state).
-  virtual void download(std::vector<float>& params, std::vector<float>& velocity) = 0;
-  /// Replaces the parameters and the SGD state (resume); RuntimeError on a size mismatch.
-  virtual void restore(std::span<const float> params, std::span<const float> velocity,
-                       bool started) = 0;
+  /// Copies the parameters and the optimiser's state to the host (a checkpoint's state).
+  virtual void download(std::vector<float>& params, model::OptimizerState& optimizer) = 0;
+  /// Replaces the parameters and the optimiser's state (resume): InputError when the state is
+  /// another optimiser's, RuntimeError on a size mismatch.
+  virtual void restore(std::span<const float> params, const model::OptimizerState& optimizer) = 0;
 
   /// The model on the host with the current parameters (the GPU downloads them first).
   virtual const model::Model& sync_host_model() = 0;
@@ -114,7 +115,8 @@ std::unique_ptr<comm::GradientSync> make_gradient_sync(const Config& config,
                                                        std::size_t parameters,
                                                        std::chrono::duration<double> timeout);
 
-/// The CPU backend: `model`, model::Sgd with the [train] options, make_gradient_sync().
+/// The CPU backend: `model`, model::make_optimizer() with the [train] options,
+/// make_gradient_sync().
 std::unique_ptr<ComputeBackend> make_cpu_backend(model::Model model, const BackendOptions& options);
 
 /// The GPU backend on device options.device.gpu (made current by choose_device()): a

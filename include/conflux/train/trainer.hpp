@@ -21,7 +21,6 @@
 #include "conflux/data/transform/transforms.hpp"
 #include "conflux/model/lr_schedule.hpp"
 #include "conflux/model/model.hpp"
-#include "conflux/model/sgd.hpp"
 #include "conflux/offload/remote_schedule.hpp"
 #include "conflux/offload/step_times.hpp"
 #include "conflux/telemetry/timeline.hpp"
