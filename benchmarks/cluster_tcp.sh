@@ -52,7 +52,7 @@ on_head "$MPI_LAUNCHER" -np 2 --host h0,h1 "$BENCH" tcp --mib "$TCP_MIB" --round
 echo
 echo "== conflux-bench data-service goodput: trainer on h0, worker on h1 =="
 on_head "$MPI_LAUNCHER" -np 2 --host h0,h1 "$BENCH" data-service --data-dir "$CONFLUX_DATA" \
-  --ratios 1 --steps 10 --rounds "$ROUNDS" --goodput-steps "$GOODPUT_STEPS" \
+  --ratios 1 --steps 10 --rounds "$ROUNDS" --goodput-steps "$GOODPUT_STEPS" --tcp-mib "$TCP_MIB" \
   --json "$OUT/cluster_data_service.json" | tee "$OUT/cluster_data_service.txt"
 echo
 echo "== conflux-bench tcp: both ranks on h0 (MPI over shared memory, TCP over loopback) =="
