@@ -252,6 +252,7 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
   std::optional<TcpStream> stream;
   if (opt.tcp_mib > 0) stream.emplace(service, TcpStreamOptions{.sender = 1});
   std::vector<char> tcp_buffer(service.rank() < 2 ? opt.tcp_mib << 20 : 0, 1);
+  if (stream) stream->measure(tcp_buffer);  // warm-up: TCP's window, the buffer's pages
   for (int round = 0; round < opt.rounds; ++round) {
     plain.push_back(plain_bandwidth(service, batch_bytes, opt.goodput_steps, 3));
     served.push_back(
