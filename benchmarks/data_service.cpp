@@ -20,6 +20,7 @@
 #include "report.hpp"
 #include "scenarios.hpp"
 #include "stats.hpp"
+#include "tcp_stream.hpp"
 
 namespace conflux::bench {
 
@@ -34,6 +35,7 @@ struct Options : PipelineSettings {
   std::string ratios = "0,0.25,0.4,0.5,0.6,0.75,1";
   int goodput_batch = 2048;
   int goodput_steps = 30;
+  std::size_t tcp_mib = 0;  // 0: no raw TCP stream in the goodput test
   int rounds = 3;
 };
 
@@ -98,6 +100,40 @@ double plain_bandwidth(const comm::Communicator& service, std::size_t bytes, int
   return static_cast<double>(bytes) * reps / seconds;
 }
 
+// The goodput table: plain MPI, the data service and, with --tcp-mib, the raw TCP stream (all
+// from rank 1 to rank 0), as fractions of plain MPI and of raw TCP, round by round.
+void report_goodput(Report& report, const Options& opt, std::size_t batch_bytes,
+                    const std::vector<double>& plain, const std::vector<double>& served,
+                    const std::vector<double>& tcp) {
+  const bool with_tcp = !tcp.empty();
+  std::vector<Column> columns{"path", {"MiB/s", 0}, {"% of plain", 0}, "fraction per round"};
+  if (with_tcp) columns.insert(columns.end(), {{"% of TCP", 0}, "of TCP per round"});
+  Table& goodput = report.add_table(
+      Table("goodput",
+            fmt::format("goodput, batches of {} samples ({:.1f} MiB of images + labels), "
+                        "median of {} interleaved rounds",
+                        opt.goodput_batch, batch_bytes / 1048576.0, opt.rounds),
+            columns));
+  const auto row = [&](std::string path, const std::vector<double>& x) {
+    std::vector<Cell> cells{std::move(path), median(x) / 1048576.0, 100 * median(ratios(x, plain)),
+                            &x == &plain ? "-" : per_round(ratios(x, plain))};
+    if (with_tcp) {
+      cells.insert(cells.end(),
+                   {100 * median(ratios(x, tcp)), &x == &tcp ? "-" : per_round(ratios(x, tcp))});
+    }
+    goodput.add_row(std::move(cells));
+  };
+  row("plain MPI_Send/MPI_Recv", plain);
+  row("data service (ratio 1)", served);
+  if (with_tcp) row(fmt::format("raw TCP socket stream, {} MiB", opt.tcp_mib), tcp);
+  goodput.print();
+  report.set_summary("goodput_fraction", median(ratios(served, plain)));
+  if (with_tcp) {
+    report.set_summary("goodput_tcp_fraction", median(ratios(served, tcp)));
+    report.set_summary("plain_mpi_tcp_fraction", median(ratios(plain, tcp)));
+  }
+}
+
 }  // namespace
 
 int run_data_service(const std::vector<std::string>& args, const comm::Communicator& world) {
@@ -112,6 +148,9 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
       "batch size of the goodput test")(
       "goodput-steps", po::value(&opt.goodput_steps)->default_value(opt.goodput_steps),
       "measured batches of the goodput test (0: no goodput test)")(
+      "tcp-mib", po::value(&opt.tcp_mib)->default_value(opt.tcp_mib),
+      "MiB the worker streams to the trainer over a plain TCP socket in each goodput round, "
+      "so that the goodput is also a fraction of raw TCP measured in the same run (0: none)")(
       "rounds", po::value(&opt.rounds)->default_value(opt.rounds),
       "interleaved repetitions; medians are reported");
   opt.add_pipeline_options(desc);
@@ -164,7 +203,7 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
     for (std::size_t i = 0; i < ratios.size(); ++i) {
       if (median(speedups[i]) > median(speedups[best])) best = i;
       sweep.add_row({ratios[i], median(rates[i]), median(speedups[i]), worker_batches[i],
-                     fmt::format("[{:.2f}]", fmt::join(speedups[i], " "))});
+                     per_round(speedups[i])});
     }
     sweep.print();
     fmt::print(
@@ -208,26 +247,21 @@ int run_data_service(const std::vector<std::string>& args, const comm::Communica
   const data::SampleTransform cheap(normalise_only(), plane.info().shape);
   const std::size_t batch_bytes =
       static_cast<std::size_t>(opt.goodput_batch) * cheap.output_shape().size() * sizeof(float);
-  std::vector<double> plain, served, fractions;
+  std::vector<double> plain, served, tcp;
+  // The raw TCP stream runs the data's way, worker (rank 1) to trainer (rank 0).
+  std::optional<TcpStream> stream;
+  if (opt.tcp_mib > 0) stream.emplace(service, TcpStreamOptions{.sender = 1});
+  std::vector<char> tcp_buffer(service.rank() < 2 ? opt.tcp_mib << 20 : 0, 1);
+  if (stream) stream->measure(tcp_buffer);  // warm-up: TCP's window, the buffer's pages
   for (int round = 0; round < opt.rounds; ++round) {
     plain.push_back(plain_bandwidth(service, batch_bytes, opt.goodput_steps, 3));
     served.push_back(
         measure(service, plane, cheap, opt, opt.goodput_batch, opt.goodput_steps, 1.0, 0)
             .payload_bytes_per_s);
-    fractions.push_back(served.back() / plain.back());
+    if (stream) tcp.push_back(stream->measure(tcp_buffer));
   }
   if (root) {
-    Table& goodput = report.add_table(
-        Table("goodput",
-              fmt::format("goodput, batches of {} samples ({:.1f} MiB of images + labels), "
-                          "median of {} interleaved rounds",
-                          opt.goodput_batch, batch_bytes / 1048576.0, opt.rounds),
-              {"path", {"MiB/s", 0}, {"% of plain", 0}, "fraction per round"}));
-    goodput.add_row({"plain MPI_Send/MPI_Recv", median(plain) / 1048576.0, 100.0, "-"});
-    goodput.add_row({"data service (ratio 1)", median(served) / 1048576.0, 100 * median(fractions),
-                     fmt::format("[{:.2f}]", fmt::join(fractions, " "))});
-    goodput.print();
-    report.set_summary("goodput_fraction", median(fractions));
+    report_goodput(report, opt, batch_bytes, plain, served, tcp);
     report.write();
   }
   return 0;

@@ -50,6 +50,10 @@ const bench::Scenario kScenarios[] = {
      "gradient allreduce time, algbw and busbw for the MNIST/CIFAR-10 models and a message-size "
      "sweep (mpirun -np N, all ranks)",
      bench::run_grad_sync},
+    {"tcp",
+     "raw TCP bandwidth between 2 ranks, and MPI_Send and gradient allreduce as fractions of "
+     "it, in the same run (mpirun -np 2, e.g. on 2 hosts)",
+     bench::run_tcp_bandwidth},
     {"train",
      "end-to-end training samples/s per epoch of the real training job for a config "
      "(mpirun -np trainers+workers)",

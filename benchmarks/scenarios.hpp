@@ -38,6 +38,10 @@ int run_scaling(const std::vector<std::string>& args, const comm::Communicator& 
 /// Gradient allreduce time and bandwidth for the models' parameter counts and a size sweep.
 int run_grad_sync(const std::vector<std::string>& args, const comm::Communicator& world);
 
+/// Raw TCP bandwidth between 2 ranks, with MPI_Send/MPI_Recv and the gradient allreduce
+/// between the same ranks as fractions of it, measured in the same run.
+int run_tcp_bandwidth(const std::vector<std::string>& args, const comm::Communicator& world);
+
 /// End-to-end throughput of the real training job for a config.
 int run_train(const std::vector<std::string>& args, const comm::Communicator& world);
 

@@ -127,6 +127,20 @@ else
   not_ok "btl self,vader across two hosts: exit $rc" "$out"
 fi
 
+# conflux-bench tcp between h0 and h1: the raw TCP stream goes to rank 1's eth0 address, and
+# MPI_Send and the allreduce between the same ranks are reported against it (a few seconds).
+out=$(on_head mpirun -np 2 --host h0,h1 "${CONFLUX}-bench" tcp --mib 8 --rounds 1 \
+  --allreduce-mib 1 --allreduce-iters 2 2>&1)
+rc=$?
+tcp=$(grep -oP '^raw TCP socket stream +\K[0-9]+' <<<"$out")
+if [ "$rc" -eq 0 ] && grep -q 'rank 0 streams to rank 1 at 10\.77\.0\.2 ' <<<"$out" &&
+  [ "${tcp:-0}" -gt 0 ] && grep -qP '^MPI_Send/MPI_Recv, 8 MiB messages +[1-9][0-9]* +[0-9]+ ' <<<"$out" &&
+  grep -qP '^gradient allreduce, 1 MiB float32 \(busbw\) +[1-9]' <<<"$out"; then
+  ok "conflux-bench tcp across h0,h1: raw TCP $tcp MiB/s to 10.77.0.2, MPI_Send and allreduce against it"
+else
+  not_ok "conflux-bench tcp across h0,h1: exit $rc" "$out"
+fi
+
 if [ "$slurm" -eq 0 ]; then
   ok "srun tests (skipped: no SLURM: make test-deps installs slurm-wlm and munge)"
 else
