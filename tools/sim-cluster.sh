@@ -38,6 +38,8 @@ usage: tools/sim-cluster.sh COMMAND [ARGS]
   status         hosts, their addresses, the SLURM nodes; exit 0 when the cluster is up
   exec HOST CMD  run CMD on HOST (head, h0, h1, ...) in the current directory, with the
                  cluster's variables (see env)
+  crash HOST     SIGKILL every process on HOST (a node whose processes all die at once; its
+                 sockets close, so peers see their connections reset); the host stays up
   rsh HOST CMD   Open MPI's remote-shell agent: run the shell command CMD on HOST (an empty
                  environment but PATH and HOME, as ssh gives)
   wait-job [--timeout S] ID
@@ -242,6 +244,17 @@ kill_hosts() {
   rm -f "$SIM_ROOT"/ns/*.pid "$SIM_ROOT"/ns/*.net
 }
 
+# crash_host NAME: SIGKILL every process on host NAME but its keeper, as a node whose
+# processes all die at once; the kernel closes their sockets, so peers see the connections
+# reset. The host stays up (its address answers), empty, as after a reboot.
+crash_host() {
+  local keeper_pid pids=() p
+  keeper_pid=$(keeper "$1") || die "host '$1' is not running (tools/sim-cluster.sh start)"
+  for p in $(ns_pids "$(cat "$SIM_ROOT/ns/$1.net")"); do [ "$p" = "$keeper_pid" ] || pids+=("$p"); done
+  [ ${#pids[@]} -eq 0 ] || kill -KILL "${pids[@]}" 2>/dev/null || true
+  say "crashed $1: killed ${#pids[@]} process(es)"
+}
+
 sim_stop() {
   kill_hosts
   if [ -d "$SIM_ROOT/slurm" ]; then
@@ -302,6 +315,7 @@ case ${1:-} in
     ns_exec "$host" env "${vars[@]}" "$@"
     ;;
   rsh) shift; cmd_rsh "$@" ;;
+  crash) [ $# -eq 2 ] || die "usage: tools/sim-cluster.sh crash HOST"; crash_host "$2" ;;
   watch)
     # The watchdog of start --owner PID (its own command, so that it shows in ps).
     [[ ${2:-} =~ ^[0-9]+$ ]] || die "usage: tools/sim-cluster.sh watch PID"
