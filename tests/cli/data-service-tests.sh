@@ -115,16 +115,27 @@ else
   not_ok "frozen worker: rc $rc, shutdown ${shutdown_s} s after the last step" "$(cat "$TMP/frozen.log")"
 fi
 
+# signal_worker_mid_run NAME SIGNAL WORKER MPIRUN-ARGS... -- TRAIN-ARGS...: the FROZEN run NAME
+# in the background; SIGNAL to worker WORKER (e.g. "1/2") once training is under way (its first
+# step report); waits for the run and leaves its exit status in rc.
+signal_worker_mid_run() {
+  local name=$1 signal=$2 worker=$3 job mpi=()
+  shift 3
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do mpi+=("$1"); shift; done
+  shift
+  "${MPIRUN[@]}" "${mpi[@]}" "$CONFLUX" train --config configs/mnist_mlp.toml "${SERVICE[@]}" \
+    "${FROZEN[@]}" "$@" --set "run.dir=$TMP/run-$name" >"$TMP/$name.log" 2>&1 &
+  job=$!
+  for _ in $(seq 1 300); do [ -s "$TMP/run-$name/steps.jsonl" ] && break; sleep 0.1; done
+  kill "-$signal" "$(grep -oP "worker $worker \(host \S+, pid \K[0-9]+" "$TMP/$name.log")"
+  wait "$job"
+  rc=$?
+}
+
 # SIGTERM to one worker alone: it says so and leaves the service; the trainer builds the rest
 # itself and finishes with the same weights (the signal used to be ignored silently). One
 # worker, so that the trainer's next remote request surely goes to it and meets its refusal.
-"${MPIRUN[@]}" -np 2 "$CONFLUX" train --config configs/mnist_mlp.toml "${SERVICE[@]}" "${FROZEN[@]}" \
-  --set "run.dir=$TMP/run-leave" >"$TMP/leave.log" 2>&1 &
-job=$!
-for _ in $(seq 1 300); do [ -s "$TMP/run-leave/steps.jsonl" ] && break; sleep 0.1; done
-kill -TERM "$(grep -oP 'worker 0/1 \(host \S+, pid \K[0-9]+' "$TMP/leave.log")"
-wait "$job"
-rc=$?
+signal_worker_mid_run leave TERM 0/1 -np 2 --
 if [ "$rc" -eq 0 ] && [ "$(digest_of "$TMP/leave.log")" = "$(digest_of "$TMP/unfrozen.log")" ] &&
   grep -q 'worker 0: stop signal 15 received: leaving the data service' "$TMP/leave.log" &&
   grep -q 'worker rank 1 left the service' "$TMP/leave.log"; then
@@ -140,14 +151,8 @@ fi
 # lost worker named. mpirun's own exit status is 0 under recovery whatever the ranks return, so
 # the test reads the run's results, not only the status.
 if [ "$CONFLUX_MPI" = openmpi ]; then
-  "${MPIRUN[@]}" --mca orte_enable_recovery 1 --mca orte_abort_on_non_zero_status 0 -np 3 \
-    "$CONFLUX" train --config configs/mnist_mlp.toml "${SERVICE[@]}" "${FROZEN[@]}" \
-    --set data.offload_ratio=1 --set "run.dir=$TMP/run-killed" >"$TMP/killed.log" 2>&1 &
-  job=$!
-  for _ in $(seq 1 300); do [ -s "$TMP/run-killed/steps.jsonl" ] && break; sleep 0.1; done
-  kill -KILL "$(grep -oP 'worker 1/2 \(host \S+, pid \K[0-9]+' "$TMP/killed.log")"
-  wait "$job"
-  rc=$?
+  signal_worker_mid_run killed KILL 1/2 --mca orte_enable_recovery 1 \
+    --mca orte_abort_on_non_zero_status 0 -np 3 -- --set data.offload_ratio=1
   if [ "$rc" -eq 0 ] && [ "$(digest_of "$TMP/killed.log")" = "$(digest_of "$TMP/unfrozen.log")" ] &&
     [ -f "$TMP/run-killed/summary.json" ] &&
     grep -q 'audit: all 30000 samples used exactly once' "$TMP/killed.log" &&

@@ -98,6 +98,45 @@ float clamp_pixel(float v) {
 // ITU-R 601 luma, the weights torchvision's rgb_to_grayscale uses (rounded to 3 digits).
 constexpr float kRed = 0.299f, kGreen = 0.587f, kBlue = 0.114f;
 
+// The nearest pixel value, halves up, as PIL's and torchvision's uint8 resizes round. A convex
+// combination of uint8 values stays in [0, 255], so truncation is the floor, and it
+// vectorises where std::floor becomes a library call per value.
+inline int round_pixel(float v) {
+  return static_cast<int>(v + 0.5f);
+}
+
+// The separable resize of `window` into `dst` (uint8 or float), rounded to pixel values.
+template <typename Out>
+void resize_window(ImageView src, const ResizeWindow& window, bool flip, Out* dst) {
+  thread_local Taps xs, ys;
+  thread_local RowCache cache;
+  const Box& box = window.box;
+  linear_taps(box.width, window.full_width, box.left, window.left, window.width, xs);
+  linear_taps(box.height, window.full_height, box.top, window.top, window.height, ys);
+  if (flip) {
+    // Mirroring the taps mirrors the output exactly, with no second pass over the pixels.
+    std::reverse(xs.first.begin(), xs.first.end());
+    std::reverse(xs.second.begin(), xs.second.end());
+    std::reverse(xs.near.begin(), xs.near.end());
+    std::reverse(xs.far.begin(), xs.far.end());
+  }
+  const ImageShape in = src.shape;
+  const auto w = static_cast<std::size_t>(window.width);
+  for (int c = 0; c < in.channels; ++c) {
+    cache.reset(src.pixels.data() + static_cast<std::size_t>(c) * in.height * in.width, in.width,
+                w);
+    for (int y = 0; y < window.height; ++y) {
+      const int r0 = ys.first[y], r1 = ys.second[y];
+      const float* top = cache.get(r0, r1, xs);
+      const float* bottom = cache.get(r1, r0, xs);
+      const float near = ys.near[y], far = ys.far[y];
+      Out* row = dst + (static_cast<std::size_t>(c) * window.height + y) * w;
+      for (std::size_t x = 0; x < w; ++x)
+        row[x] = static_cast<Out>(round_pixel(near * top[x] + far * bottom[x]));
+    }
+  }
+}
+
 }  // namespace
 
 Box random_resized_crop_box(int height, int width, float scale_min, float scale_max,
@@ -146,49 +185,6 @@ void crop_to_float(std::span<const std::uint8_t> src, ImageShape in, int top, in
     }
   }
 }
-
-namespace {
-
-// The nearest pixel value, halves up, as PIL's and torchvision's uint8 resizes round. A convex
-// combination of uint8 values stays in [0, 255], so truncation is the floor, and it
-// vectorises where std::floor becomes a library call per value.
-inline int round_pixel(float v) {
-  return static_cast<int>(v + 0.5f);
-}
-
-// The separable resize of `window` into `dst` (uint8 or float), rounded to pixel values.
-template <typename Out>
-void resize_window(ImageView src, const ResizeWindow& window, bool flip, Out* dst) {
-  thread_local Taps xs, ys;
-  thread_local RowCache cache;
-  const Box& box = window.box;
-  linear_taps(box.width, window.full_width, box.left, window.left, window.width, xs);
-  linear_taps(box.height, window.full_height, box.top, window.top, window.height, ys);
-  if (flip) {
-    // Mirroring the taps mirrors the output exactly, with no second pass over the pixels.
-    std::reverse(xs.first.begin(), xs.first.end());
-    std::reverse(xs.second.begin(), xs.second.end());
-    std::reverse(xs.near.begin(), xs.near.end());
-    std::reverse(xs.far.begin(), xs.far.end());
-  }
-  const ImageShape in = src.shape;
-  const auto w = static_cast<std::size_t>(window.width);
-  for (int c = 0; c < in.channels; ++c) {
-    cache.reset(src.pixels.data() + static_cast<std::size_t>(c) * in.height * in.width, in.width,
-                w);
-    for (int y = 0; y < window.height; ++y) {
-      const int r0 = ys.first[y], r1 = ys.second[y];
-      const float* top = cache.get(r0, r1, xs);
-      const float* bottom = cache.get(r1, r0, xs);
-      const float near = ys.near[y], far = ys.far[y];
-      Out* row = dst + (static_cast<std::size_t>(c) * window.height + y) * w;
-      for (std::size_t x = 0; x < w; ++x)
-        row[x] = static_cast<Out>(round_pixel(near * top[x] + far * bottom[x]));
-    }
-  }
-}
-
-}  // namespace
 
 void resize_bilinear(ImageView src, const ResizeWindow& window, bool flip, std::uint8_t* dst) {
   resize_window(src, window, flip, dst);
