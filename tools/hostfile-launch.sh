@@ -30,6 +30,13 @@ usage: tools/hostfile-launch.sh --trainer-hosts HOSTS --worker-hosts HOSTS --con
   --mpirun-arg ARG       extra global mpirun option, repeatable, e.g.
                          --mpirun-arg --bind-to --mpirun-arg none (not -x: Open MPI 4.1
                          passes a global -x to the trainers' app context only)
+  --drop-unreachable     first run "true" on each host through Open MPI's remote-shell agent
+                         (\$OMPI_MCA_plm_rsh_agent, default ssh; all hosts at once, 10 s each)
+                         and leave out the hosts where that fails, with their ranks: the
+                         trainer and worker counts shrink to the slots that remain. For a
+                         relaunch after a node is lost (tools/run-until-done.sh; conflux
+                         resumes on fewer ranks: docs/launching.md, "Losing a node"). No
+                         trainer host left: exit 2
   -n, --dry-run          print the mpirun command and exit
   -h, --help             this text
 Hosts without a slot count share the remaining ranks evenly. A host named in both lists is
@@ -53,6 +60,7 @@ workers=""
 config=""
 bin="${CONFLUX_BIN:-build/bin}/conflux"
 dry_run=0
+drop_unreachable=0
 oversubscribe=0
 mpirun_args=()
 conflux_args=()
@@ -77,6 +85,7 @@ while [ $# -gt 0 ]; do
     --oversubscribe) oversubscribe=1; shift ;;
     --mpirun-arg) need_value "$@"; mpirun_args+=("$2"); shift 2 ;;
     --mpirun-arg=*) mpirun_args+=("${1#*=}"); shift ;;
+    --drop-unreachable) drop_unreachable=1; shift ;;
     -n | --dry-run) dry_run=1; shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; conflux_args+=("$@"); break ;;
@@ -163,6 +172,59 @@ if [ -n "$worker_spec" ]; then
 else
   [ "${workers:-0}" -eq 0 ] || die "--workers $workers needs --worker-hosts"
   workers=0
+fi
+
+# The remote-shell agent Open MPI would use (its first word: the value may list alternatives).
+probe_agent() {
+  local agent=${OMPI_MCA_plm_rsh_agent:-ssh}
+  agent=${agent%%:*}
+  read -r -a agent_words <<<"$agent"
+  [ "$(basename "${agent_words[0]}")" != ssh ] || agent_words+=(-o BatchMode=yes -o ConnectTimeout=10)
+}
+
+# unreachable_hosts HOST...: prints the hosts where the agent cannot run "true" within 10 s.
+unreachable_hosts() {
+  local host dir
+  dir=$(mktemp -d)
+  for host in "$@"; do
+    (timeout 10 "${agent_words[@]}" "$host" true </dev/null >/dev/null 2>"$dir/$host" || echo "$host" >>"$dir/.dead") &
+  done
+  wait
+  if [ -s "$dir/.dead" ]; then
+    sort -u "$dir/.dead" | while read -r host; do
+      echo "hostfile-launch: dropping unreachable host $host ($(tail -n 1 "$dir/$host" || true))" >&2
+      echo "$host"
+    done
+  fi
+  rm -rf "$dir"
+}
+
+# drop_hosts NAMES SLOTS COUNT-VAR DEAD...: removes the dead hosts from NAMES/SLOTS and caps the
+# count in COUNT-VAR at the slots that remain.
+drop_hosts() {
+  local -n names_d=$1 slots_d=$2 count_d=$3
+  shift 3
+  local i kept_n=() kept_s=() total=0
+  for i in "${!names_d[@]}"; do
+    if [[ " $* " == *" ${names_d[i]} "* ]]; then continue; fi
+    kept_n+=("${names_d[i]}")
+    kept_s+=("${slots_d[i]}")
+    total=$((total + slots_d[i]))
+  done
+  names_d=(${kept_n[@]+"${kept_n[@]}"})
+  slots_d=(${kept_s[@]+"${kept_s[@]}"})
+  [ "$count_d" -le "$total" ] || count_d=$total
+}
+
+if [ "$drop_unreachable" -eq 1 ]; then
+  probe_agent
+  mapfile -t dead < <(unreachable_hosts $(printf '%s\n' "${t_names[@]}" ${w_names[@]+"${w_names[@]}"} | sort -u))
+  if [ ${#dead[@]} -gt 0 ]; then
+    drop_hosts t_names t_slots trainers "${dead[@]}"
+    [ "$trainers" -ge 1 ] || die "no trainer host is reachable (${dead[*]} dropped)"
+    [ "$workers" -eq 0 ] || drop_hosts w_names w_slots workers "${dead[@]}"
+    echo "hostfile-launch: $trainers trainer(s) and $workers worker(s) on the hosts that remain" >&2
+  fi
 fi
 
 check_fit() {  # check_fit GROUP COUNT SLOTS

@@ -16,6 +16,8 @@ ROOT=${SLURM_CI_ROOT:-${TMPDIR:-/tmp}/local-slurm}
 export SLURM_CONF=$ROOT/etc/slurm.conf
 NCPUS=${SLURM_CI_CPUS:-16}
 CTLD_PORT=${SLURM_CI_PORT:-6817}
+# Seconds before slurmctld declares a silent node DOWN (and requeues or ends its jobs).
+SLURMD_TIMEOUT=${SLURM_CI_SLURMD_TIMEOUT:-300}
 PROG=local-slurm
 
 usage() {
@@ -40,7 +42,8 @@ usage: tools/local-slurm.sh COMMAND [ARGS]
                       runs S s later is cancelled, exit 125 (srun hung after its tasks ended;
                       for scripts that end right after their srun)
   -h, --help          this text
-Files: root $ROOT (\$SLURM_CI_ROOT), logs in \$ROOT/log, slurmctld port $CTLD_PORT (\$SLURM_CI_PORT).
+Files: root $ROOT (\$SLURM_CI_ROOT), logs in \$ROOT/log, slurmctld port $CTLD_PORT (\$SLURM_CI_PORT);
+SlurmdTimeout $SLURMD_TIMEOUT s (\$SLURM_CI_SLURMD_TIMEOUT).
 Requeue is fast: AuthInfo cred_expire=10 and sched_interval=1 give restarts ~12 s apart.
 EOF
 }
@@ -127,6 +130,7 @@ MpiDefault=pmix
 JobRequeue=1
 ReturnToService=2
 KillWait=5
+SlurmdTimeout=$SLURMD_TIMEOUT
 MinJobAge=300
 MailProg=/bin/true
 SlurmctldDebug=info

@@ -40,6 +40,10 @@ usage: tools/sim-cluster.sh COMMAND [ARGS]
                  cluster's variables (see env)
   crash HOST     SIGKILL every process on HOST (a node whose processes all die at once; its
                  sockets close, so peers see their connections reset); the host stays up
+  down HOST      crash HOST and take its link down: a node lost for good. Its address no
+                 longer answers, and rsh to it fails as ssh to a dead node does (exit 255)
+  up HOST        bring a downed host's link back and start its slurmd again (if the
+                 cluster runs SLURM): a repaired node after its reboot
   rsh HOST CMD   Open MPI's remote-shell agent: run the shell command CMD on HOST (an empty
                  environment but PATH and HOME, as ssh gives)
   wait-job [--timeout S] ID
@@ -145,7 +149,10 @@ hosts_up() {  # prints the running cluster's host count (0: none)
 # --- SLURM: tools/local-slurm.sh's cluster, its daemons on the simulated hosts --------------------
 load_slurm() {
   # shellcheck source=tools/local-slurm.sh
-  SLURM_CI_ROOT=$SIM_ROOT/slurm SLURM_CI_CPUS=$SLOTS source "$(dirname "$SELF")/local-slurm.sh"
+  # A lost host is declared DOWN after 20 s (Slurm's default: 300 s), so that node-loss tests
+  # see the requeue in seconds.
+  SLURM_CI_ROOT=$SIM_ROOT/slurm SLURM_CI_CPUS=$SLOTS SLURM_CI_SLURMD_TIMEOUT=${SLURM_CI_SLURMD_TIMEOUT:-20} \
+    source "$(dirname "$SELF")/local-slurm.sh"
   PROG=sim-cluster
   node_names() { host_names "$1"; }
   node_conf_line() { echo "NodeName=$2 NodeAddr=$(host_addr "$2") CPUs=$NCPUS RealMemory=$3 State=UNKNOWN"; }
@@ -255,6 +262,19 @@ crash_host() {
   say "crashed $1: killed ${#pids[@]} process(es)"
 }
 
+# link_up NAME: exit 0 when host NAME's link to the bridge is up (its port on head's side).
+link_up() {
+  ns_exec head ip -o link show "v$1" 2>/dev/null | grep -q '<[^>]*[<,]UP[,>]'
+}
+
+# set_link NAME up|down: the host's bridge port, as a cable plugged in or pulled.
+set_link() {
+  keeper "$1" >/dev/null || die "host '$1' is not running (tools/sim-cluster.sh start)"
+  [[ $1 == h[0-9]* ]] || die "only hosts h0, h1, ... can go down, not '$1'"
+  ns_exec head ip link set "v$1" "$2"
+  say "$1: link $2"
+}
+
 sim_stop() {
   kill_hosts
   if [ -d "$SIM_ROOT/slurm" ]; then
@@ -291,6 +311,11 @@ cmd_rsh() {
   shift
   name=$(awk -v h="$host" '$1 == h { print $2; exit } { for (i = 2; i <= NF; i++) if ($i == h) { print $2; exit } }' "$SIM_ROOT/hosts")
   [ -n "$name" ] || die "rsh: unknown host '$host' (not in $SIM_ROOT/hosts)"
+  if [ "$name" != head ] && ! link_up "$name"; then
+    # What ssh says, and its exit status, when the node is gone.
+    echo "ssh: connect to host $host port 22: No route to host" >&2
+    exit 255
+  fi
   cd / && ns_exec "$name" env -i PATH="/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" HOME="${HOME:-/root}" sh -c "$*"
 }
 
@@ -316,6 +341,15 @@ case ${1:-} in
     ;;
   rsh) shift; cmd_rsh "$@" ;;
   crash) [ $# -eq 2 ] || die "usage: tools/sim-cluster.sh crash HOST"; crash_host "$2" ;;
+  down) [ $# -eq 2 ] || die "usage: tools/sim-cluster.sh down HOST"; crash_host "$2"; set_link "$2" down ;;
+  up)
+    [ $# -eq 2 ] || die "usage: tools/sim-cluster.sh up HOST"
+    set_link "$2" up
+    if [ -f "$SIM_ROOT/slurm/etc/slurm.conf" ]; then
+      load_slurm
+      pid_alive "$ROOT/run/slurmd-$2.pid" || { ns_exec "$2" slurmd -N "$2" 9>&- && say "$2: slurmd started"; }
+    fi
+    ;;
   watch)
     # The watchdog of start --owner PID (its own command, so that it shows in ps).
     [[ ${2:-} =~ ^[0-9]+$ ]] || die "usage: tools/sim-cluster.sh watch PID"

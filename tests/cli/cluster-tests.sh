@@ -158,5 +158,90 @@ else
     "0 trainer 0/2 h1 0/2" "1 trainer 1/2 h1 1/2" "2 worker 0/2 h2 0/2" "3 worker 1/2 h2 1/2"
 fi
 
+# --- losing a node ----------------------------------------------------------------------------------
+# The same mid-run loss twice: a host goes down for good once the run has checkpointed at step
+# 60 or later (epoch 2 of 12): every process on it is killed and its link goes down.
+LOSS=(--set data.train_limit=6000 --set data.test_limit=200 --set train.epochs=12 --set train.log_every=0
+  --set data.audit=true --set data.offload_ratio=1 --set checkpoint.every_steps=20)
+# down_after_checkpoint DIR STAMP [LOG]: in the background, waits for DIR's checkpoint at step 60+,
+# writes the time to STAMP and takes down the host of worker 0 (from LOG's role line), or h1.
+down_after_checkpoint() {
+  (
+    local host=h1 _
+    for _ in $(seq 1 1200); do
+      compgen -G "$1/ckpt-0000000[6-9]0.h5" >/dev/null && break
+      sleep 0.1
+    done
+    [ -z "${3:-}" ] || host=$(grep -oP -m1 'worker 0/\d+ \(host \K\w+' "$3")
+    date +%s.%N >"$2"
+    "$SIM" down "$host" >/dev/null
+    echo "$host" >>"$2"
+  ) &
+}
+# epochs_audited LOG: how many of epochs 1..12 logged a passing audit.
+epochs_audited() {
+  grep -oP 'epoch \K[0-9]+(?=/12 batches: .*audit: all 6000 samples used exactly once)' "$1" | sort -un | wc -l
+}
+
+if [ "$slurm" -eq 1 ]; then
+  # SLURM: slurm/train.sbatch on 3 of the 4 nodes (2 trainers, 1 worker); the worker's node is
+  # lost. slurmctld declares it DOWN after SlurmdTimeout (20 s here), cancels the job "DUE TO
+  # NODE FAILURE" and requeues it (--requeue); the next attempt runs on the 3 nodes that remain
+  # (the spare among them) and resumes from the last checkpoint: same ranks, so the same digest
+  # as an uninterrupted run.
+  "${MPIRUN[@]}" -np 3 "$CONFLUX" train --config configs/mnist_mlp.toml "${LOSS[@]}" --set cluster.trainers=2 \
+    --set "run.dir=$TMP/loss-ref" >"$TMP/loss-ref.log" 2>&1
+  ref3=$(digest_of "$TMP/loss-ref.log")
+  id=$(on_head sbatch --parsable -N 3 -n 3 --time=5 --output="$TMP/slurm-loss.out" \
+    --export="ALL,CONFLUX_RUNS_DIR=$TMP/runs,CONFLUX_BIN=$(dirname "$CONFLUX")" slurm/train.sbatch \
+    configs/mnist_mlp.toml --set cluster.trainers=2 "${LOSS[@]}")
+  down_after_checkpoint "$TMP/runs/conflux-$id/checkpoints" "$TMP/slurm-loss.down" "$TMP/slurm-loss.out"
+  downer=$!
+  timeout 300 "$SIM" wait-job --timeout 240 "$id" >"$TMP/slurm-loss.wait" 2>&1
+  rc=$?
+  wait "$downer"
+  lost=$(sed -n 2p "$TMP/slurm-loss.down")
+  d=$(digest_of "$TMP/slurm-loss.out")
+  epochs=$(epochs_audited "$TMP/slurm-loss.out")
+  after=$(sed -n '/restart 1/,$p' "$TMP/slurm-loss.out")
+  if [ "$rc" -eq 0 ] && [ -n "$lost" ] && grep -q "DUE TO NODE FAILURE" "$TMP/slurm-loss.out" &&
+    grep -qE "resuming from .*written by 2 trainer\(s\) and 1 worker\(s\)" <<<"$after" &&
+    ! grep -qE "\(host $lost," <<<"$after" && [ -n "$ref3" ] && [ "$d" = "$ref3" ] && [ "$epochs" -eq 12 ]; then
+    ok "SLURM, worker node $lost lost mid-run: job requeued after the node failure, resumed on the other nodes; digest of an uninterrupted run, audit passed in all 12 epochs"
+  else
+    not_ok "SLURM node loss ($lost): wait-job exit $rc, digest '$d' (want '$ref3'), $epochs of 12 epochs audited" \
+      "$(cat "$TMP/slurm-loss.wait" "$TMP/slurm-loss.out"; slurm_state)"
+  fi
+  "$SIM" up "$lost" >/dev/null 2>&1
+fi
+
+# mpirun: a trainer host is lost. mpirun must fail fast, and run-until-done's relaunch must run on
+# the hosts that remain (hostfile-launch --drop-unreachable: 1 trainer instead of 2), resume from
+# the last checkpoint that 2 trainers wrote, and finish with every epoch's audit passing.
+down_after_checkpoint "$TMP/loss/checkpoints" "$TMP/loss.down"
+downer=$!
+on_head tools/run-until-done.sh --max-restarts 2 --delay 1 -- tools/hostfile-launch.sh --drop-unreachable \
+  --bin "$CONFLUX" --config configs/mnist_mlp.toml --trainer-hosts h0,h1 --worker-hosts h2,h3 \
+  -- "${LOSS[@]}" --resume auto --set "run.dir=$TMP/loss" >"$TMP/loss.log" 2>&1
+rc=$?
+wait "$downer"
+# Seconds from the link going down to the relaunched job's first log line: failure detection,
+# the relaunch delay and start-up, which must stay small (no wait without a deadline).
+first=$(sed -n '/attempt 1 exited with/,$p' "$TMP/loss.log" | grep -oP -m1 '^\[conflux r[0-9]+ \K[0-9-]+ [0-9:.]+')
+relaunch_s=$(awk -v a="$(date -d "${first:-1970-01-01}" +%s.%N)" -v b="$(head -1 "$TMP/loss.down" 2>/dev/null || echo 0)" \
+  'BEGIN { printf "%.0f", a - b }')
+epochs=$(epochs_audited "$TMP/loss.log")
+if [ "$rc" -eq 0 ] && grep -q 'run-until-done: attempt 1 exited with' "$TMP/loss.log" &&
+  grep -q 'run-until-done: attempt 2 succeeded' "$TMP/loss.log" &&
+  grep -q 'dropping unreachable host h1 (ssh: connect to host h1 port 22: No route to host)' "$TMP/loss.log" &&
+  grep -qE '^\[conflux r0 [^]]*\] trainer 0/1 \(host h0,' "$TMP/loss.log" &&
+  grep -qE 'resuming from .*ckpt-[0-9]+\.h5: .*written by 2 trainer\(s\) and 2 worker\(s\)' "$TMP/loss.log" &&
+  grep -qE '^\[conflux r0 [^]]*\] run .*: 1 trainer\(s\), 2 worker\(s\)' "$TMP/loss.log" &&
+  [ "$epochs" -eq 12 ] && [ -n "$(digest_of "$TMP/loss.log")" ] && [ "$relaunch_s" -ge 0 ] && [ "$relaunch_s" -le 30 ]; then
+  ok "losing trainer host h1 mid-run: the job failed and was relaunched within $relaunch_s s, without h1, resumed with 1 trainer; audit passed in all 12 epochs"
+else
+  not_ok "losing trainer host h1: exit $rc, relaunched after ${relaunch_s:-?} s, $epochs of 12 epochs audited" "$(cat "$TMP/loss.log")"
+fi
+
 echo "# multi-host suite: $((SECONDS - suite_start)) s"
 cli_summary
