@@ -218,7 +218,8 @@ drop_hosts() {
 
 if [ "$drop_unreachable" -eq 1 ]; then
   probe_agent
-  mapfile -t dead < <(unreachable_hosts $(printf '%s\n' "${t_names[@]}" ${w_names[@]+"${w_names[@]}"} | sort -u))
+  mapfile -t all_hosts < <(printf '%s\n' "${t_names[@]}" ${w_names[@]+"${w_names[@]}"} | sort -u)
+  mapfile -t dead < <(unreachable_hosts "${all_hosts[@]}")
   if [ ${#dead[@]} -gt 0 ]; then
     drop_hosts t_names t_slots trainers "${dead[@]}"
     [ "$trainers" -ge 1 ] || die "no trainer host is reachable (${dead[*]} dropped)"
