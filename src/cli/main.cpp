@@ -26,6 +26,7 @@
 #include "conflux/core/log.hpp"
 #include "conflux/data/io/catalog.hpp"
 #include "conflux/data/io/hdf5_dataset.hpp"
+#include "conflux/train/evaluation.hpp"
 #include "conflux/train/model_budget.hpp"
 #include "conflux/train/train_job.hpp"
 #include "pack_command.hpp"
@@ -56,6 +57,8 @@ Usage:
   conflux predict --model MODEL.toml --config FILE           predicted epoch time of a config
   conflux plan --model MODEL.toml --config FILE --deadline S cheapest config meeting S seconds
   conflux report RUN_DIR [--output DIR]                      HTML page + plots of a run
+  [mpirun -np N] conflux eval --model FILE.h5 --config FILE [--set KEY=VALUE]... [--split S]
+                               loss and accuracy of saved weights on the config's dataset
   conflux help | --help | --version                          (every command takes --help)
 
 Ranks 0..trainers-1 train ([cluster] trainers in the config); the others are preprocessing
@@ -190,6 +193,42 @@ int cmd_train(int argc, char** argv, const std::vector<std::string>& args) {
                          });
 }
 
+int cmd_eval(int argc, char** argv, const std::vector<std::string>& args) {
+  ConfigArgs config_args;
+  train::EvalJob job;
+  std::string split = "test";
+  po::options_description options("conflux eval options");
+  options.add_options()("help,h", "show this help")(
+      "model,m", po::value(&job.model_file)->required(), "weights saved by a run (its model.h5)")(
+      "config,c", po::value(&config_args.path)->required(),
+      "TOML experiment config: the model's layers, the dataset and its evaluation transform")(
+      "set,s", po::value(&config_args.overrides)->composing(),
+      "override a config key, e.g. --set data.test_limit=1000 (repeatable)")(
+      "split", po::value(&split), "test (default) or train");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(options).run(), vm);
+  if (vm.count("help")) {
+    std::cout << options;
+    return 0;
+  }
+  po::notify(vm);
+  CONFLUX_REQUIRE(split == "test" || split == "train",
+                  "conflux eval: --split must be test or train, not '{}'", split);
+  job.train_split = split == "train";
+  return run_mpi_command(argc, argv, config_args,
+                         [&](const Config& config, const comm::Communicator& world,
+                             const Logger& log, const comm::MpiEnvironment&) {
+                           const train::EvalResult r = train::run_eval_job(config, world, log, job);
+                           if (world.rank() == 0) {
+                             fmt::print(
+                                 "eval: {} split, {} samples: loss {:.4f}, accuracy "
+                                 "{:.2f}%\n",
+                                 split, r.samples, r.loss, 100.0 * r.accuracy);
+                           }
+                           return 0;
+                         });
+}
+
 int cmd_profile(int argc, char** argv, const std::vector<std::string>& args) {
   const cli::ProfileArgs profile_args = cli::parse_profile_args(args);
   return run_mpi_command(argc, argv, ConfigArgs{profile_args.config, profile_args.overrides},
@@ -314,6 +353,7 @@ int dispatch(int argc, char** argv) {
   if (command == "data") return cmd_data(args);
   if (command == "ckpt") return cmd_ckpt(args);
   if (command == "profile") return cmd_profile(argc, argv, args);
+  if (command == "eval") return cmd_eval(argc, argv, args);
   if (command == "fit") return cli::cmd_fit(args);
   if (command == "report") return cli::cmd_report(args);
   const ConfigSources sources = environment_sources({}, local_time("%Y%m%d-%H%M%S"));

@@ -28,13 +28,31 @@ h5::Dims dims_of(const ParamInfo& info) {
   return {info.shape.begin(), info.shape.end()};
 }
 
-// Reads every parameter tensor of `file` into `staged` (the model's layout), checking that the
-// file holds exactly the model's tensors with the model's shapes.
-void read_parameters(const h5::File& file, const std::vector<ParamInfo>& infos,
-                     std::vector<float>& staged) {
+// The names of the output layer's tensors: those of the last layer with parameters ("layerN."
+// prefix of the last tensor).
+std::vector<std::string> output_tensors(const std::vector<ParamInfo>& infos) {
+  std::vector<std::string> names;
+  if (infos.empty()) return names;
+  const std::string& last = infos.back().name;
+  const std::string prefix = last.substr(0, last.find('.') + 1);
+  for (const ParamInfo& info : infos) {
+    if (info.name.starts_with(prefix)) names.push_back(info.name);
+  }
+  return names;
+}
+
+// Reads the parameter tensors of `file` into `staged` (the model's layout), except those in
+// `skip`, checking that the file holds exactly the model's tensors with the model's shapes.
+std::size_t read_parameters(const h5::File& file, const std::vector<ParamInfo>& infos,
+                            const std::vector<std::string>& skip, std::vector<float>& staged) {
   const std::string& name = file.label();
+  std::size_t loaded = 0, skipped_present = 0;
   for (const ParamInfo& info : infos) {
     const std::string path = parameter_path(info);
+    if (std::ranges::find(skip, info.name) != skip.end()) {
+      skipped_present += file.exists(path) ? 1 : 0;
+      continue;
+    }
     CONFLUX_REQUIRE(file.exists(path),
                     "{}: parameter {} is missing (the model has a different architecture)", name,
                     info.name);
@@ -44,10 +62,13 @@ void read_parameters(const h5::File& file, const std::vector<ParamInfo>& infos,
                     "{}: parameter {} has shape {} but the model expects {}", name, info.name,
                     h5::dims_string(tensor.dims()), h5::dims_string(dims_of(info)));
     tensor.read_into(std::span<float>(staged).subspan(info.offset, info.size));
+    ++loaded;
   }
   const std::uint64_t tensors = file.link_count("/params");
-  CONFLUX_REQUIRE(tensors == infos.size(), "{} holds {} parameter tensors but the model has {}",
+  CONFLUX_REQUIRE(tensors == loaded + skipped_present,
+                  "{} holds {} parameter tensors but the model has {} (a different architecture)",
                   name, tensors, infos.size());
+  return loaded;
 }
 
 }  // namespace
@@ -74,17 +95,21 @@ void save_model_hdf5(const fs::path& path, const Model& model) {
   });  // the file is closed before it is synced and renamed
 }
 
-void load_model_hdf5(const fs::path& path, Model& model) {
+LoadReport load_model_hdf5(const fs::path& path, Model& model, const LoadOptions& options) {
   const h5::File file = h5::File::open(path, {.label = "model file " + path.string()});
   file.require_group("/params");
-  // Read into a staging buffer so that a bad file leaves the model untouched.
-  std::vector<float> staged(model.params().size());
-  read_parameters(file, model.param_infos(), staged);
-  if (file.has_attribute("/", "digest")) {
+  LoadReport report;
+  if (options.skip_output) report.skipped = output_tensors(model.param_infos());
+  // Read into a staging buffer so that a bad file leaves the model untouched; skipped tensors
+  // keep the model's values.
+  std::vector<float> staged(model.params().begin(), model.params().end());
+  report.loaded = read_parameters(file, model.param_infos(), report.skipped, staged);
+  if (report.skipped.empty() && file.has_attribute("/", "digest")) {
     CONFLUX_REQUIRE(file.read_string_attribute("/", "digest") == digest_of(staged),
                     "{}: the weights do not match the stored digest (corrupt file?)", file.label());
   }
   std::ranges::copy(staged, model.params().begin());
+  return report;
 }
 
 }  // namespace conflux::model

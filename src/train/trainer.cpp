@@ -12,25 +12,13 @@
 #include "conflux/model/lr_schedule.hpp"
 #include "conflux/model/model_io.hpp"
 #include "conflux/offload/offload_settings.hpp"
-#include "conflux/train/model_budget.hpp"
+#include "conflux/train/model_setup.hpp"
 #include "conflux/train/run_recorder.hpp"
 #include "conflux/train/transform_setup.hpp"
 
 namespace conflux::train {
 
 namespace {
-
-model::Model make_model(const Config& config, const data::SampleTransform& transform,
-                        int num_classes) {
-  const data::ImageShape in = transform.output_shape();
-  const ModelInput input{{in.channels, in.height, in.width}, num_classes};
-  check_model_memory(config, input);  // before the model allocates anything
-  try {
-    return model::Model(config.layers(), input.shape, num_classes, config.run().seed);
-  } catch (const InputError& e) {
-    CONFLUX_INPUT_ERROR("{}: model.layers: {}", config.where("model.layers"), e.what());
-  }
-}
 
 // The model on the device setup.device names (the CPU unless a GPU was chosen).
 std::unique_ptr<ComputeBackend> make_backend(const TrainerSetup& setup, model::Model model,
@@ -64,7 +52,9 @@ Trainer::Trainer(const TrainerSetup& setup)
       timeline_(setup.timeline),
       timeout_(config_.cluster().peer_timeout_s),
       transform_(make_transform(config_, *data_.train)),
-      backend_(make_backend(setup, make_model(config_, transform_, data_.train->info().num_classes),
+      backend_(make_backend(setup,
+                            make_model(config_, transform_, data_.train->info().num_classes,
+                                       trainers_.rank() == 0 ? log_ : nullptr),
                             timeout_, batch_split().max_batch(trainers_.rank()))) {
   progress_.offload.set_ratio(offload::offload_settings(config_, trainers_.rank()).start_ratio);
 }
@@ -448,30 +438,12 @@ void Trainer::report_data_service(const data::LoaderStats& s) const {
       s.peak_batches_in_flight, mib(s.peak_bytes_in_flight), mib(s.bound_bytes_in_flight));
 }
 
-Trainer::EvalResult Trainer::evaluate() {
+EvalResult Trainer::evaluate() {
   // Each trainer evaluates a contiguous shard of the test set; sums are reduced.
-  const data::SampleSource& test = *data_.test;
-  const auto t = static_cast<std::size_t>(trainers_.rank());
-  const auto n_trainers = static_cast<std::size_t>(trainers_.size());
-  const std::size_t begin = test.size() * t / n_trainers;
-  const std::size_t end = test.size() * (t + 1) / n_trainers;
-  constexpr std::size_t kEvalBatch = 500;
-  data::BatchBuilder builder(test, transform_, config_.cluster().preprocess_threads,
-                             sample_decoding(config_, log_));
-  model::Tensor images;
-  std::vector<model::Label> labels;
-  std::array<double, 3> sums{0, 0, 0};
-  for (std::size_t lo = begin; lo < end; lo += kEvalBatch) {
-    builder.build_eval(lo, std::min(end, lo + kEvalBatch), images, labels);
-    const model::LossResult result = backend_->evaluate(images, labels);
-    sums[0] += result.loss_sum;
-    sums[1] += result.correct;
-    sums[2] += result.skipped;
-  }
-  trainers_.allreduce_sum(sums, timeout_);
-  // Skipped samples do not count; max() keeps a test split of only corrupt files finite.
-  const double n = std::max(1.0, static_cast<double>(test.size()) - sums[2]);
-  return {sums[0] / n, sums[1] / n};
+  return evaluate_split(config_, *data_.test, transform_, trainers_, log_,
+                        [&](const model::Tensor& images, std::span<const model::Label> labels) {
+                          return backend_->evaluate(images, labels);
+                        });
 }
 
 void Trainer::check_replicas_agree(const std::string& digest) const {

@@ -197,6 +197,50 @@ if [ -d "$DATA/mnist" ]; then
   if [ "$da" = "$dh" ]; then ok "training from the HDF5 copy gives the same digest"; else not_ok "HDF5 digest '$dh' != '$da'" "$(cat "$TMP/h.log")"; fi
   expect_fail "HDF5 file of another dataset" 2 "holds dataset 'mnist' but data.dataset is 'fashion-mnist'" -- \
     mnist_train 2 other --set "data.hdf5_file=$TMP/mnist.h5" --set data.dataset=fashion-mnist
+
+  # --- weights in and out: conflux eval on saved weights, train.init_from -------------------------
+  # eval of run a's model.h5 on the same 200 test samples gives the accuracy training reported,
+  # on 1 rank and sharded over 2.
+  acc_a=$(grep -oP 'final test accuracy \K[0-9.]+' "$TMP/a.log")
+  eval_args=(eval --model "$TMP/run-a/model.h5" --config configs/mnist_mlp.toml --set data.test_limit=200)
+  e1=$("$CONFLUX" "${eval_args[@]}" 2>&1)
+  e2=$("${MPIRUN[@]}" -np 2 "$CONFLUX" "${eval_args[@]}" 2>&1)
+  line1=$(grep -oP '^eval: test split, 200 samples: .*' <<<"$e1")
+  line2=$(grep -oP '^eval: test split, 200 samples: .*' <<<"$e2")
+  if [ -n "$acc_a" ] && [[ $line1 == *"accuracy $acc_a%" ]] && [ "$line1" = "$line2" ] &&
+    grep -q "weights from $TMP/run-a/model.h5: 6 tensor(s) loaded (weights digest $da)" <<<"$e1"; then
+    ok "conflux eval of a run's model.h5: the accuracy training reported ($acc_a%), same on 1 and 2 ranks"
+  else
+    not_ok "conflux eval: '$line1' / '$line2', training said $acc_a%" "$e1$e2"
+  fi
+  # init_from with a learning rate too small to matter keeps run a's accuracy; a random init at
+  # that rate stays near chance, and so does a re-initialised output layer on run a's body.
+  tiny=(--set train.lr=1e-9 --set train.epochs=1)
+  mnist_train 2 init >"$TMP/init.log" 2>&1 "${tiny[@]}" --set "train.init_from=$TMP/run-a/model.h5"
+  mnist_train 2 scratch >"$TMP/scratch.log" 2>&1 "${tiny[@]}"
+  # (another seed: with run a's, the reset layer would be run a's initial one, which 8 steps of
+  # training barely moved)
+  mnist_train 2 reset >"$TMP/reset.log" 2>&1 "${tiny[@]}" --set "train.init_from=$TMP/run-a/model.h5" \
+    --set train.init_reset_output=true --set run.seed=7
+  acc() { grep -oP 'final test accuracy \K[0-9]+' "$1"; }
+  if [ -n "$(acc "$TMP/init.log")" ] && [ "$(acc "$TMP/init.log")" -ge $((${acc_a%.*} - 2)) ] &&
+    [ "$(acc "$TMP/scratch.log")" -le 40 ] && [ "$(acc "$TMP/reset.log")" -le 40 ] &&
+    grep -q "weights from $TMP/run-a/model.h5: 6 tensor(s) loaded$" "$TMP/init.log" &&
+    grep -q "4 tensor(s) loaded; output layer left as initialised (layer5.linear.weight, layer5.linear.bias)" "$TMP/reset.log"; then
+    ok "train.init_from at lr 1e-9: accuracy $(acc "$TMP/init.log")% (run a: $acc_a%), from scratch $(acc "$TMP/scratch.log")%, output layer reset $(acc "$TMP/reset.log")%"
+  else
+    not_ok "train.init_from: init $(acc "$TMP/init.log")%, scratch $(acc "$TMP/scratch.log")%, reset $(acc "$TMP/reset.log")% (run a: $acc_a%)" \
+      "$(cat "$TMP/init.log" "$TMP/reset.log")"
+  fi
+  expect_fail "init_from a model of another architecture" 2 \
+    "--set train.init_from=$TMP/run-a/model.h5: train.init_from: model file $TMP/run-a/model.h5: parameter layer0.conv2d.weight is missing" -- \
+    "${MPIRUN[@]}" -np 2 "$CONFLUX" train --config configs/cifar10_cnn.toml "${QUICK[@]}" --set "run.dir=$TMP/run-bad-init" \
+    --set "train.init_from=$TMP/run-a/model.h5"
+  expect_fail "eval with a config of another architecture" 2 \
+    "conflux eval --model: model file $TMP/run-a/model.h5: parameter layer0.conv2d.weight is missing" -- \
+    "$CONFLUX" eval --model "$TMP/run-a/model.h5" --config configs/cifar10_cnn.toml --set data.test_limit=10
+  expect_fail "eval of a missing model file" 2 "$TMP/none.h5" -- \
+    "$CONFLUX" eval --model "$TMP/none.h5" --config configs/mnist_mlp.toml
 fi
 
 cli_summary

@@ -124,9 +124,9 @@ TEST_F(ModelIo, FileLayoutAndAttributes) {
   }
 }
 
-std::string load_error(const fs::path& file, Model& m) {
+std::string load_error(const fs::path& file, Model& m, const LoadOptions& options = {}) {
   try {
-    load_model_hdf5(file, m);
+    load_model_hdf5(file, m, options);
   } catch (const InputError& e) {
     return e.what();
   }
@@ -177,6 +177,41 @@ TEST_F(ModelIo, LoadRejectsExtraTensors) {
   const fs::path file = dir_ / "big.h5";
   save_model_hdf5(file, big);
   EXPECT_THROW(load_model_hdf5(file, small), InputError);
+}
+
+TEST_F(ModelIo, SkipOutputLoadsAllButTheLastLayerForAnotherClassCount) {
+  // Fine-tuning: a 5-class model's weights into a 3-class model of the same body.
+  Model five(kSmall, {2, 6, 6}, 5, 1);
+  std::vector<LayerSpec> three_spec = kSmall;
+  three_spec.back().out = 3;
+  Model three(three_spec, {2, 6, 6}, 3, 2);
+  const fs::path file = dir_ / "five.h5";
+  save_model_hdf5(file, five);
+  EXPECT_THROW(load_model_hdf5(file, three), InputError);  // strict: the output layer differs
+
+  const std::vector<float> own_init(three.params().begin(), three.params().end());
+  const LoadReport report = load_model_hdf5(file, three, {.skip_output = true});
+  EXPECT_EQ(report.loaded, 2u);  // the conv layer's weight and bias
+  EXPECT_EQ(report.skipped,
+            (std::vector<std::string>{"layer4.linear.weight", "layer4.linear.bias"}));
+  for (const ParamInfo& info : three.param_infos()) {
+    const bool output = info.name.starts_with("layer4.");
+    for (std::size_t i = 0; i < info.size; ++i) {
+      const float got = three.params()[info.offset + i];
+      // The body comes from the file, the output layer keeps its own init.
+      const float want = output ? own_init[info.offset + i] : five.params()[info.offset + i];
+      ASSERT_EQ(got, want) << info.name << "[" << i << "]";
+    }
+  }
+  // A body that differs is still an error, naming the tensor.
+  Model other({{.type = "conv2d", .out = 6, .kernel = 3, .stride = 1, .padding = 1},
+               {.type = "relu"},
+               {.type = "maxpool", .kernel = 2, .stride = 0},
+               {.type = "flatten"},
+               {.type = "linear", .out = 3}},
+              {2, 6, 6}, 3, 1);
+  EXPECT_NE(load_error(file, other, {.skip_output = true}).find("layer0.conv2d.weight"),
+            std::string::npos);
 }
 
 TEST_F(ModelIo, LoadRejectsMissingNonHdf5AndCorruptFiles) {

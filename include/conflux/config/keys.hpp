@@ -225,6 +225,13 @@
   KEY(train, clip_grad_norm, double, 0.0, in(0, 1e9), (),                                       \
       "Clip the merged gradient to this global L2 norm before each update "                     \
       "(torch.nn.utils.clip_grad_norm_); 0 = off.")                                             \
+  KEY(train, init_from, std::string, "", unbounded, (),                                         \
+      "Start from the weights in this model file (a run's model.h5) instead of a random "       \
+      "init: fine-tuning. Its tensors must match the model's; a checkpoint, when resuming, "    \
+      "replaces them.")                                                                         \
+  KEY(train, init_reset_output, bool, false, unbounded, (),                                     \
+      "With train.init_from: keep the output layer (the last layer with parameters) randomly "  \
+      "initialised instead of loading it, e.g. for another number of classes.")                 \
   KEY(train, log_every, int, 100, in(0, kIntMax), (),                                           \
       "Print a progress line every N steps on rank 0 (0 = only per epoch).")                    \
   KEY(train, eval, bool, true, unbounded, (),                                                   \

@@ -27,6 +27,7 @@
 #include "conflux/train/callbacks.hpp"
 #include "conflux/train/compute_backend.hpp"
 #include "conflux/train/device_choice.hpp"
+#include "conflux/train/evaluation.hpp"
 #include "conflux/train/sample_audit.hpp"
 
 namespace conflux::train {
@@ -69,10 +70,6 @@ class Trainer {
   class Context;
   using Clock = SteadyClock;
   using Callbacks = std::span<TrainingCallback* const>;
-  struct EvalResult {
-    double loss = 0;
-    double accuracy = 0;
-  };
   // Sums of loss, correct predictions and samples.
   struct Tally {
     double loss = 0, correct = 0, samples = 0;
