@@ -17,14 +17,8 @@
 # Results: bench-results/cluster_offload.{txt,json}
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck source=tools/mpi-env.sh
-source tools/mpi-env.sh
-# shellcheck source=tools/data-env.sh
-source tools/data-env.sh
 # shellcheck source=benchmarks/cluster_lib.sh
 source benchmarks/cluster_lib.sh
-BENCH=$(readlink -f "${CONFLUX_BIN:-build/bin}")/conflux-bench
-OUT=bench-results
 WORKER_HOSTS=${WORKER_HOSTS:-2}
 ROUNDS=${ROUNDS:-3}
 RUN_SECONDS=${RUN_SECONDS:-2}

@@ -15,18 +15,12 @@
 # parameters are this simulated cluster's, not a real network's. Starts its own cluster and
 # stops it at exit; skips, saying why, where the cluster cannot run.
 # Options: ROUNDS (default 3), ITERS (default 10: allreduces per size).
-# Results: bench-results/cluster_scale_*.json, bench-results/cluster_scale.txt
+# Results: bench-results/cluster_scale/*.json, bench-results/cluster_scale.txt
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck source=tools/mpi-env.sh
-source tools/mpi-env.sh
-# shellcheck source=tools/data-env.sh
-source tools/data-env.sh
 # shellcheck source=benchmarks/cluster_lib.sh
 source benchmarks/cluster_lib.sh
-BIN=$(readlink -f "${CONFLUX_BIN:-build/bin}")
-BENCH=$BIN/conflux-bench
-OUT=bench-results/cluster_scale
+OUT=$OUT/cluster_scale
 ROUNDS=${ROUNDS:-3}
 ITERS=${ITERS:-10}
 

@@ -16,14 +16,8 @@
 # Results: bench-results/cluster_tcp*.{txt,json}, bench-results/cluster_data_service.{txt,json}
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck source=tools/mpi-env.sh
-source tools/mpi-env.sh
-# shellcheck source=tools/data-env.sh
-source tools/data-env.sh
 # shellcheck source=benchmarks/cluster_lib.sh
 source benchmarks/cluster_lib.sh
-BENCH=$(readlink -f "${CONFLUX_BIN:-build/bin}")/conflux-bench
-OUT=bench-results
 TCP_MIB=${TCP_MIB:-256}
 ROUNDS=${ROUNDS:-5}
 GOODPUT_STEPS=${GOODPUT_STEPS:-30}
