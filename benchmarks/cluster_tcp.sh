@@ -16,34 +16,14 @@
 # Results: bench-results/cluster_tcp*.{txt,json}, bench-results/cluster_data_service.{txt,json}
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck source=tools/mpi-env.sh
-source tools/mpi-env.sh
-# shellcheck source=tools/data-env.sh
-source tools/data-env.sh
-BENCH=$(readlink -f "${CONFLUX_BIN:-build/bin}")/conflux-bench
-OUT=bench-results
-SIM=tools/sim-cluster.sh
+# shellcheck source=benchmarks/cluster_lib.sh
+source benchmarks/cluster_lib.sh
 TCP_MIB=${TCP_MIB:-256}
 ROUNDS=${ROUNDS:-5}
 GOODPUT_STEPS=${GOODPUT_STEPS:-30}
 
-if [ "$CONFLUX_MPI" != openmpi ]; then
-  echo "cluster_tcp: skipped: the simulated cluster's launcher is Open MPI's rsh agent; this build uses $CONFLUX_MPI"
-  exit 0
-fi
-if ! why=$("$SIM" check); then
-  echo "cluster_tcp: skipped: ${why#sim-cluster: }"
-  exit 0
-fi
-SIM_CLUSTER_ROOT=$(mktemp -d "${TMPDIR:-/tmp}/cluster-tcp.XXXXXX")
-export SIM_CLUSTER_ROOT
-trap '"$SIM" stop >/dev/null 2>&1; rm -rf "$SIM_CLUSTER_ROOT"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-"$SIM" start --hosts 2 --no-slurm --owner $$ | tail -1
+cluster_start cluster-tcp 2
 mkdir -p "$OUT"
-# on_head mpirun ARGS...: Open MPI from head into the hosts (TCP between hosts, vader within).
-on_head() { timeout 600 "$SIM" exec head "$@"; }
 
 echo
 echo "== conflux-bench tcp: rank 0 on h0, rank 1 on h1 =="

@@ -244,6 +244,10 @@ int run_grad_sync(const std::vector<std::string>& args, const comm::Communicator
   Report report("grad-sync", common);
   report.add_parameters(*vm);
   report.set_parameter("ranks", n);
+  // Where the ranks sit decides which hops are shared memory and which are TCP: docs/scaling.md's
+  // model reads it from here.
+  const int per_host = static_cast<int>(ranks.allreduce_max(ranks.split_node_local().size()));
+  report.set_parameter("ranks_per_host", per_host);
   Table& table = report.add_table(
       Table("allreduce", fmt::format("gradient allreduce per iteration, {} ranks", n),
             {"buffer",

@@ -54,6 +54,10 @@ const bench::Scenario kScenarios[] = {
      "raw TCP bandwidth between 2 ranks, and MPI_Send and gradient allreduce as fractions of "
      "it, in the same run (mpirun -np 2, e.g. on 2 hosts)",
      bench::run_tcp_bandwidth},
+    {"scale-model",
+     "docs/scaling.md's model from measured tcp, grad-sync and offload --json files: allreduce "
+     "check and projection to 4096 ranks, data-service fan-in, first limits (1 rank)",
+     bench::run_scale_model},
     {"train",
      "end-to-end training samples/s per epoch of the real training job for a config "
      "(mpirun -np trainers+workers)",

@@ -42,6 +42,10 @@ int run_grad_sync(const std::vector<std::string>& args, const comm::Communicator
 /// between the same ranks as fractions of it, measured in the same run.
 int run_tcp_bandwidth(const std::vector<std::string>& args, const comm::Communicator& world);
 
+/// docs/scaling.md's model from measured --json files: allreduce check and projection, data
+/// service fan-in and credits, the design's first limits (1 rank, arithmetic only).
+int run_scale_model(const std::vector<std::string>& args, const comm::Communicator& world);
+
 /// End-to-end throughput of the real training job for a config.
 int run_train(const std::vector<std::string>& args, const comm::Communicator& world);
 

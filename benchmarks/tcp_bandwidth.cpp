@@ -5,7 +5,10 @@
 // gradient-sized float buffers with conflux's gradient allreduce (comm::MpiAllreduceSync, as
 // the trainers do). The measurements are interleaved in rounds and each is reported as a
 // fraction of the round's TCP bandwidth. Between ranks on two hosts of tools/sim-cluster.sh
-// this compares Open MPI's TCP transport with plain TCP over the same veth pairs.
+// this compares Open MPI's TCP transport with plain TCP over the same veth pairs. It also
+// measures the parameters of docs/scaling.md's alpha-beta model: the latency of a small MPI
+// message (alpha, half a ping-pong's round trip), the time per byte of large MPI_Send messages
+// (beta) and of the float sum that a reduction applies to received bytes (gamma, on rank 0).
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -34,6 +37,9 @@ struct Options {
   std::string allreduce_mib = "1,4,16";
   int rounds = 5;
   int allreduce_iters = 10;
+  std::size_t latency_bytes = 8;
+  int latency_iters = 2000;
+  double latency_s = 1;
   TcpStreamOptions tcp;
 };
 
@@ -61,6 +67,62 @@ double mpi_bandwidth(const comm::Communicator& world, std::vector<char>& buffer,
   CONFLUX_MPI_CHECK(MPI_Recv(nullptr, 0, MPI_BYTE, 1, 12, world.get(), MPI_STATUS_IGNORE));
   return static_cast<double>(buffer.size()) /
          std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Half the round trip of a `bytes`-byte message between ranks 0 and 1 (MPI_Send there,
+// MPI_Send back), averaged over round trips after 10 untimed ones, at most `iters` of them and
+// no more than about `seconds`: the alpha of the alpha-beta model (docs/scaling.md). Rank 0
+// decides when to stop and says so in the message's first byte, so both ranks agree. Seconds,
+// on rank 0.
+double mpi_half_round_trip(const comm::Communicator& world, std::size_t bytes, int iters,
+                           double seconds) {
+  std::vector<char> message(bytes, 1);
+  const int count = static_cast<int>(bytes);
+  const auto send = [&](int tag) {
+    CONFLUX_MPI_CHECK(
+        MPI_Send(message.data(), count, MPI_BYTE, 1 - world.rank(), tag, world.get()));
+  };
+  const auto receive = [&](int tag) {
+    CONFLUX_MPI_CHECK(MPI_Recv(message.data(), count, MPI_BYTE, 1 - world.rank(), tag, world.get(),
+                               MPI_STATUS_IGNORE));
+  };
+  world.barrier();
+  if (world.rank() == 1) {
+    do {
+      receive(13);
+      send(14);
+    } while (message[0] != 0);
+    return 0;
+  }
+  Clock::time_point start;
+  int timed = 0;
+  for (int k = 0;; ++k) {
+    if (k == 10) start = Clock::now();
+    timed = k - 10;
+    const bool last =
+        k >= 10 && (timed + 1 >= iters ||
+                    std::chrono::duration<double>(Clock::now() - start).count() >= seconds);
+    message[0] = last ? 0 : 1;
+    send(13);
+    receive(14);
+    if (last) break;
+  }
+  return std::chrono::duration<double>(Clock::now() - start).count() / (2.0 * (timed + 1));
+}
+
+// Seconds per byte of the float sum y += x over `bytes` of floats (the reduction's arithmetic,
+// gamma in docs/scaling.md), on this rank; the best of 3 passes after one untimed.
+double sum_seconds_per_byte(std::size_t bytes) {
+  std::vector<float> x(bytes / sizeof(float), 1.0f), y(bytes / sizeof(float), 0.0f);
+  double best = 0;
+  for (int pass = 0; pass <= 3; ++pass) {
+    const auto start = Clock::now();
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] += x[i];
+    const double t = std::chrono::duration<double>(Clock::now() - start).count();
+    if (pass == 1 || (pass > 1 && t < best)) best = t;
+  }
+  CONFLUX_CHECK(y.front() == 4.0f, "tcp: the float sum gave {}, not 4", y.front());
+  return best / static_cast<double>(bytes);
 }
 
 // Median seconds of conflux's gradient allreduce of `floats` floats (the slower rank's time
@@ -99,7 +161,8 @@ std::vector<std::size_t> split_sizes(const std::string& text) {
 // Every measurement of the run: bytes/s per round (rank 0's figures).
 struct Measured {
   std::vector<double> tcp, mpi;
-  std::vector<std::vector<double>> allreduce_s;  // [size][round]
+  std::vector<std::vector<double>> allreduce_s;   // [size][round]
+  std::vector<double> latency_s, sum_s_per_byte;  // alpha and gamma, per round
 };
 
 Measured measure(const comm::Communicator& world, const Options& opt,
@@ -117,6 +180,9 @@ Measured measure(const comm::Communicator& world, const Options& opt,
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       m.allreduce_s[i].push_back(allreduce_seconds(world, sizes[i] * kMiB / sizeof(float), opt));
     }
+    m.latency_s.push_back(
+        mpi_half_round_trip(world, opt.latency_bytes, opt.latency_iters, opt.latency_s));
+    m.sum_s_per_byte.push_back(sum_seconds_per_byte(opt.message_mib * kMiB));
   }
   return m;
 }
@@ -148,6 +214,27 @@ void report_results(const Measured& m, const Options& opt, const std::vector<std
     report.set_summary(fmt::format("allreduce_{}MiB_fraction", sizes[i]), median(busbw) / tcp);
   }
   table.print();
+  // The alpha-beta model's parameters (docs/scaling.md): beta from the MPI_Send row above.
+  const double alpha_us = 1e6 * median(m.latency_s);
+  const double beta_ns = 1e9 / median(m.mpi);
+  const double gamma_ns = 1e9 * median(m.sum_s_per_byte);
+  Table& model = report.add_table(
+      Table("alpha_beta", "alpha-beta model parameters (docs/scaling.md), medians of the rounds",
+            {"parameter", {"value", 3}, "unit", "measured as"}));
+  model.add_row({"alpha", alpha_us, "us",
+                 fmt::format("half an MPI ping-pong round trip of {} B, <= {} round trips "
+                             "or {} s",
+                             opt.latency_bytes, opt.latency_iters, opt.latency_s)});
+  model.add_row(
+      {"beta", beta_ns, "ns/B",
+       fmt::format("1 / MPI_Send bandwidth, {} MiB messages", std::min(opt.message_mib, opt.mib))});
+  model.add_row({"gamma", gamma_ns, "ns/B",
+                 fmt::format("float sum y += x over {} MiB, rank 0", opt.message_mib)});
+  report.set_summary("alpha_us", alpha_us);
+  report.set_summary("beta_ns_per_byte", beta_ns);
+  report.set_summary("gamma_ns_per_byte", gamma_ns);
+  fmt::print("\n");
+  model.print();
   fmt::print(
       "\nbusbw = 2(n-1)/n * bytes / time (nccl-tests' bus bandwidth; n = 2 ranks, so bytes / "
       "time): what each rank sends, and receives at the same time, per second in a ring "
@@ -172,6 +259,12 @@ int run_tcp_bandwidth(const std::vector<std::string>& args, const comm::Communic
       "interleaved rounds; the medians are reported")(
       "allreduce-iters", po::value(&opt.allreduce_iters)->default_value(opt.allreduce_iters),
       "timed allreduces per size and round (median)")(
+      "latency-bytes", po::value(&opt.latency_bytes)->default_value(opt.latency_bytes),
+      "message size of the ping-pong that measures alpha")(
+      "latency-iters", po::value(&opt.latency_iters)->default_value(opt.latency_iters),
+      "most ping-pong round trips per round")(
+      "latency-s", po::value(&opt.latency_s)->default_value(opt.latency_s),
+      "most seconds of ping-pong per round")(
       "address", po::value(&opt.tcp.address)->default_value(opt.tcp.address),
       "IPv4 address rank 1 listens on (empty: its host name's address)")(
       "timeout-s", po::value(&opt.tcp.timeout_s)->default_value(opt.tcp.timeout_s),
@@ -181,9 +274,12 @@ int run_tcp_bandwidth(const std::vector<std::string>& args, const comm::Communic
   CONFLUX_REQUIRE(world.size() == 2, "tcp needs exactly 2 ranks (mpirun -np 2), not {}",
                   world.size());
   CONFLUX_REQUIRE(opt.mib >= 1 && opt.message_mib >= 1 && opt.message_mib <= 1024 &&
-                      opt.rounds >= 1 && opt.allreduce_iters >= 1 && opt.tcp.timeout_s > 0,
+                      opt.rounds >= 1 && opt.allreduce_iters >= 1 && opt.tcp.timeout_s > 0 &&
+                      opt.latency_bytes >= 1 && opt.latency_bytes <= (1u << 30) &&
+                      opt.latency_iters >= 1 && opt.latency_s > 0,
                   "tcp: --mib >= 1, 1 <= --message-mib <= 1024, --rounds >= 1, "
-                  "--allreduce-iters >= 1 and --timeout-s > 0 needed");
+                  "--allreduce-iters >= 1, --timeout-s > 0, 1 <= --latency-bytes <= 1 GiB, "
+                  "--latency-iters >= 1 and --latency-s > 0 needed");
   const std::vector<std::size_t> sizes = split_sizes(opt.allreduce_mib);
   const Measured m = measure(world, opt, sizes);
   if (world.rank() != 0) return 0;

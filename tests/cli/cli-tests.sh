@@ -47,6 +47,27 @@ want_mpi=$([ "$CONFLUX_MPI" = mpich ] && echo "MPICH Version: [0-9]" || echo "Op
 if grep -qE "^MPI +$want_mpi" <<<"$out"; then ok "--version names the MPI library of the build ($CONFLUX_MPI)"; else
   not_ok "--version: want '$want_mpi' on the MPI line for $CONFLUX_MPI" "$out"; fi
 
+# --- the scale model's chain (docs/scaling.md): measured --json files in, predictions out ----
+# tcp's alpha-beta table and grad-sync's ranks per host feed conflux-bench scale-model; tiny
+# sizes keep it to seconds.
+"${MPIRUN[@]}" -np 2 "$BENCH" tcp --mib 4 --message-mib 4 --rounds 1 --allreduce-mib 1 \
+  --latency-s 0.2 --json "$TMP/tcp.json" >"$TMP/tcp.log" 2>&1
+"${MPIRUN[@]}" -np 2 "$BENCH" grad-sync --configs "" --min-bytes 4096 --max-bytes 65536 \
+  --iters 2 --warmup 1 --kreduce false --json "$TMP/gs.json" >"$TMP/gs.log" 2>&1
+out=$("$BENCH" scale-model --tcp "$TMP/tcp.json" --check "$TMP/gs.json" --event-bytes 100 2>&1)
+alpha=$(grep -oP '^alpha +\K[0-9.]+' "$TMP/tcp.log")
+if awk -v a="${alpha:-0}" 'BEGIN { exit !(a > 0) }' && grep -q '"ranks_per_host": 2' "$TMP/gs.json" &&
+  [ "$(grep -cP '^ +2 +2 +sweep +(4096|16384|65536) +[0-9.]+ +[0-9.]+ +-?[0-9.]+ +[0-9.]+$' <<<"$out")" -eq 3 ] &&
+  grep -qP '^audit allreduce, 1281167 samples +10249352 ' <<<"$out" &&
+  grep -q "the gather's 2 GiB limit is reached at" <<<"$out"; then
+  ok "conflux-bench tcp measures alpha ($alpha us), scale-model checks grad-sync's 3 sizes and lists the limits"
+else
+  not_ok "tcp -> grad-sync -> scale-model chain" "$(cat "$TMP/tcp.log" "$TMP/gs.log"; echo "$out")"
+fi
+expect_fail "scale-model without --tcp" 2 "scale-model: --tcp FILE is needed" -- "$BENCH" scale-model
+expect_fail "scale-model on a file that is not tcp's" 2 "has no summary figure 'alpha_us'" -- \
+  "$BENCH" scale-model --tcp "$TMP/gs.json"
+
 # --- bad command lines and configs -----------------------------------------------------------
 expect_fail "unknown command" 2 "unknown command 'trian'" -- "$CONFLUX" trian
 expect_fail "missing config file" 2 "cannot open config file" -- "$CONFLUX" config check --config "$TMP/none.toml"
