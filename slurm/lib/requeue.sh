@@ -13,6 +13,11 @@
 #      same job id and output file, SLURM_RESTART_COUNT=1, 2, ...
 #   5. The next attempt runs conflux with --resume auto in the same run directory and carries on
 #      from the newest valid checkpoint.
+# A step that fails while the allocation lives on (a rank killed: under Open MPI, Slurm's
+# mpi/pmix plugin then kills the whole step, docs/data-service.md "Losing a worker"; exit 3) is
+# relaunched in the same allocation by tools/run-until-done.sh, at most $CONFLUX_STEP_RESTARTS
+# times (default 3), and resumes from the newest checkpoint. Exit 0, 2 and 4, and any exit
+# after a stop signal, are final.
 # SIGTERM and SIGINT to the batch shell (scancel --batch --signal=TERM, a preemption) are relayed
 # to srun as SIGUSR1 too: srun itself answers SIGTERM by cancelling the step, which would kill
 # the ranks before they can checkpoint. A plain scancel still ends the job: conflux may
@@ -57,23 +62,25 @@ _conflux_forward() {  # _conflux_forward SIG
   _conflux_interrupted=1
   _conflux_signal=$1
   if [ -n "$_conflux_child" ] && kill -0 "$_conflux_child" 2>/dev/null; then
-    echo "conflux job ${SLURM_JOB_ID:-?}: got SIG$1; sending SIGUSR1 to srun (pid $_conflux_child):" \
-      "checkpoint and exit 75"
+    echo "conflux job ${SLURM_JOB_ID:-?}: got SIG$1; sending SIGUSR1 to srun (through" \
+      "run-until-done, pid $_conflux_child): checkpoint and exit 75"
     kill -USR1 "$_conflux_child" 2>/dev/null || true
   else
     echo "conflux job ${SLURM_JOB_ID:-?}: got SIG$1"
   fi
 }
 
-# conflux_requeue_run COMMAND...: runs COMMAND (srun ...) in the background, relays USR1, TERM
-# and INT to it as USR1, and waits for it. Exit 75 (checkpointed) requeues this job and ends
-# the script; any other exit code is passed through (the script exits with it).
+# conflux_requeue_run COMMAND...: runs COMMAND (srun ...) in the background under
+# tools/run-until-done.sh (which relaunches a failed step), relays USR1, TERM and INT to it as
+# USR1, and waits for it. Exit 75 (checkpointed) requeues this job and ends the script; any
+# other exit code is passed through (the script exits with it).
 conflux_requeue_run() {
   local rc r
+  local relaunch=${CONFLUX_ROOT:-${SLURM_SUBMIT_DIR:-$PWD}}/tools/run-until-done.sh
   trap '_conflux_forward USR1' USR1
   trap '_conflux_forward TERM' TERM
   trap '_conflux_forward INT' INT
-  "$@" &
+  "$relaunch" --max-restarts "${CONFLUX_STEP_RESTARTS:-3}" --forward-as USR1 -- "$@" &
   _conflux_child=$!
   # wait returns early (status > 128) when a trapped signal arrives: wait again until the
   # command has really exited. A second wait on an already-collected child returns 127.

@@ -13,7 +13,12 @@
 #   (c) slurm/sweep.sbatch as a 2-task job array over a list file of 2 small runs: both tasks
 #       COMPLETED in their own run directories;
 #   (d) a plain scancel of train.sbatch mid-run: conflux checkpoints and exits 75 (it gets
-#       SIGTERM), but the job stays CANCELLED, not requeued.
+#       SIGTERM), but the job stays CANCELLED, not requeued;
+#   (e) a worker of train.sbatch (1 trainer + 1 worker) killed with SIGKILL after the first
+#       checkpoint: the step fails (Open MPI: Slurm's mpi/pmix ends it at once; MPICH: srun
+#       exits non-zero, usually after finishing the run), the script relaunches it in the same
+#       allocation (tools/run-until-done.sh), the run resumes and the job ends COMPLETED with
+#       the digest of an uninterrupted mpirun run.
 # Starts the cluster when none is running and stops it at exit only then. Slurm that cannot be
 # installed or started is a failure, unless CONFLUX_SKIP_SLURM=1. About 2-3 minutes on 2 cores.
 set -uo pipefail
@@ -180,6 +185,30 @@ cancel_job() {
 [ -n "$id_d" ] && cancel_job >"$TMP/cancel" 2>&1 &
 canceller=$!
 
+# --- (e) train.sbatch: a worker killed with SIGKILL; the script relaunches the failed step -----------
+# Under srun with Open MPI a worker's death cannot be ridden out (docs/data-service.md, "Losing
+# a worker"): the restart path must carry the run to the digest of the uninterrupted run
+# (ref_b: 1 trainer, 1 worker, the HET settings). A long time limit: train.sbatch asks for
+# SIGUSR1 120 s before it, which would stop the run on a slow machine.
+submit id_e -N1 -n2 --time=10 -J conflux-lost-worker -o "$jobdir/lost-%j.out" \
+  slurm/train.sbatch configs/mnist_mlp.toml "${HET[@]}" --set cluster.trainers=1 \
+  --set data.offload_ratio=1 --set data.worker_timeout_s=1 --set "run.dir=$jobdir/lost"
+# kill_worker NAME JOBID WHO: SIGKILL to the rank that logged "WHO (host ..., pid P" in the
+# job's output NAME-JOBID.out, once the run in $jobdir/NAME has written its first checkpoint.
+kill_worker() {
+  local pid
+  for _ in $(seq 1 900); do
+    if compgen -G "$jobdir/$1/checkpoints/ckpt-*.h5" >/dev/null; then
+      pid=$(grep -oP "\\] $3 \\(host \\S+, pid \\K[0-9]+" "$jobdir/$1-$2.out" | head -1)
+      [ -n "$pid" ] && kill -KILL "$pid" && echo "killed $3 (pid $pid)" && return
+    fi
+    sleep 0.1
+  done
+  echo "not killed: no checkpoint or no pid of $3 after 90 s"
+}
+[ -n "$id_e" ] && kill_worker lost "$id_e" "worker 0/1" >"$TMP/lost" 2>&1 &
+killer=$!
+
 # --- references: uninterrupted mpirun runs, niced so that the jobs get the CPUs first ---------
 timeout 400 nice -n 19 "${MPI[@]}" -np 2 "$CONFLUX" train --config configs/mnist_mlp.toml "${TRAIN[@]}" --set "run.dir=$TMP/ref-a" \
   >"$TMP/ref-a.log" 2>&1 || not_ok "reference run for (a)" "$(cat "$TMP/ref-a.log")"
@@ -261,6 +290,22 @@ if [ -n "$id_d" ]; then
     ok "train.sbatch: a plain scancel stays cancelled (conflux exited $(grep -oP 'exiting with \K75' <<<"$log" | head -1), no requeue)"
   else
     not_ok "train.sbatch job $id_d after scancel: $final" "$log"
+  fi
+fi
+
+# --- (e) results -------------------------------------------------------------------------------------
+if [ -n "$id_e" ]; then
+  wait "$killer"
+  final=$("$LOCAL_SLURM" wait-job --timeout 150 "$id_e" 2>&1)
+  rc=$?
+  log=$(cat "$jobdir/lost-$id_e.out" 2>/dev/null)
+  digest=$(log_digest "$jobdir/lost-$id_e.out")
+  if [[ $(cat "$TMP/lost") == killed* ]] && [ "$rc" -eq 0 ] && grep -q "^job $id_e COMPLETED ExitCode=0:0" <<<"$final" &&
+    grep -q 'run-until-done: attempt 1 exited with [0-9]*; relaunching (1/3)' <<<"$log" &&
+    grep -q '^\[conflux r0 [^]]*\] resuming from ' <<<"$log" && [ -n "$ref_b" ] && [ "$digest" = "$ref_b" ]; then
+    ok "train.sbatch: worker SIGKILLed mid-run, the step exited $(grep -oP 'attempt 1 exited with \K[0-9]+' <<<"$log"), relaunched in the allocation, resumed, COMPLETED with the mpirun digest"
+  else
+    not_ok "train.sbatch job $id_e with a killed worker: $(cat "$TMP/lost"); wait-job exit $rc ($final), digest '$digest' (want '$ref_b')" "$log"
   fi
 fi
 

@@ -14,7 +14,7 @@ WorkerClient::WorkerClient(WorkerClientOptions options) : options_(std::move(opt
   CONFLUX_REQUIRE(options_.comm != nullptr || options_.worker_ranks.empty(),
                   "WorkerClient needs a communicator when there are workers");
   CONFLUX_REQUIRE(options_.transform != nullptr, "WorkerClient needs the training transform");
-  for (int rank : options_.worker_ranks) workers_.push_back(WorkerState{rank, 0, 0, {}, false, {}});
+  for (int rank : options_.worker_ranks) workers_.emplace_back().rank = rank;
 }
 
 WorkerClient::~WorkerClient() {
@@ -40,8 +40,13 @@ WorkerClient::~WorkerClient() {
 
 bool WorkerClient::any_live_worker() const {
   const auto now = Clock::now();
-  return std::any_of(workers_.begin(), workers_.end(),
-                     [&](const WorkerState& w) { return !w.left && w.skip_until <= now; });
+  // A worker whose every credit is held by given-up requests frees none unless it is still
+  // alive: waiting for it would hang the trainer when it is dead (docs/data-service.md,
+  // "Losing a worker").
+  return std::any_of(workers_.begin(), workers_.end(), [&](const WorkerState& w) {
+    return !w.left && w.skip_until <= now &&
+           (w.in_flight < options_.credits || w.in_flight > w.given_up);
+  });
 }
 
 void WorkerClient::send(int worker, const Request& message) {
@@ -245,6 +250,7 @@ void WorkerClient::on_leaving(WorkerState& worker) {
 
 void WorkerClient::orphan(Batch& batch, Pending&& p) {
   // The posted receive still targets these buffers: they leave with the orphan.
+  ++workers_[p.worker].given_up;
   orphans_.push_back(Orphan{std::move(p), std::move(batch.images)});
   batch.images = model::Tensor{};
   stats_.peak_orphans = std::max(stats_.peak_orphans, orphans_.size());
@@ -260,6 +266,7 @@ void WorkerClient::abandon(Batch& batch) {
 void WorkerClient::settle_orphan(Orphan& orphan) {
   WorkerState& worker = workers_[orphan.pending.worker];
   --worker.in_flight;
+  --worker.given_up;
   int meta_count = 0;
   MPI_Get_count(&orphan.pending.statuses[0], MPI_BYTE, &meta_count);
   const MetaView meta =

@@ -71,7 +71,8 @@ class WorkerClient {
 
   /// Number of workers.
   int workers() const noexcept { return static_cast<int>(workers_.size()); }
-  /// Whether some worker is not in its back-off period.
+  /// Whether some worker is not in its back-off period and can take a request now or once an
+  /// answer still awaited in time arrives.
   bool any_live_worker() const;
   /// Requests batch (batch.epoch, batch.step), which the plan says covers plan positions
   /// `range`, from the live worker with the fewest requests in flight; false when every live
@@ -106,6 +107,7 @@ class WorkerClient {
   struct WorkerState {
     int rank = 0;
     int in_flight = 0;
+    int given_up = 0;  // of in_flight: orphans, whose answers a dead worker never sends
     std::uint64_t next_sequence = 0;
     Clock::time_point skip_until{};
     bool left = false;             // it left the service (kLeaving): never asked again
