@@ -6,7 +6,8 @@
 #   cluster_start NAME HOSTS   skips the benchmark (exit 0, saying why) where the cluster cannot
 #                              run (not root, no namespaces, not Open MPI); otherwise starts
 #                              hosts h0..h<HOSTS-1> and head (no SLURM) under a temporary root,
-#                              stopped and removed when the script exits, even when killed
+#                              stopped and removed when the script exits, even when killed,
+#                              and creates OUT
 #   on_head COMMAND...         runs COMMAND on head (mpirun from there: TCP between hosts,
 #                              shared memory within one), at most $CLUSTER_TIMEOUT_S (600) s
 # shellcheck source=tools/mpi-env.sh
@@ -34,6 +35,7 @@ cluster_start() {
   trap 'exit 130' INT
   trap 'exit 143' TERM
   "$SIM" start --hosts "$hosts" --no-slurm --owner $$ | tail -1
+  mkdir -p "$OUT"
 }
 
 on_head() { timeout "${CLUSTER_TIMEOUT_S:-600}" "$SIM" exec head "$@"; }

@@ -25,7 +25,6 @@ RUN_SECONDS=${RUN_SECONDS:-2}
 CLUSTER_TIMEOUT_S=${CLUSTER_TIMEOUT_S:-1800}
 
 cluster_start cluster-offload $((WORKER_HOSTS + 1))
-mkdir -p "$OUT"
 hosts=h0
 for ((w = 1; w <= WORKER_HOSTS; ++w)); do hosts+=",h$w"; done
 

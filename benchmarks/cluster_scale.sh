@@ -25,7 +25,6 @@ ROUNDS=${ROUNDS:-3}
 ITERS=${ITERS:-10}
 
 cluster_start cluster-scale 4
-mkdir -p "$OUT"
 run_dir=$SIM_CLUSTER_ROOT/train-run
 
 echo

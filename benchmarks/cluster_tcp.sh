@@ -23,7 +23,6 @@ ROUNDS=${ROUNDS:-5}
 GOODPUT_STEPS=${GOODPUT_STEPS:-30}
 
 cluster_start cluster-tcp 2
-mkdir -p "$OUT"
 
 echo
 echo "== conflux-bench tcp: rank 0 on h0, rank 1 on h1 =="
