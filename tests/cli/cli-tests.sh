@@ -262,6 +262,8 @@ if [ -d "$DATA/mnist" ]; then
     "$CONFLUX" eval --model "$TMP/run-a/model.h5" --config configs/cifar10_cnn.toml --set data.test_limit=10
   expect_fail "eval of a missing model file" 2 "$TMP/none.h5" -- \
     "$CONFLUX" eval --model "$TMP/none.h5" --config configs/mnist_mlp.toml
+  expect_fail "eval --split other than test or train" 2 "--split must be test or train, not 'val'" -- \
+    "$CONFLUX" eval --model "$TMP/run-a/model.h5" --config configs/mnist_mlp.toml --split val
 fi
 
 cli_summary
