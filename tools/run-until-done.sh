@@ -34,7 +34,8 @@ Runs COMMAND until it succeeds:
   -h, --help              this text
 Signals: SIGTERM, SIGINT and SIGUSR1 sent to the wrapper are forwarded to COMMAND (the
 process the wrapper started) so that a scheduler's warning reaches the program (conflux then
-checkpoints and exits 75). After such a signal the wrapper never relaunches: it waits for
+checkpoints and exits 75); a signal already forwarded to the running command is not sent
+again (it would add nothing, and srun dies of a SIGUSR1 that comes while it ends). After such a signal the wrapper never relaunches: it waits for
 COMMAND and exits with its code (75 when conflux checkpointed). A signal between two attempts
 stops the wrapper with exit 75 (the run can be resumed).
 Environment: COMMAND sees CONFLUX_RESTART_COUNT = 0 for the first attempt, 1, 2, ... after.
@@ -80,12 +81,20 @@ fi
 child=""
 stop_signal=""   # the first stop signal received: no relaunch after it
 interrupted=0
+forwarded=" "     # signals already forwarded to this attempt's command
 
 on_signal() {  # on_signal SIG
   interrupted=1
   [ -n "$stop_signal" ] || stop_signal=$1
   local sig=${forward_as:-$1}
   if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
+    # The same signal twice is no news to the command, and can kill it: srun, once it has
+    # begun to end the step (after SIGTERM from scancel), no longer catches SIGUSR1 (exit 138).
+    if [[ $forwarded == *" $sig "* ]]; then
+      echo "$PROG: got SIG$1; SIG$sig already forwarded to the command (pid $child), waiting" >&2
+      return
+    fi
+    forwarded+="$sig "
     echo "$PROG: got SIG$1; forwarding SIG$sig to the command (pid $child)" >&2
     kill -s "$sig" "$child" 2>/dev/null || true
   else
@@ -110,6 +119,7 @@ while :; do
     exit 75
   fi
   export CONFLUX_RESTART_COUNT=$((attempt - 1))
+  forwarded=" "
   "$@" &
   child=$!
   # wait returns early (status > 128) when a trapped signal arrives; wait again until the

@@ -27,7 +27,7 @@ extern "C" void on_stop_signal(int signal) {
 
 }  // namespace
 
-StopSignals::StopSignals() {
+StopSignals::StopSignals(AtEnd at_end) : at_end_(at_end) {
   CONFLUX_CHECK(!g_installed, "stop-signal handlers are already installed");
   g_received = 0;
   g_repeats = 0;
@@ -49,7 +49,8 @@ StopSignals::~StopSignals() {
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   for (int i = 0; i < 3; ++i) {
-    sigaction(kSignals[i], g_received != 0 ? &ignore : &g_previous[i], nullptr);
+    const bool keep_ignoring = g_received != 0 || at_end_ == AtEnd::kIgnore;
+    sigaction(kSignals[i], keep_ignoring ? &ignore : &g_previous[i], nullptr);
   }
   g_installed = false;
 }

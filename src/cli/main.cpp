@@ -175,9 +175,9 @@ int run_mpi_command(int argc, char** argv, const ConfigArgs& config_args, Body b
 
 int cmd_train(int argc, char** argv, const std::vector<std::string>& args) {
   const ConfigArgs config_args = parse_config_args(args, "train");
-  // Watched from before MPI starts until after it has finalised: a stop signal during
-  // start-up or shutdown must not kill a rank (docs/checkpoints.md, "Stop signals").
-  const ckpt::StopSignals signals;
+  // Watched from before MPI starts until the process exits: a stop signal during start-up or
+  // shutdown must not kill a rank (docs/checkpoints.md, "Stop signals").
+  const ckpt::StopSignals signals(ckpt::StopSignals::AtEnd::kIgnore);
   return run_mpi_command(argc, argv, config_args,
                          [&](const Config& config, const comm::Communicator& world,
                              const Logger& log, const comm::MpiEnvironment& env) {

@@ -172,5 +172,21 @@ TEST(StopSignals, EveryStopSignalAfterTheFirstIsHarmless) {
   for (const int s : {SIGUSR1, SIGTERM, SIGINT}) std::signal(s, SIG_DFL);
 }
 
+// SLURM signals each node on its own: a worker whose job already ended through the trainers'
+// signal could get its copy after the watch, and died of it (exit 138 for the whole step).
+TEST(StopSignals, AWatchThatEndsWithTheProcessLeavesTheSignalsIgnored) {
+  {
+    const StopSignals signals(StopSignals::AtEnd::kIgnore);
+    EXPECT_EQ(signals.received(), 0);
+  }
+  for (const int s : {SIGUSR1, SIGTERM, SIGINT}) {
+    struct sigaction now {};
+    sigaction(s, nullptr, &now);
+    EXPECT_EQ(now.sa_handler, SIG_IGN) << StopSignals::name(s);
+    std::raise(s);
+  }
+  for (const int s : {SIGUSR1, SIGTERM, SIGINT}) std::signal(s, SIG_DFL);
+}
+
 }  // namespace
 }  // namespace conflux::ckpt

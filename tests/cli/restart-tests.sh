@@ -174,6 +174,33 @@ else
   not_ok "SIGTERM with --forward-as USR1: exit $rc (want 75)" "$(grep -v '^\[conflux r0 [^]]*\] checkpoint at' "$log")"
 fi
 
+# --- a second stop signal is not forwarded again: srun, once ending its step, dies of a second
+# SIGUSR1 (exit 138) instead of passing on the tasks' exit 75 ---------------------------------------
+counter=$TMP/count-usr1.sh
+cat >"$counter" <<'EOS'
+#!/usr/bin/env bash
+n=0
+trap 'n=$((n + 1)); echo "$n" >"$1"' USR1
+for _ in $(seq 1 40); do sleep 0.05; done
+exit 75
+EOS
+chmod +x "$counter"
+"$WRAP" --forward-as USR1 -- "$counter" "$TMP/usr1-count" >"$TMP/twice-signal.log" 2>&1 &
+wrapper=$!
+sleep 0.5
+kill -USR1 "$wrapper"
+sleep 0.2
+kill -TERM "$wrapper"
+wait "$wrapper"
+rc=$?
+if [ "$rc" -eq 75 ] && [ "$(cat "$TMP/usr1-count" 2>/dev/null)" = 1 ] &&
+  grep -qF "got SIGTERM; SIGUSR1 already forwarded" "$TMP/twice-signal.log"; then
+  ok "USR1 then TERM to the wrapper: the command gets SIGUSR1 once, exit 75"
+else
+  not_ok "USR1 then TERM: exit $rc, command got SIGUSR1 $(cat "$TMP/usr1-count" 2>/dev/null) time(s) (want 75, 1)" \
+    "$(cat "$TMP/twice-signal.log")"
+fi
+
 # --- two jobs on one run directory: the second exits 4 naming the holder, the wrapper does not
 # relaunch it, and the first finishes with the reference digest -----------------------------------
 dir=$TMP/twice

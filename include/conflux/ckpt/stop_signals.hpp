@@ -9,13 +9,20 @@ namespace conflux::ckpt {
 /// stop signal after the first is counted and otherwise harmless: schedulers send TERM after
 /// USR1 at a time limit, and mpirun forwards repeats, so a second signal must not turn exit 75
 /// into death by signal (SIGKILL is the way to kill at once). On destruction the previous
-/// handlers come back, unless a signal was received: then the three stay ignored, so a late
-/// repeat cannot kill a process on its way out with 75. At most one instance exists at a
-/// time, because a signal handler can only reach process-wide state.
+/// handlers come back, unless a signal was received or the owner said the process ends with
+/// the watch (AtEnd::kIgnore): then the three stay ignored, so a late signal cannot kill a
+/// process on its way out. At most one instance exists at a time, because a signal handler can
+/// only reach process-wide state.
 class StopSignals {
  public:
+  /// What the three signals do once the watch ends.
+  enum class AtEnd {
+    kRestore,  ///< the previous handlers, unless a signal was received (then ignored)
+    kIgnore,   ///< ignored: the process exits next, and a rank whose job was stopped by a
+               ///< signal to another rank may still get its own copy (SLURM signals each node)
+  };
   /// Installs the handlers; RuntimeError if another instance is alive or sigaction fails.
-  StopSignals();
+  explicit StopSignals(AtEnd at_end = AtEnd::kRestore);
   ~StopSignals();
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
@@ -25,6 +32,9 @@ class StopSignals {
   int repeats() const noexcept;
   /// "SIGUSR1", "SIGTERM", "SIGINT" or "signal N".
   static const char* name(int signal) noexcept;
+
+ private:
+  AtEnd at_end_;
 };
 
 }  // namespace conflux::ckpt
