@@ -28,7 +28,8 @@ OTHER_MPI := $(if $(filter openmpi,$(MPI)),mpich,openmpi)
 # ones. hdf5-tools: h5dump, to read checkpoints and model files.
 DEB_PACKAGES ?= g++ make pkg-config $(MPI_DEBS_$(MPI)) hdf5-tools \
   libboost-program-options-dev libtomlplusplus-dev libfmt-dev libopenblas-dev zlib1g-dev \
-  protobuf-compiler libprotobuf-dev libturbojpeg0-dev libpng-dev
+  protobuf-compiler libprotobuf-dev libturbojpeg0-dev libpng-dev libonnx-dev
+# (libonnx-dev: ONNX's own schema, onnx/onnx.proto, compiled for `conflux export`.)
 # What only the tests need (`make test-deps`, run by `make test`): GoogleTest; GNU time (peak
 # memory); SLURM and munge (the local test cluster of tests/cli/slurm-tests.sh); iproute2 and
 # util-linux (ip, unshare, nsenter: the simulated hosts of tools/sim-cluster.sh); cmake (the
@@ -122,6 +123,9 @@ PLUGIN_SRCS := $(shell find examples/plugins -maxdepth 1 \( -name '*.c' -o -name
 GENDIR     := $(OUT)/gen
 PROTOS     := $(sort $(wildcard proto/*.proto))
 PROTO_SRCS := $(patsubst proto/%.proto,$(GENDIR)/%.pb.cc,$(PROTOS))
+# ONNX's schema as Debian ships it (libonnx-dev), for `conflux export --format onnx`.
+ONNX_PROTO ?= /usr/include/onnx/onnx.proto
+PROTO_SRCS += $(GENDIR)/onnx/onnx.pb.cc
 PROTO_HDRS := $(PROTO_SRCS:.cc=.h)
 CPPFLAGS   += -I$(GENDIR)
 
@@ -223,6 +227,10 @@ $(FLAVOR): FORCE
 $(GENDIR)/%.pb.cc $(GENDIR)/%.pb.h: proto/%.proto
 	@mkdir -p $(GENDIR)
 	protoc --proto_path=proto --cpp_out=$(GENDIR) $<
+
+$(GENDIR)/onnx/onnx.pb.cc $(GENDIR)/onnx/onnx.pb.h: $(ONNX_PROTO)
+	@mkdir -p $(GENDIR)
+	protoc --proto_path=$(patsubst %/onnx/,%,$(dir $(ONNX_PROTO))) --cpp_out=$(GENDIR) $<
 
 # Generated code is protoc's, not ours: compiled without our warnings. Every object may include
 # a generated header, so the headers come first (order-only).

@@ -83,6 +83,7 @@ if [ "$mpi_only" -eq 0 ]; then
   run layering tools/check-layering.sh
   run unit "$BIN/conflux-unit-tests" --gtest_color=no
   run cli-image-data tests/cli/image-data-tests.sh
+  run cli-export tests/cli/export-tests.sh
 fi
 run_mpi_suites ""
 if [ "$mpi_only" -eq 0 ]; then

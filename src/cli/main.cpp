@@ -29,6 +29,7 @@
 #include "conflux/train/evaluation.hpp"
 #include "conflux/train/model_budget.hpp"
 #include "conflux/train/train_job.hpp"
+#include "export_command.hpp"
 #include "pack_command.hpp"
 #include "plan_commands.hpp"
 #include "report_command.hpp"
@@ -59,6 +60,8 @@ Usage:
   conflux report RUN_DIR [--output DIR]                      HTML page + plots of a run
   [mpirun -np N] conflux eval --model FILE.h5 --config FILE [--set KEY=VALUE]... [--split S]
                                loss and accuracy of saved weights on the config's dataset
+  conflux export --model FILE.h5 --config FILE --output MODEL.onnx [--test-samples N]
+                               the weights as an ONNX model, with an ONNX test data set
   conflux help | --help | --version                          (every command takes --help)
 
 Ranks 0..trainers-1 train ([cluster] trainers in the config); the others are preprocessing
@@ -354,6 +357,7 @@ int dispatch(int argc, char** argv) {
   if (command == "ckpt") return cmd_ckpt(args);
   if (command == "profile") return cmd_profile(argc, argv, args);
   if (command == "eval") return cmd_eval(argc, argv, args);
+  if (command == "export") return cli::cmd_export(args);
   if (command == "fit") return cli::cmd_fit(args);
   if (command == "report") return cli::cmd_report(args);
   const ConfigSources sources = environment_sources({}, local_time("%Y%m%d-%H%M%S"));

@@ -67,6 +67,8 @@ class Model {
   const std::vector<ParamInfo>& param_infos() const noexcept { return infos_; }
   /// Per-sample input shape.
   const SampleShape& input_shape() const noexcept { return input_shape_; }
+  /// Per-sample output shape: {num_classes}.
+  const SampleShape& output_shape() const noexcept { return shapes_.back(); }
   /// One line per layer: "conv2d 3->32 k3 p1 : [32,32,32] (896 params)".
   std::vector<std::string> summary() const;
 

@@ -1,0 +1,61 @@
+#include "export_command.hpp"
+
+#include <fmt/format.h>
+#include <boost/program_options.hpp>
+
+#include <iostream>
+
+#include "conflux/config/config.hpp"
+#include "conflux/config/environment.hpp"
+#include "conflux/core/error.hpp"
+#include "conflux/core/log.hpp"
+#include "conflux/model/onnx_export.hpp"
+#include "conflux/train/model_export.hpp"
+#include "version.hpp"
+
+namespace conflux::cli {
+
+namespace po = boost::program_options;
+
+int cmd_export(const std::vector<std::string>& args) {
+  train::ExportJob job;
+  job.test_samples = 16;
+  job.producer_version = kVersion;
+  std::string config_path;
+  std::vector<std::string> overrides;
+  std::string format = "onnx";
+  po::options_description options("conflux export options");
+  options.add_options()("help,h", "show this help")(
+      "model,m", po::value(&job.model_file)->required(), "weights saved by a run (its model.h5)")(
+      "config,c", po::value(&config_path)->required(),
+      "TOML experiment config of those weights (a run's config.toml): the layers, the dataset "
+      "and its evaluation transform")("set,s", po::value(&overrides)->composing(),
+                                      "override a config key (repeatable)")(
+      "format,f", po::value(&format), "onnx (the only format so far)")(
+      "output,o", po::value(&job.output)->required(), "the file to write, e.g. model.onnx")(
+      "test-samples", po::value(&job.test_samples),
+      "test images (after the evaluation transform) and conflux's logits for them, written as "
+      "an ONNX test data set in test_data_set_0/ beside the output; 0: none (default 16)");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(options).run(), vm);
+  if (vm.count("help")) {
+    std::cout << options;
+    return 0;
+  }
+  po::notify(vm);
+  CONFLUX_REQUIRE(format == "onnx", "conflux export --format: onnx is the only format, not '{}'",
+                  format);
+  const Logger log;
+  const Config config =
+      load_config_file(config_path, environment_sources(overrides, local_time("%Y%m%d-%H%M%S")));
+  const train::ExportResult r = train::run_export_job(config, log, job);
+  fmt::print("wrote {} (ONNX opset {}, weights digest {})\n", job.output.string(),
+             model::kOnnxOpset, r.weights_digest);
+  if (r.test_samples > 0) {
+    fmt::print("wrote {} test images and conflux's logits for them in {}\n", r.test_samples,
+               r.test_data_dir.string());
+  }
+  return 0;
+}
+
+}  // namespace conflux::cli
