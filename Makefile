@@ -35,9 +35,12 @@ DEB_PACKAGES ?= g++ make pkg-config $(MPI_DEBS_$(MPI)) hdf5-tools \
 # util-linux (ip, unshare, nsenter: the simulated hosts of tools/sim-cluster.sh); cmake (the
 # find_package check of tests/cli/install-tests.sh); the other MPI with its parallel HDF5 (the
 # MPI suites run under both); gnuplot and chromium (`conflux report` and its headless-browser
-# check in tests/cli/report-tests.sh); python3 (the independent checkers in tests/).
+# check in tests/cli/report-tests.sh); python3 (the independent checkers in tests/);
+# python3-numpy, python3-h5py and python3-torch (tests/cli/torch-tests.sh loads a run's
+# model.h5 into PyTorch with tools/conflux_to_torch.py and compares it with conflux eval);
+# python3-onnx (ONNX's checker on `conflux export`'s files, tests/cli/export-tests.sh).
 TEST_PACKAGES ?= libgtest-dev time slurm-wlm munge iproute2 util-linux cmake $(MPI_DEBS_$(OTHER_MPI)) gnuplot-nox \
-  chromium python3
+  chromium python3 python3-numpy python3-h5py python3-torch python3-onnx
 # `make format` and `make format-check`.
 FORMAT_PACKAGES ?= clang-format
 

@@ -83,7 +83,9 @@ if [ "$mpi_only" -eq 0 ]; then
   run layering tools/check-layering.sh
   run unit "$BIN/conflux-unit-tests" --gtest_color=no
   run cli-image-data tests/cli/image-data-tests.sh
+  # Single-process conflux runs only, so once, not again under the other MPI.
   run cli-export tests/cli/export-tests.sh
+  run cli-torch tests/cli/torch-tests.sh
 fi
 run_mpi_suites ""
 if [ "$mpi_only" -eq 0 ]; then

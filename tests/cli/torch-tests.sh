@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Command-line tests of tools/conflux_to_torch.py: the weights of a tiny MNIST MLP and of a tiny
+# CIFAR-10 CNN (every layer type; conv stride and padding, overlapping and default-stride
+# maxpool, centre crop) loaded into PyTorch score the same test samples as `conflux eval`: the
+# same count of correct predictions, the loss within 1e-4 relative of the run's own unrounded
+# test loss (metrics.jsonl) and of conflux eval's printed one. A config of another architecture
+# and a corrupted tensor exit 2 naming the tensor. Skipped without torch/h5py in Debian's python.
+set -uo pipefail
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
+PY=${CONFLUX_TORCH_PYTHON:-/usr/bin/python3}
+TOOL=tools/conflux_to_torch.py
+N=500
+
+if ! why=$("$PY" -c 'import numpy, h5py, torch' 2>&1); then
+  ok "conflux_to_torch (skipped: $PY lacks numpy/h5py/torch: $(tail -1 <<<"$why"))"
+  cli_summary
+  exit
+fi
+if [ ! -d "$DATA/mnist" ] || [ ! -d "$DATA/cifar-10" ]; then
+  ok "conflux_to_torch (skipped: MNIST or CIFAR-10 not found under $DATA)"
+  cli_summary
+  exit
+fi
+
+# A small CNN with every layer type: conv k3 s2 p1, overlapping maxpool k3 s2, conv p1, maxpool
+# k2 with the default stride, flatten, linear; eval centre-crops 30 of 32 pixels (offset 1).
+cat >"$TMP/cnn.toml" <<'EOF'
+[data]
+dataset = "cifar10"
+[transform]
+pad = 2
+crop = 30
+hflip = true
+mean = [0.4914, 0.4822, 0.4465]
+std = [0.2470, 0.2435, 0.2616]
+[[model.layers]]
+type = "conv2d"
+out = 8
+kernel = 3
+stride = 2
+padding = 1
+[[model.layers]]
+type = "relu"
+[[model.layers]]
+type = "maxpool"
+kernel = 3
+stride = 2
+[[model.layers]]
+type = "conv2d"
+out = 16
+kernel = 3
+padding = 1
+[[model.layers]]
+type = "relu"
+[[model.layers]]
+type = "maxpool"
+kernel = 2
+[[model.layers]]
+type = "flatten"
+[[model.layers]]
+type = "linear"
+out = 10
+[train]
+batch_size = 64
+lr = 0.05
+momentum = 0.9
+EOF
+
+# train NAME CONFIG: a one-epoch run on 2000 samples into $TMP/NAME, its test on the first $N.
+train() {
+  "$CONFLUX" train --config "$2" --set cluster.trainers=1 --set data.train_limit=2000 \
+    --set data.test_limit=$N --set train.epochs=1 --set train.log_every=0 \
+    --set "run.dir=$TMP/$1" >"$TMP/$1.log" 2>&1
+}
+
+# compare NAME: conflux eval and the script's --eval on the same $N samples of run NAME.
+compare() {
+  local run=$TMP/$1 c t
+  c=$("$CONFLUX" eval --model "$run/model.h5" --config "$run/config.toml" --set data.test_limit=$N 2>&1)
+  t=$("$PY" "$TOOL" "$run" --eval "$DATA" --limit $N 2>&1)
+  if "$PY" - "$c" "$t" "$run/metrics.jsonl" $N <<'PY'; then
+import json, re, sys
+conflux, torch_out, metrics, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+line = r"eval: test split, (\d+) samples: loss ([0-9.]+), accuracy ([0-9.]+)%"
+c = re.search(r"^" + line, conflux, re.M)
+t = re.search(r"^torch " + line, torch_out, re.M)
+d = re.search(r"^torch eval detail: (\d+) correct of (\d+), mean loss (\S+)", torch_out, re.M)
+run_loss = json.loads(open(metrics).read().splitlines()[-1])["test_loss"]
+assert c and t and d, "missing eval lines"
+correct, loss = int(d[1]), float(d[3])
+# The same correct count: conflux prints the accuracy to 0.01 %, finer than 1 sample in n.
+assert int(c[1]) == int(t[1]) == int(d[2]) == n, "sample counts"
+assert round(float(c[3]) * n / 100) == correct and c[3] == t[3], "accuracies differ"
+assert abs(loss - run_loss) <= 1e-4 * run_loss, f"loss {loss} vs the run's {run_loss}"
+# conflux eval prints 4 decimals: agreement within 1e-4 relative beyond that rounding.
+assert abs(loss - float(c[2])) <= 5e-5 + 1e-4 * loss, f"loss {loss} vs eval's {c[2]}"
+print(f"{correct}/{n} correct, loss {loss:.8f} (run {run_loss:.8f})")
+PY
+    ok "$1: torch scores what conflux eval scores ($(grep -o '^torch eval: .*' <<<"$t"))"
+  else
+    not_ok "$1: torch and conflux eval differ" "$c"$'\n'"$t"
+  fi
+}
+
+if train mlp configs/mnist_mlp.toml && train cnn "$TMP/cnn.toml"; then
+  compare mlp
+  compare cnn
+  if "$PY" "$TOOL" --model "$TMP/cnn/model.h5" --config "$TMP/cnn/config.toml" \
+    --output "$TMP/cnn.pt" --torchscript "$TMP/cnn.ts" >"$TMP/save.log" 2>&1 &&
+    "$PY" - "$TMP/cnn.pt" "$TMP/cnn.ts" "$TMP/cnn/model.h5" <<'PY'; then
+import sys, h5py, numpy as np, torch
+state, scripted = torch.load(sys.argv[1]), torch.jit.load(sys.argv[2])
+with h5py.File(sys.argv[3]) as f:
+    w = f["params/layer3.conv2d.weight"][()]
+assert np.array_equal(state["3.weight"].numpy(), w)
+assert torch.equal(scripted.state_dict()["7.bias"], state["7.bias"])
+PY
+    ok "--output and --torchscript save the file's weights (layer i is module i)"
+  else
+    not_ok "saving the state_dict / TorchScript" "$(cat "$TMP/save.log")"
+  fi
+else
+  not_ok "training the tiny models" "$(cat "$TMP/mlp.log" "$TMP/cnn.log" 2>/dev/null)"
+fi
+
+# --- bad inputs: exit 2 naming the tensor ---------------------------------------------------
+expect_fail "model.h5 with another architecture's config" 2 \
+  "$TMP/mlp/model.h5: parameter layer0.conv2d.weight is missing" -- \
+  "$PY" "$TOOL" --model "$TMP/mlp/model.h5" --config "$TMP/cnn/config.toml"
+sed 's/^out = 512$/out = 500/' "$TMP/mlp/config.toml" >"$TMP/narrow.toml"
+expect_fail "a config with another hidden width" 2 \
+  "parameter layer1.linear.weight has shape [512, 784] but the config implies [500, 784]" -- \
+  "$PY" "$TOOL" --model "$TMP/mlp/model.h5" --config "$TMP/narrow.toml"
+cp "$TMP/cnn/model.h5" "$TMP/corrupt.h5"
+"$PY" -c 'import h5py, sys
+with h5py.File(sys.argv[1], "r+") as f: f["params/layer7.linear.bias"][0] += 1' "$TMP/corrupt.h5"
+expect_fail "a changed weight" 2 "$TMP/corrupt.h5: the weights do not match the stored digest" -- \
+  "$PY" "$TOOL" --model "$TMP/corrupt.h5" --config "$TMP/cnn/config.toml"
+
+cli_summary
