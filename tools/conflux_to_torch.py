@@ -62,17 +62,17 @@ def layer_specs(config, where):
             raise InputError(f"{where}: layer {i} ({kind}) needs 'out'")
         if kind == "conv2d":
             spec = {"kernel": 3, "stride": 1, "padding": 0}
-        elif kind == "maxpool":
+        elif kind in ("maxpool", "avgpool"):
             spec = {"kernel": 2, "stride": 0}
-        elif kind in ("linear", "relu", "flatten"):
+        elif kind in ("linear", "relu", "flatten", "globalavgpool"):
             spec = {}
         else:
             raise InputError(f"{where}: layer {i} has unknown type {kind!r}")
         spec.update({k: v for k, v in layer.items() if k != "type"})
-        if kind == "maxpool" and spec["stride"] == 0:
+        if kind in ("maxpool", "avgpool") and spec["stride"] == 0:
             spec["stride"] = spec["kernel"]  # "same as the window"
-        if kind == "maxpool" and spec.get("padding", 0) != 0:
-            raise InputError(f"{where}: layer {i} (maxpool): padding is not supported")
+        if kind in ("maxpool", "avgpool") and spec.get("padding", 0) != 0:
+            raise InputError(f"{where}: layer {i} ({kind}): padding is not supported")
         specs.append((kind, spec))
     return specs
 
@@ -98,7 +98,7 @@ def expected_tensors(specs, shape):
     tensors = {}
     for i, (kind, spec) in enumerate(specs):
         prefix = f"layer{i}.{kind}."
-        if kind in ("conv2d", "maxpool"):
+        if kind in ("conv2d", "maxpool", "avgpool"):
             if len(shape) != 3:
                 raise InputError(f"layer {i} ({kind}) expects an image [C,H,W] but gets {list(shape)}")
             c, h, w = shape
@@ -119,6 +119,10 @@ def expected_tensors(specs, shape):
             shape = (spec["out"],)
         elif kind == "flatten":
             shape = (math.prod(shape),)
+        elif kind == "globalavgpool":
+            if len(shape) != 3:
+                raise InputError(f"layer {i} (globalavgpool) expects an image [C,H,W] but gets {list(shape)}")
+            shape = (shape[0],)
     return tensors, shape
 
 
@@ -135,6 +139,10 @@ def make_module(specs, tensors):
                                      padding=spec["padding"]))
         elif kind == "maxpool":
             modules.append(nn.MaxPool2d(spec["kernel"], stride=spec["stride"]))
+        elif kind == "avgpool":
+            modules.append(nn.AvgPool2d(spec["kernel"], stride=spec["stride"]))
+        elif kind == "globalavgpool":  # conflux's [N, C]: pooled to 1x1, then flattened
+            modules.append(nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten()))
         elif kind == "relu":
             modules.append(nn.ReLU())
         else:

@@ -293,7 +293,8 @@ class ConfigLoader {
       }
       layer.*k.member = static_cast<int>(*value->value<std::int64_t>());
     }
-    if (layer.type == "maxpool" && layer.stride == 0) layer.stride = layer.kernel;  // "same"
+    const bool pool = layer.type == "maxpool" || layer.type == "avgpool";
+    if (pool && layer.stride == 0) layer.stride = layer.kernel;  // "same"
     return layer;
   }
 

@@ -3,9 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "config_builder.hpp"
+#include "conflux/config/schema.hpp"
 #include "conflux/core/error.hpp"
 #include "key_values.hpp"
 
@@ -13,17 +15,16 @@ namespace conflux {
 
 namespace {
 
-// Each layer with the keys its type uses.
+// Each layer with the keys its type uses, as the schema lists them.
 toml::array layers_toml(const std::vector<LayerSpec>& layers) {
   toml::array array;
   for (const auto& l : layers) {
     toml::table t{{"type", l.type}};
-    if (l.type == "linear" || l.type == "conv2d") t.insert("out", l.out);
-    if (l.type == "conv2d" || l.type == "maxpool") {
-      t.insert("kernel", l.kernel);
-      t.insert("stride", l.stride);
-    }
-    if (l.type == "conv2d") t.insert("padding", l.padding);
+    const auto& types = layer_keys();
+    const auto spec = std::find_if(types.begin(), types.end(),
+                                   [&](const LayerKeySpec& k) { return k.type == l.type; });
+    CONFLUX_CHECK(spec != types.end(), "layer type '{}' is not in the schema", l.type);
+    for (const LayerKey& k : spec->keys) t.insert(k.path, l.*k.member);
     array.push_back(std::move(t));
   }
   return array;

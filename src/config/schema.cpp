@@ -91,6 +91,11 @@ std::vector<LayerKeySpec> make_layer_keys() {
        {layer_key("kernel", &LayerSpec::kernel, in(1, 64), "2", "Window size."),
         layer_key("stride", &LayerSpec::stride, in(0, 64), "0", "Stride; 0 = same as the window.")},
        "Max pooling."},
+      {"avgpool",
+       {layer_key("kernel", &LayerSpec::kernel, in(1, 64), "2", "Window size."),
+        layer_key("stride", &LayerSpec::stride, in(0, 64), "0", "Stride; 0 = same as the window.")},
+       "Average pooling (no padding)."},
+      {"globalavgpool", {}, "Mean of each channel: [C, H, W] to [C], before the classifier."},
       {"relu", {}, "Rectified linear unit."},
       {"flatten", {}, "Flattens [C, H, W] to [C*H*W] before linear layers."},
   };

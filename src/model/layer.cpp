@@ -1,6 +1,12 @@
 #include "conflux/model/layer.hpp"
 
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "conflux/config/schema.hpp"
 #include "conflux/core/error.hpp"
+#include "conflux/model/avgpool2d.hpp"
 #include "conflux/model/conv2d.hpp"
 #include "conflux/model/flatten.hpp"
 #include "conflux/model/linear.hpp"
@@ -20,10 +26,17 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec) {
     CONFLUX_REQUIRE(spec.padding == 0, "maxpool: padding is not supported, got {}", spec.padding);
     return std::make_unique<MaxPool2d>(spec.kernel, spec.stride);
   }
+  if (spec.type == "avgpool") {
+    CONFLUX_REQUIRE(spec.padding == 0, "avgpool: padding is not supported, got {}", spec.padding);
+    return std::make_unique<AvgPool2d>(spec.kernel, spec.stride);
+  }
+  if (spec.type == "globalavgpool") return std::make_unique<GlobalAvgPool>();
   if (spec.type == "relu") return std::make_unique<Relu>();
   if (spec.type == "flatten") return std::make_unique<Flatten>();
-  CONFLUX_INPUT_ERROR(
-      "unknown layer type '{}' (known types: linear, conv2d, maxpool, relu, flatten)", spec.type);
+  std::vector<std::string> known;
+  for (const LayerKeySpec& k : layer_keys()) known.push_back(k.type);
+  CONFLUX_INPUT_ERROR("unknown layer type '{}' (known types: {})", spec.type,
+                      fmt::join(known, ", "));
 }
 
 }  // namespace conflux::model

@@ -93,6 +93,21 @@ void add_layer(onnx::GraphProto& graph, const Model& model, std::size_t index,
     const int stride = spec.stride == 0 ? spec.kernel : spec.stride;
     add_ints(node, "kernel_shape", {spec.kernel, spec.kernel});
     add_ints(node, "strides", {stride, stride});
+  } else if (spec.type == "avgpool") {
+    node.set_op_type("AveragePool");  // no padding, floor, like conflux's avgpool
+    const int stride = spec.stride == 0 ? spec.kernel : spec.stride;
+    add_ints(node, "kernel_shape", {spec.kernel, spec.kernel});
+    add_ints(node, "strides", {stride, stride});
+  } else if (spec.type == "globalavgpool") {
+    // ONNX keeps [N, C, 1, 1]; conflux's layer yields [N, C]: a Flatten follows.
+    node.set_op_type("GlobalAveragePool");
+    node.set_output(0, output + ".pooled");
+    onnx::NodeProto& flatten = *graph.add_node();
+    flatten.set_name(node.name() + ".flatten");
+    flatten.set_op_type("Flatten");
+    flatten.add_input(output + ".pooled");
+    flatten.add_output(output);
+    add_int(flatten, "axis", 1);
   } else if (spec.type == "relu") {
     node.set_op_type("Relu");
   } else if (spec.type == "flatten") {

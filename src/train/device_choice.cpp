@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "conflux/core/error.hpp"
+#include "conflux/gpu/gpu_model.hpp"
 #include "conflux/gpu/runtime.hpp"
 
 namespace conflux::train {
@@ -50,6 +51,17 @@ DeviceChoice choose_device(const Config& config, const comm::Communicator& train
       log->info("{} = {} is not implemented on the GPU path: trainers compute on the CPU", key,
                 config.value_text(key));
     }
+    return choice;
+  }
+
+  // Layers too: the same on every trainer, and never a silent fallback for "gpu".
+  if (const int layer = gpu::first_layer_without_gpu_kernel(config.layers()); layer >= 0) {
+    const std::string what =
+        fmt::format("model.layers[{}] (type = \"{}\") has no GPU kernel", layer,
+                    config.layers()[static_cast<std::size_t>(layer)].type);
+    CONFLUX_REQUIRE(setting != "gpu", "{}: {}; set train.device = \"cpu\" (or \"auto\")",
+                    config.where("model.layers"), what);
+    if (log != nullptr && trainers.rank() == 0) log->info("{}: trainers compute on the CPU", what);
     return choice;
   }
 

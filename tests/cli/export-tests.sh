@@ -13,8 +13,9 @@ if ! "$PY" -c 'import onnx, numpy' 2>/dev/null; then
   exit
 fi
 
-# A CNN that uses every layer type with its options: conv2d with stride and padding, maxpool
-# with an explicit stride and with the default one, flatten, linear.
+# A CNN that uses every image layer type with its options: conv2d with stride and padding,
+# maxpool with an explicit stride and with the default one, avgpool, globalavgpool, linear (the
+# MLP has flatten).
 cat >"$TMP/cnn.toml" <<'EOF'
 [run]
 name = "export_cnn"
@@ -54,7 +55,11 @@ type = "relu"
 type = "maxpool"
 kernel = 2
 [[model.layers]]
-type = "flatten"
+type = "avgpool"
+kernel = 2
+stride = 1
+[[model.layers]]
+type = "globalavgpool"
 [[model.layers]]
 type = "linear"
 out = 10

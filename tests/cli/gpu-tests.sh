@@ -60,4 +60,31 @@ else
   fi
 fi
 
+# --- a layer without GPU kernels: "gpu" is refused naming it, "auto" computes on the CPU -------
+cat >"$TMP/gap.toml" <<'EOF'
+[data]
+dataset = "mnist"
+[[model.layers]]
+type = "conv2d"
+out = 4
+[[model.layers]]
+type = "relu"
+[[model.layers]]
+type = "globalavgpool"
+[[model.layers]]
+type = "linear"
+out = 10
+EOF
+gap_train() { "${MPIRUN[@]}" -np 3 "$CONFLUX" train --config "$TMP/gap.toml" --set cluster.trainers=2 \
+  --set "run.dir=$TMP/run-$1" "${QUICK[@]}" "${@:2}"; }
+expect_fail 'train.device = "gpu" with a globalavgpool layer: exit 2 on every rank, naming the layer' 2 \
+  'model.layers[2] (type = "globalavgpool") has no GPU kernel' 3 -- gap_train gap-gpu --set train.device=gpu
+out=$(gap_train gap-auto --set train.device=auto 2>&1)
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$(grep -c 'model.layers\[2\] (type = "globalavgpool") has no GPU kernel: trainers compute on the CPU' <<<"$out")" -eq 1 ]; then
+  ok 'train.device = "auto" with a globalavgpool layer: the CPU, said once'
+else
+  not_ok "auto with globalavgpool: exit $rc" "$out"
+fi
+
 cli_summary

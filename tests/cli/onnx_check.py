@@ -52,6 +52,12 @@ def max_pool(x, a):
     return windows(x, kernel, list(a.get("strides", [1, 1]))).max(axis=(4, 5))
 
 
+def average_pool(x, a):
+    if a.get("ceil_mode", 0) != 0 or any(a.get("pads", [0, 0, 0, 0])):
+        raise ValueError("AveragePool: only floor mode without padding is implemented here")
+    return windows(x, list(a["kernel_shape"]), list(a.get("strides", [1, 1]))).mean(axis=(4, 5))
+
+
 def gemm(x, w, b, a):
     x = x.T if a.get("transA", 0) else x
     w = w.T if a.get("transB", 0) else w
@@ -65,6 +71,10 @@ def run_node(node, values):
         return conv(ins[0], ins[1], ins[2], a)
     if node.op_type == "MaxPool":
         return max_pool(ins[0], a)
+    if node.op_type == "AveragePool":
+        return average_pool(ins[0], a)
+    if node.op_type == "GlobalAveragePool":
+        return ins[0].mean(axis=(2, 3), keepdims=True)
     if node.op_type == "Gemm":
         return gemm(ins[0], ins[1], ins[2], a)
     if node.op_type == "Relu":

@@ -23,8 +23,9 @@ if [ ! -d "$DATA/mnist" ] || [ ! -d "$DATA/cifar-10" ]; then
   exit
 fi
 
-# A small CNN with every layer type: conv k3 s2 p1, overlapping maxpool k3 s2, conv p1, maxpool
-# k2 with the default stride, flatten, linear; eval centre-crops 30 of 32 pixels (offset 1).
+# A small CNN with every image layer type: conv k3 s2 p1, overlapping maxpool k3 s2, conv p1,
+# maxpool k2 with the default stride, avgpool k2 s1, globalavgpool, linear (the MLP has flatten);
+# eval centre-crops 30 of 32 pixels (offset 1).
 cat >"$TMP/cnn.toml" <<'EOF'
 [data]
 dataset = "cifar10"
@@ -57,7 +58,11 @@ type = "relu"
 type = "maxpool"
 kernel = 2
 [[model.layers]]
-type = "flatten"
+type = "avgpool"
+kernel = 2
+stride = 1
+[[model.layers]]
+type = "globalavgpool"
 [[model.layers]]
 type = "linear"
 out = 10
@@ -114,7 +119,7 @@ state, scripted = torch.load(sys.argv[1]), torch.jit.load(sys.argv[2])
 with h5py.File(sys.argv[3]) as f:
     w = f["params/layer3.conv2d.weight"][()]
 assert np.array_equal(state["3.weight"].numpy(), w)
-assert torch.equal(scripted.state_dict()["7.bias"], state["7.bias"])
+assert torch.equal(scripted.state_dict()["8.bias"], state["8.bias"])
 PY
     ok "--output and --torchscript save the file's weights (layer i is module i)"
   else
@@ -134,7 +139,7 @@ expect_fail "a config with another hidden width" 2 \
   "$PY" "$TOOL" --model "$TMP/mlp/model.h5" --config "$TMP/narrow.toml"
 cp "$TMP/cnn/model.h5" "$TMP/corrupt.h5"
 "$PY" -c 'import h5py, sys
-with h5py.File(sys.argv[1], "r+") as f: f["params/layer7.linear.bias"][0] += 1' "$TMP/corrupt.h5"
+with h5py.File(sys.argv[1], "r+") as f: f["params/layer8.linear.bias"][0] += 1' "$TMP/corrupt.h5"
 expect_fail "a changed weight" 2 "$TMP/corrupt.h5: the weights do not match the stored digest" -- \
   "$PY" "$TOOL" --model "$TMP/corrupt.h5" --config "$TMP/cnn/config.toml"
 

@@ -158,6 +158,19 @@ TEST(ModelGradient, MaxPoolOverlappingWindowsOddSize) {
   check_layer({.type = "maxpool", .kernel = 3, .stride = 2}, {2, 2, 7, 7}, Fill::kDistinct, 1e-2f);
 }
 
+TEST(ModelGradient, AvgPool2x2) {
+  check_layer({.type = "avgpool", .kernel = 2, .stride = 0}, {2, 3, 6, 7}, Fill::kUniform, 1e-2f);
+}
+
+TEST(ModelGradient, AvgPoolOverlappingWindows) {
+  // kernel 3, stride 2 on 7x7: inputs on a shared edge get gradient from two windows.
+  check_layer({.type = "avgpool", .kernel = 3, .stride = 2}, {2, 2, 7, 7}, Fill::kUniform, 1e-2f);
+}
+
+TEST(ModelGradient, GlobalAvgPool) {
+  check_layer({.type = "globalavgpool"}, {3, 4, 5, 3}, Fill::kUniform, 1e-2f);
+}
+
 TEST(ModelGradient, Relu) {
   check_layer({.type = "relu"}, {3, 4, 5}, Fill::kAwayFromZero, 1e-2f);
 }

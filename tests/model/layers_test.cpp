@@ -9,6 +9,7 @@
 #include "../support/bound_layer.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/core/rng.hpp"
+#include "conflux/model/avgpool2d.hpp"
 #include "conflux/model/conv2d.hpp"
 #include "conflux/model/im2col.hpp"
 #include "conflux/model/layer.hpp"
@@ -46,12 +47,15 @@ TEST(ModelLayers, MakeLayerValidatesSpecs) {
   EXPECT_THROW(make_layer({.type = "maxpool", .kernel = 0}), InputError);
   EXPECT_THROW(make_layer({.type = "maxpool", .kernel = 2, .stride = -1}), InputError);
   EXPECT_THROW(make_layer({.type = "maxpool", .kernel = 2, .stride = 2, .padding = 1}), InputError);
+  EXPECT_THROW(make_layer({.type = "avgpool", .kernel = 0}), InputError);
+  EXPECT_THROW(make_layer({.type = "avgpool", .kernel = 2, .stride = 2, .padding = 1}), InputError);
   try {
     make_layer({.type = "dense", .out = 3});
     FAIL() << "unknown type accepted";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "unknown layer type 'dense' (known types: linear, conv2d, maxpool, relu, flatten)");
+              "unknown layer type 'dense' (known types: linear, conv2d, maxpool, avgpool, "
+              "globalavgpool, relu, flatten)");
   }
   // Defaults irrelevant to a type do not trip it.
   EXPECT_EQ(make_layer({.type = "relu"})->type(), "relu");
@@ -74,6 +78,11 @@ TEST(ModelLayers, OutputShapes) {
   EXPECT_EQ(make_layer({.type = "maxpool", .kernel = 2, .stride = 0})->output_shape({4, 7, 6}),
             SampleShape({4, 3, 3}));
   EXPECT_THROW(make_layer({.type = "maxpool", .kernel = 3})->output_shape({4, 2, 6}), InputError);
+  EXPECT_EQ(make_layer({.type = "avgpool", .kernel = 3, .stride = 2})->output_shape({4, 7, 6}),
+            SampleShape({4, 3, 2}));
+  EXPECT_THROW(make_layer({.type = "avgpool", .kernel = 3})->output_shape({4, 2, 6}), InputError);
+  EXPECT_EQ(make_layer({.type = "globalavgpool"})->output_shape({16, 8, 8}), SampleShape({16}));
+  EXPECT_THROW(make_layer({.type = "globalavgpool"})->output_shape({16}), InputError);
   EXPECT_EQ(make_layer({.type = "flatten"})->output_shape({64, 4, 4}), SampleShape({1024}));
   EXPECT_EQ(make_layer({.type = "flatten"})->output_shape({10}), SampleShape({10}));
   EXPECT_EQ(make_layer({.type = "relu"})->output_shape({2, 3, 4}), SampleShape({2, 3, 4}));
@@ -246,6 +255,18 @@ TEST(ModelLayers, MaxPoolTiesGoToFirstMaximum) {
                                          0, 0, 0, 0}));
 }
 
+TEST(ModelLayers, AvgPoolForwardIsTheWindowMean) {
+  // One plane 3x4, kernel 2 stride 1 -> 2x3 means; globalavgpool -> the plane's mean.
+  Tensor x{.shape = {1, 1, 3, 4}, .data = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}};
+  Tensor y;
+  AvgPool2d(2, 1).forward(x, y);
+  EXPECT_EQ(y.shape, (std::vector<int>{1, 1, 2, 3}));
+  EXPECT_EQ(y.data, (std::vector<float>{3.5f, 4.5f, 5.5f, 7.5f, 8.5f, 9.5f}));
+  GlobalAvgPool().forward(x, y);
+  EXPECT_EQ(y.shape, (std::vector<int>{1, 1}));
+  EXPECT_EQ(y.data, std::vector<float>{6.5f});
+}
+
 TEST(ModelLayers, ReluAndFlatten) {
   BoundLayer relu = bind_layer({.type = "relu"}, {4});
   Tensor x, y, dx, dy;
@@ -299,7 +320,7 @@ TEST(ModelLayers, EmptyBatchForwardBackward) {
   };
   // Built one by one: an initializer_list of these trips a GCC 12 -Wmaybe-uninitialized
   // false positive on the std::string inside LayerSpec.
-  std::vector<Case> cases(5);
+  std::vector<Case> cases(7);
   cases[0].spec = {.type = "linear", .out = 3};
   cases[0].input = {0, 5};
   cases[1].spec = {.type = "conv2d", .out = 3, .kernel = 3, .padding = 1};
@@ -307,6 +328,8 @@ TEST(ModelLayers, EmptyBatchForwardBackward) {
   cases[2].spec = {.type = "maxpool", .kernel = 2, .stride = 0};
   cases[3].spec.type = "relu";
   cases[4].spec.type = "flatten";
+  cases[5].spec = {.type = "avgpool", .kernel = 2, .stride = 0};
+  cases[6].spec.type = "globalavgpool";
   for (std::size_t i = 2; i < cases.size(); ++i) cases[i].input = {0, 2, 4, 4};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.spec.type);

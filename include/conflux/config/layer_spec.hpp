@@ -10,10 +10,10 @@ namespace conflux {
 /// (the schema's layer keys show them); the loader fills every key a type uses, so that a
 /// maxpool from the config never sees the conv2d kernel.
 struct LayerSpec {
-  std::string type;  ///< linear | conv2d | maxpool | relu | flatten
+  std::string type;  ///< one of the types of config/schema's layer_keys()
   int out = 0;       ///< linear: output features; conv2d: output channels
-  int kernel = 3;    ///< conv2d kernel size (square); maxpool window
-  int stride = 1;    ///< conv2d stride; maxpool stride (0 = same as kernel)
+  int kernel = 3;    ///< conv2d kernel size (square); maxpool and avgpool window
+  int stride = 1;    ///< conv2d stride; maxpool and avgpool stride (0 = same as kernel)
   int padding = 0;   ///< conv2d zero padding
   /// Same type and values.
   bool operator==(const LayerSpec&) const = default;

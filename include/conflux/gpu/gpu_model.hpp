@@ -21,11 +21,14 @@
 ///
 /// Methods make the model's device current on the calling thread. Not thread-safe.
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "conflux/model/layer.hpp"
@@ -37,6 +40,21 @@
 struct CUstream_st;
 
 namespace conflux::gpu {
+
+/// The layer types the GPU model has kernels for (model_engine.hpp builds exactly these).
+inline constexpr std::array<std::string_view, 5> kGpuLayerTypes = {"linear", "conv2d", "maxpool",
+                                                                   "relu", "flatten"};
+
+/// Index of the first layer of `specs` without GPU kernels, or -1 when the GPU runs them all.
+inline int first_layer_without_gpu_kernel(const std::vector<LayerSpec>& specs) {
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (std::find(kGpuLayerTypes.begin(), kGpuLayerTypes.end(), specs[i].type) ==
+        kGpuLayerTypes.end()) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
 
 /// A range of device memory: pointer and element count (never dereference on the host).
 template <class T>

@@ -86,6 +86,7 @@ inline std::vector<LayerPlan> plan_layers(const std::vector<LayerSpec>& specs,
     } else if (type == "flatten") {
       p.kind = LayerKind::kFlatten;
     } else {
+      // kGpuLayerTypes (gpu_model.hpp) lists the types above; choose_device checks it first.
       CONFLUX_INPUT_ERROR("the GPU model has no '{}' layer", type);
     }
     const std::vector<model::ParamInfo> params = layer->param_layout(shape);

@@ -1,6 +1,7 @@
 #pragma once
 /// @file layer.hpp
-/// The layer interface and the built-in layers (linear, conv2d, max-pool, ReLU, flatten).
+/// The layer interface and the factory of the built-in layers (their types and keys are
+/// declared in config/schema's layer_keys()).
 
 #include <cstdint>
 #include <memory>

@@ -27,9 +27,10 @@ struct OnnxExportOptions {
 };
 
 /// Writes `model` (built from `specs`) as an ONNX model: input "input" [batch, input shape...],
-/// output "logits" [batch, classes], one node per layer (Gemm, Conv, MaxPool, Relu, Flatten),
-/// the weights as initializers. Published atomically; InputError for a layer ONNX cannot
-/// express, RuntimeError when the file cannot be written.
+/// output "logits" [batch, classes], one node per layer (Gemm, Conv, MaxPool, AveragePool, Relu,
+/// Flatten; globalavgpool is GlobalAveragePool + Flatten), the weights as initializers. Published
+/// atomically; InputError for a layer ONNX cannot express, RuntimeError when the file cannot be
+/// written.
 void write_onnx_model(const std::filesystem::path& path, const Model& model,
                       const std::vector<LayerSpec>& specs, const OnnxExportOptions& options);
 

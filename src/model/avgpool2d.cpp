@@ -1,0 +1,126 @@
+#include "conflux/model/avgpool2d.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "conflux/core/error.hpp"
+
+namespace conflux::model {
+
+namespace {
+
+// [N, C, H, W] of a forward input, with the layer's description in the error.
+void check_image_batch(const Tensor& in, const std::string& what) {
+  CONFLUX_CHECK(in.shape.size() == 4, "{} got input [{}]", what, fmt::join(in.shape, ","));
+}
+
+}  // namespace
+
+AvgPool2d::AvgPool2d(int kernel, int stride)
+    : kernel_(kernel), stride_(stride == 0 ? kernel : stride) {
+  CONFLUX_REQUIRE(kernel >= 1, "avgpool: kernel must be >= 1, got {}", kernel);
+  CONFLUX_REQUIRE(stride >= 0, "avgpool: stride must be >= 0 (0 = same as kernel), got {}", stride);
+}
+
+std::string AvgPool2d::describe() const {
+  return fmt::format("avgpool k{} s{}", kernel_, stride_);
+}
+
+SampleShape AvgPool2d::output_shape(const SampleShape& input) const {
+  CONFLUX_REQUIRE(input.size() == 3, "expects an image [C,H,W] but gets [{}]",
+                  fmt::join(input, ","));
+  CONFLUX_REQUIRE(input[0] > 0 && input[1] >= kernel_ && input[2] >= kernel_,
+                  "window {} does not fit the input [{}]", kernel_, fmt::join(input, ","));
+  return {input[0], (input[1] - kernel_) / stride_ + 1, (input[2] - kernel_) / stride_ + 1};
+}
+
+void AvgPool2d::forward(const Tensor& in, Tensor& out) {
+  check_image_batch(in, describe());
+  const SampleShape o = output_shape({in.shape[1], in.shape[2], in.shape[3]});
+  const int h = in.shape[2];
+  const int w = in.shape[3];
+  out.resize({in.batch(), o[0], o[1], o[2]});
+  const std::size_t planes = static_cast<std::size_t>(in.batch()) * o[0];
+  const float scale = 1.0f / static_cast<float>(kernel_ * kernel_);
+  float* y = out.data.data();
+  for (std::size_t p = 0; p < planes; ++p) {
+    const float* x = in.data.data() + p * h * w;
+    for (int oh = 0; oh < o[1]; ++oh) {
+      for (int ow = 0; ow < o[2]; ++ow) {
+        const float* window = x + oh * stride_ * w + ow * stride_;
+        float sum = 0.0f;  // row-major window order: the same sum on every machine
+        for (int ki = 0; ki < kernel_; ++ki) {
+          for (int kj = 0; kj < kernel_; ++kj) sum += window[ki * w + kj];
+        }
+        *y++ = sum * scale;
+      }
+    }
+  }
+}
+
+void AvgPool2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) {
+  check_image_batch(in, describe());
+  const SampleShape o = output_shape({in.shape[1], in.shape[2], in.shape[3]});
+  CONFLUX_CHECK(grad_out.shape == (std::vector<int>{in.batch(), o[0], o[1], o[2]}),
+                "{}: backward gradient [{}] does not match the last forward", describe(),
+                fmt::join(grad_out.shape, ","));
+  const int h = in.shape[2];
+  const int w = in.shape[3];
+  grad_in.resize(in.shape);
+  std::fill(grad_in.data.begin(), grad_in.data.end(), 0.0f);
+  const std::size_t planes = static_cast<std::size_t>(in.batch()) * o[0];
+  const float scale = 1.0f / static_cast<float>(kernel_ * kernel_);
+  const float* dy = grad_out.data.data();
+  for (std::size_t p = 0; p < planes; ++p) {
+    float* dx = grad_in.data.data() + p * h * w;
+    for (int oh = 0; oh < o[1]; ++oh) {
+      for (int ow = 0; ow < o[2]; ++ow) {
+        // '+=': overlapping windows (stride < kernel) share inputs.
+        const float g = *dy++ * scale;
+        float* window = dx + oh * stride_ * w + ow * stride_;
+        for (int ki = 0; ki < kernel_; ++ki) {
+          for (int kj = 0; kj < kernel_; ++kj) window[ki * w + kj] += g;
+        }
+      }
+    }
+  }
+}
+
+SampleShape GlobalAvgPool::output_shape(const SampleShape& input) const {
+  CONFLUX_REQUIRE(input.size() == 3 && input[0] > 0 && input[1] > 0 && input[2] > 0,
+                  "expects an image [C,H,W] but gets [{}]", fmt::join(input, ","));
+  return {input[0]};
+}
+
+void GlobalAvgPool::forward(const Tensor& in, Tensor& out) {
+  check_image_batch(in, type());
+  const std::size_t plane = static_cast<std::size_t>(in.shape[2]) * in.shape[3];
+  out.resize({in.batch(), in.shape[1]});
+  const float scale = 1.0f / static_cast<float>(plane);
+  const float* x = in.data.data();
+  for (float& y : out.data) {
+    float sum = 0.0f;
+    for (std::size_t i = 0; i < plane; ++i) sum += x[i];
+    y = sum * scale;
+    x += plane;
+  }
+}
+
+void GlobalAvgPool::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) {
+  check_image_batch(in, type());
+  CONFLUX_CHECK(grad_out.shape == (std::vector<int>{in.batch(), in.shape[1]}),
+                "{}: backward gradient [{}] does not match the last forward", type(),
+                fmt::join(grad_out.shape, ","));
+  const std::size_t plane = static_cast<std::size_t>(in.shape[2]) * in.shape[3];
+  grad_in.resize(in.shape);
+  const float scale = 1.0f / static_cast<float>(plane);
+  float* dx = grad_in.data.data();
+  for (const float g : grad_out.data) {
+    std::fill(dx, dx + plane, g * scale);
+    dx += plane;
+  }
+}
+
+}  // namespace conflux::model
