@@ -12,26 +12,22 @@
 #include "conflux/model/onnx_export.hpp"
 #include "conflux/train/model_export.hpp"
 #include "version.hpp"
+#include "weights_options.hpp"
 
 namespace conflux::cli {
 
 namespace po = boost::program_options;
 
 int cmd_export(const std::vector<std::string>& args) {
+  WeightsOptions weights;
   train::ExportJob job;
   job.test_samples = 16;
   job.producer_version = kVersion;
-  std::string config_path;
-  std::vector<std::string> overrides;
   std::string format = "onnx";
   po::options_description options("conflux export options");
-  options.add_options()("help,h", "show this help")(
-      "model,m", po::value(&job.model_file)->required(), "weights saved by a run (its model.h5)")(
-      "config,c", po::value(&config_path)->required(),
-      "TOML experiment config of those weights (a run's config.toml): the layers, the dataset "
-      "and its evaluation transform")("set,s", po::value(&overrides)->composing(),
-                                      "override a config key (repeatable)")(
-      "format,f", po::value(&format), "onnx (the only format so far)")(
+  options.add_options()("help,h", "show this help");
+  add_weights_options(options, weights);
+  options.add_options()("format,f", po::value(&format), "onnx (the only format so far)")(
       "output,o", po::value(&job.output)->required(), "the file to write, e.g. model.onnx")(
       "test-samples", po::value(&job.test_samples),
       "test images (after the evaluation transform) and conflux's logits for them, written as "
@@ -46,8 +42,9 @@ int cmd_export(const std::vector<std::string>& args) {
   CONFLUX_REQUIRE(format == "onnx", "conflux export --format: onnx is the only format, not '{}'",
                   format);
   const Logger log;
-  const Config config =
-      load_config_file(config_path, environment_sources(overrides, local_time("%Y%m%d-%H%M%S")));
+  job.model_file = weights.model_file;
+  const Config config = load_config_file(
+      weights.config_path, environment_sources(weights.overrides, local_time("%Y%m%d-%H%M%S")));
   const train::ExportResult r = train::run_export_job(config, log, job);
   fmt::print("wrote {} (ONNX opset {}, weights digest {})\n", job.output.string(),
              model::kOnnxOpset, r.weights_digest);

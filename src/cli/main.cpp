@@ -34,6 +34,7 @@
 #include "plan_commands.hpp"
 #include "report_command.hpp"
 #include "version.hpp"
+#include "weights_options.hpp"
 
 namespace po = boost::program_options;
 using namespace conflux;
@@ -197,17 +198,12 @@ int cmd_train(int argc, char** argv, const std::vector<std::string>& args) {
 }
 
 int cmd_eval(int argc, char** argv, const std::vector<std::string>& args) {
-  ConfigArgs config_args;
-  train::EvalJob job;
+  cli::WeightsOptions weights;
   std::string split = "test";
   po::options_description options("conflux eval options");
-  options.add_options()("help,h", "show this help")(
-      "model,m", po::value(&job.model_file)->required(), "weights saved by a run (its model.h5)")(
-      "config,c", po::value(&config_args.path)->required(),
-      "TOML experiment config: the model's layers, the dataset and its evaluation transform")(
-      "set,s", po::value(&config_args.overrides)->composing(),
-      "override a config key, e.g. --set data.test_limit=1000 (repeatable)")(
-      "split", po::value(&split), "test (default) or train");
+  options.add_options()("help,h", "show this help");
+  cli::add_weights_options(options, weights);
+  options.add_options()("split", po::value(&split), "test (default) or train");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(options).run(), vm);
   if (vm.count("help")) {
@@ -217,7 +213,8 @@ int cmd_eval(int argc, char** argv, const std::vector<std::string>& args) {
   po::notify(vm);
   CONFLUX_REQUIRE(split == "test" || split == "train",
                   "conflux eval: --split must be test or train, not '{}'", split);
-  job.train_split = split == "train";
+  const train::EvalJob job{.model_file = weights.model_file, .train_split = split == "train"};
+  const ConfigArgs config_args{weights.config_path, weights.overrides};
   return run_mpi_command(argc, argv, config_args,
                          [&](const Config& config, const comm::Communicator& world,
                              const Logger& log, const comm::MpiEnvironment&) {
