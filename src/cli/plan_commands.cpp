@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -193,6 +194,7 @@ namespace {
 struct PlanArgs {
   std::string model_path, target = "lambda", arch = "x86", batches, s3_dir;
   std::string emit_config, emit_sbatch;
+  std::string margin = "auto";
   double deadline = 0;
   int epochs = 0, alternatives = 5;
   bool all_points = false;
@@ -206,6 +208,9 @@ bool parse_plan_args(const std::vector<std::string>& args, PlanArgs& a) {
   options.add_options()("help,h", "show this help")("model,m", po::value(&a.model_path)->required(),
                                                     "model file from `conflux fit`")(
       "deadline,d", po::value(&a.deadline)->required(), "seconds the whole training may take")(
+      "margin", po::value(&a.margin),
+      "time kept in reserve, a fraction of the predicted time (e.g. 0.1); auto (default): the "
+      "90th percentile of the fit's leave-one-out T_train errors")(
       "target", po::value(&a.target),
       "lambda (default: K-Reduce over S3) or slurm (MPI allreduce)")(
       "arch", po::value(&a.arch), "Lambda architecture: x86 (default) or arm")(
@@ -230,6 +235,34 @@ bool parse_plan_args(const std::vector<std::string>& args, PlanArgs& a) {
                   a.arch);
   if (!a.batches.empty()) a.space.batch_sizes = int_list(a.batches, "batches");
   return true;
+}
+
+// The margin --margin asks for, said on stdout with the deadline it leaves to plan against.
+plan::DeadlineMargin deadline_margin(const PlanArgs& a, const plan::PerformanceModel& model) {
+  plan::DeadlineMargin m;
+  if (a.margin == "auto") {
+    m = plan::margin_from_held_out(model.train_loo_errors);
+    if (m.points == 0) {
+      fmt::print(
+          "margin 0 %: {} holds no held-out errors (a fit file of an older conflux fit); "
+          "refit, or give --margin\n",
+          a.model_path);
+      return m;
+    }
+  } else {
+    char* end = nullptr;
+    m.fraction = std::strtod(a.margin.c_str(), &end);
+    CONFLUX_REQUIRE(
+        !a.margin.empty() && *end == '\0' && std::isfinite(m.fraction) && m.fraction >= 0,
+        "--margin must be auto or a fraction >= 0 (e.g. 0.1), not '{}'", a.margin);
+  }
+  fmt::print("margin {:.1f} % ({}): the predicted time must stay within deadline / {:.3f}\n",
+             100 * m.fraction,
+             m.points > 0
+                 ? fmt::format("90th percentile of the fit's {} held-out T_train errors", m.points)
+                 : std::string("--margin"),
+             1 + m.fraction);
+  return m;
 }
 
 // Writes the files --emit-config and --emit-sbatch ask for.
@@ -268,7 +301,9 @@ int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sou
       .arch = a.arch == "arm" ? plan::LambdaArch::kArm : plan::LambdaArch::kX86,
       .epochs = a.epochs > 0 ? a.epochs : config.train().epochs,
       .s3 = s3 ? &*s3 : nullptr});
+  const plan::DeadlineMargin margin = deadline_margin(a, model);
   const plan::PlanRequest request{.deadline_s = a.deadline,
+                                  .margin = margin.fraction,
                                   .alternatives = a.alternatives,
                                   .space = a.space,
                                   .distinct = !a.all_points};

@@ -343,6 +343,9 @@ FitResult fit_sweep(const Sweep& sweep, TrainForm form, const std::string& sourc
   m.mb_per_vcpu = sweep.mb_per_vcpu;
   m.dataset = sweep.dataset;
   m.source = source;
+  for (const PointError& e : (r.chose_constant ? r.with_constant : r.fasdl).quality.points) {
+    if (std::isfinite(e.loo_error)) m.train_loo_errors.push_back(e.loo_error);
+  }
   return r;
 }
 

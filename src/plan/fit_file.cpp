@@ -42,6 +42,7 @@ void write_fit_file(const std::filesystem::path& path, const PerformanceModel& m
                                {"seconds", doubles(row.seconds)}});
   }
   root.insert("sync", std::move(rows));
+  root.insert("validation", toml::table{{"train_loo_errors", doubles(m.train_loo_errors)}});
   std::ostringstream out;
   out << "# conflux performance model: T_train(B, M) = a (B + b) / (M + m) + c,\n"
       << "# T_trans(M) = k1 M^k2, gradient sync interpolated in M per trainer count\n"
@@ -82,6 +83,13 @@ PerformanceModel read_fit_file(const std::filesystem::path& path) {
                       "memory_mb ascending",
                       name, t->source().begin.line);
       m.sync.rows.push_back(std::move(row));
+    }
+  }
+  // Absent in files of an older `conflux fit`: the planner then has no margin to derive.
+  if (const toml::array* errors = root.at_path("validation.train_loo_errors").as_array()) {
+    for (const toml::node& v : *errors) {
+      CONFLUX_REQUIRE(v.is_number(), "{}: validation.train_loo_errors must hold numbers", name);
+      m.train_loo_errors.push_back(v.value_or(0.0));
     }
   }
   CONFLUX_REQUIRE(m.train.a > 0 && m.epoch_samples > 0,

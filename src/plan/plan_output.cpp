@@ -127,6 +127,13 @@ std::string render_ranked(const PlanResult& result, const PlanRequest& request) 
   return out;
 }
 
+// ", margin 12.3 % (predicted within 534 s)" when there is a margin.
+std::string margin_text(const PlanRequest& request) {
+  if (request.margin <= 0) return "";
+  return fmt::format(", margin {:.1f} % (predicted within {})", 100 * request.margin,
+                     format_seconds(request.budget_s()));
+}
+
 // Why the choice wins, and what the search cost.
 std::string render_why(const PlanResult& result, const PlanRequest& request) {
   const Prediction& p = result.ranked.front().second;
@@ -134,7 +141,7 @@ std::string render_why(const PlanResult& result, const PlanRequest& request) {
   out += fmt::format(
       "\nwhy: the cheapest of the {} configurations in the space that meet {} "
       "(exact search)",
-      grouped(result.space_size), format_seconds(request.deadline_s));
+      grouped(result.space_size), format_seconds(request.budget_s()));
   // Distinct: the runners-up differ in (W, K, Ba, Bn), each at its own cheapest memory size.
   const char* next = request.distinct ? "the next different configuration (W, K, batches)"
                                       : "the next configuration";
@@ -159,11 +166,12 @@ std::string render_plan_report(const PlanResult& result, const CostModel& model,
   const CostModelOptions& o = model.options();
   const PerformanceModel& m = model.model();
   const bool lambda = o.target == Target::kLambda;
-  std::string out = fmt::format(
-      "conflux plan: {}{}, {} epoch{} of {} samples, deadline {}\n", to_string(o.target),
-      lambda ? fmt::format(" ({}, K-Reduce over S3)", to_string(o.arch))
-             : std::string(" (MPI allreduce)"),
-      o.epochs, o.epochs == 1 ? "" : "s", m.epoch_samples, format_seconds(request.deadline_s));
+  std::string out = fmt::format("conflux plan: {}{}, {} epoch{} of {} samples, deadline {}{}\n",
+                                to_string(o.target),
+                                lambda ? fmt::format(" ({}, K-Reduce over S3)", to_string(o.arch))
+                                       : std::string(" (MPI allreduce)"),
+                                o.epochs, o.epochs == 1 ? "" : "s", m.epoch_samples,
+                                format_seconds(request.deadline_s), margin_text(request));
   if (!m.source.empty()) out += fmt::format("model: {}\n", m.source);
   out += render_chosen(result.ranked.front(), model, request);
   out += render_ranked(result, request);
@@ -172,7 +180,8 @@ std::string render_plan_report(const PlanResult& result, const CostModel& model,
 }
 
 std::string render_infeasible(const PlanResult& result, const PlanRequest& request) {
-  std::string out = fmt::format("no configuration meets {}", format_seconds(request.deadline_s));
+  std::string out = fmt::format("no configuration meets {}{}", format_seconds(request.deadline_s),
+                                margin_text(request));
   if (result.fastest) {
     const auto& [c, p] = *result.fastest;
     out += fmt::format("; the fastest is {} with {}, costing {}", format_seconds(p.total_s),

@@ -130,9 +130,22 @@ void validate_combinations(const CostModel& model, const PlanSpace& s) {
 
 }  // namespace
 
+DeadlineMargin margin_from_held_out(const std::vector<double>& loo_errors) {
+  std::vector<double> over;  // measured / predicted - 1: what the prediction fell short by
+  for (const double e : loo_errors) {
+    if (std::isfinite(e) && e > -1.0) over.push_back(std::max(0.0, -e / (1.0 + e)));
+  }
+  if (over.empty()) return {};
+  std::sort(over.begin(), over.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(over.size())));
+  return {.fraction = over[std::max<std::size_t>(rank, 1) - 1], .points = over.size()};
+}
+
 void validate_request(const CostModel& model, const PlanRequest& request) {
   CONFLUX_REQUIRE(std::isfinite(request.deadline_s) && request.deadline_s > 0,
                   "deadline must be positive, got {} s", request.deadline_s);
+  CONFLUX_REQUIRE(std::isfinite(request.margin) && request.margin >= 0,
+                  "the margin must be >= 0, got {}", request.margin);
   CONFLUX_REQUIRE(request.alternatives >= 0 && request.alternatives <= 1000,
                   "alternatives must lie in 0..1000, got {}", request.alternatives);
   validate_space(request.space);
@@ -182,7 +195,7 @@ PlanResult exhaustive_plan(const CostModel& model, const PlanRequest& request) {
       const Scored s = evaluate(model, c);
       ++evaluated;
       fastest.offer(s);
-      if (s.second.total_s > request.deadline_s) continue;
+      if (s.second.total_s > request.budget_s()) continue;
       if (!request.distinct) {
         top.offer(s);
       } else if (!cheapest || cheaper(s, *cheapest)) {

@@ -33,7 +33,7 @@ class Search {
       : model_(model),
         m_(model.model()),
         target_(model.options().target),
-        deadline_(request.deadline_s),
+        deadline_(request.budget_s()),
         grid_(grid) {
     const std::size_t n = grid_.memory.size();
     mem_.resize(n);

@@ -50,8 +50,10 @@ fi
 if out=$("$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 \
   --emit-config "$TMP/plan.toml" --emit-sbatch "$TMP/plan.sbatch" 2>&1) &&
   grep -q '^chosen:' <<<"$out" && grep -q 'exact search' <<<"$out" &&
-  grep -q '^#SBATCH --ntasks=' "$TMP/plan.sbatch"; then
-  ok "plan: a choice, alternatives and an #SBATCH header"
+  grep -q '^#SBATCH --ntasks=' "$TMP/plan.sbatch" &&
+  grep -qP '^margin [0-9.]+ % \(90th percentile of the fit.s [0-9]+ held-out T_train errors\)' <<<"$out" &&
+  grep -q '^\[validation\]' "$TMP/model.toml"; then
+  ok "plan: a choice, alternatives, an #SBATCH header and the margin from the fit's held-out errors"
 else
   not_ok "plan" "$out"
 fi
@@ -66,6 +68,17 @@ fi
 
 expect_fail "plan: negative deadline" 2 "deadline must be positive" -- \
   "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline -5
+# The same deadline with --margin 0.5 plans within 3600 / 1.5 s, and says so.
+out=$("$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 --margin 0.5 2>&1)
+if grep -q '^margin 50.0 % (--margin)' <<<"$out" && grep -q 'margin 50.0 % (predicted within 2400 s)' <<<"$out"; then
+  ok "plan --margin 0.5: planned within 2400 s of the 3600 s deadline"
+else
+  not_ok "plan --margin 0.5" "$out"
+fi
+expect_fail "plan: negative margin" 2 "--margin must be auto or a fraction >= 0 (e.g. 0.1), not '-0.1'" -- \
+  "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 --margin -0.1
+expect_fail "plan: a margin that is not a number" 2 "not '10%'" -- \
+  "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 --margin 10%
 expect_fail "plan: infeasible deadline names the fastest" 2 "no configuration meets" -- \
   "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 0.001
 expect_fail "plan: slurm target beyond the measured trainers" 2 "the fastest is" -- \

@@ -392,6 +392,39 @@ TEST(Planner, MatchesExhaustiveSearchOnAFullMemoryRange) {
   }
 }
 
+// A margin m plans exactly as the deadline divided by 1 + m, and every choice keeps it.
+TEST(Planner, MarginShrinksTheDeadlineTheChoicesMustMeet) {
+  const PerformanceModel m = realistic_model();
+  const CostModel cost(
+      CostModelOptions{.model = &m, .target = Target::kLambda, .epochs = 5, .s3 = &real_table()});
+  PlanRequest with_margin{.deadline_s = 2000, .margin = 0.25, .alternatives = 5};
+  with_margin.space.max_workers = 3;
+  with_margin.space.batch_sizes = {16, 64, 256};
+  PlanRequest shrunk = with_margin;
+  shrunk.deadline_s = 1600;
+  shrunk.margin = 0;
+  const PlanResult r = plan(cost, with_margin);
+  expect_same(r, plan(cost, shrunk), "margin 0.25 = deadline 1600 s");
+  expect_same(r, exhaustive_plan(cost, with_margin), "margin 0.25, exhaustive");
+  ASSERT_TRUE(r.feasible);
+  for (const Scored& s : r.ranked) EXPECT_LE(s.second.total_s * 1.25, 2000 * (1 + 1e-12));
+  const PlanResult none = plan(cost, PlanRequest{.deadline_s = 2000});
+  EXPECT_LT(none.ranked.front().second.cost_usd, r.ranked.front().second.cost_usd + 1e-12);
+}
+
+TEST(Planner, MarginIsTheNinetiethPercentileOfTheHeldOutShortfall) {
+  EXPECT_EQ(margin_from_held_out({}).points, 0u);
+  EXPECT_EQ(margin_from_held_out({}).fraction, 0);
+  // (predicted - measured) / measured = -0.5: measured twice the prediction, a shortfall of 1.
+  std::vector<double> errors(9, 0.1);  // over-predictions need no margin
+  errors.push_back(-0.5);
+  EXPECT_EQ(margin_from_held_out(errors).fraction, 0);  // 1 of 10 above the 90th percentile
+  errors.push_back(-0.2);                               // shortfall 0.25
+  const DeadlineMargin two = margin_from_held_out(errors);
+  EXPECT_EQ(two.points, 11u);
+  EXPECT_DOUBLE_EQ(two.fraction, 0.25);  // nearest rank ceil(9.9) = 10 of 11
+}
+
 TEST(Planner, RejectsBadRequests) {
   const PerformanceModel m = realistic_model();
   const CostModel cost(CostModelOptions{.model = &m, .s3 = &real_table()});
@@ -415,6 +448,7 @@ TEST(Planner, RejectsBadRequests) {
         {"memory 2048..1024 MB"});
   fails(with([](PlanRequest& r) { r.space.memory_step_mb = 0; }), {"memory step", "got 0"});
   fails(with([](PlanRequest& r) { r.alternatives = -1; }), {"alternatives", "-1"});
+  fails(with([](PlanRequest& r) { r.margin = -0.1; }), {"the margin must be >= 0, got -0.1"});
   fails(with([](PlanRequest& r) { r.space.max_workers = 10000; }), {"combinations", "at most"});
 
   PerformanceModel pole = realistic_model();

@@ -70,6 +70,7 @@ TEST(PlanFiles, ModelRoundTrips) {
   m.gradient_mb = 1.59;
   m.epoch_samples = 60000;
   m.dataset = "mnist";
+  m.train_loo_errors = {-0.125, 0.03};
   write_fit_file(dir.path() / "m.toml", m);
   const PerformanceModel r = read_fit_file(dir.path() / "m.toml");
   EXPECT_DOUBLE_EQ(r.train.a, 30);
@@ -78,6 +79,7 @@ TEST(PlanFiles, ModelRoundTrips) {
   ASSERT_EQ(r.sync.rows.size(), 1u);
   EXPECT_EQ(r.sync.rows[0].seconds, (std::vector<double>{0.004, 0.002}));
   EXPECT_EQ(r.epoch_samples, 60000u);
+  EXPECT_EQ(r.train_loo_errors, m.train_loo_errors);
   std::ofstream(dir.path() / "x.toml") << "dataset = \"mnist\"\n";
   EXPECT_THROW(read_fit_file(dir.path() / "x.toml"), InputError);
 }

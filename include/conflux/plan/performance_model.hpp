@@ -58,6 +58,9 @@ struct PerformanceModel {
   double mb_per_vcpu = 1769;        ///< memory that buys one vCPU
   std::string dataset;              ///< for reports
   std::string source;               ///< profile file(s) it was fitted from
+  /// Leave-one-out relative errors (predicted - measured) / measured of T_train's points: how
+  /// far a prediction strays on a point the fit has not seen (the planner's margin).
+  std::vector<double> train_loo_errors;
 };
 
 }  // namespace conflux::plan

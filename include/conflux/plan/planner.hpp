@@ -21,14 +21,18 @@ using Scored = std::pair<Candidate, Prediction>;
 
 /// What to plan for.
 struct PlanRequest {
-  double deadline_s = 0;  ///< predicted total time must not exceed it
-  int alternatives = 5;   ///< runners-up reported besides the best
-  PlanSpace space{};      ///< the configurations searched
+  double deadline_s = 0;  ///< the deadline the user gave
+  /// Reserve for prediction errors: predicted total time x (1 + margin) must meet the deadline.
+  double margin = 0;
+  int alternatives = 5;  ///< runners-up reported besides the best
+  PlanSpace space{};     ///< the configurations searched
   /// true: the best and then the next cheapest configurations whose (W, K, Ba, Bn) differ from
   /// every one listed before, each at the cheapest feasible memory size of its (W, K, Ba, Bn);
   /// false: the exact top 1 + alternatives over all points (often the best's memory
   /// neighbours).
   bool distinct = true;
+  /// The predicted total time a configuration may take: deadline_s / (1 + margin).
+  double budget_s() const noexcept { return deadline_s / (1 + margin); }
 };
 
 /// The planner's answer.
@@ -45,6 +49,17 @@ struct PlanResult {
 bool cheaper(const Scored& x, const Scored& y) noexcept;
 /// The order of the fastest configuration: total time, then cost, W, M, K, Ba, Bn.
 bool faster(const Scored& x, const Scored& y) noexcept;
+
+/// How much longer than predicted a run may take, as a fraction of the prediction.
+struct DeadlineMargin {
+  double fraction = 0;     ///< plan so that predicted * (1 + fraction) meets the deadline
+  std::size_t points = 0;  ///< held-out errors it was derived from (0: given or none)
+};
+
+/// The margin under which 90 % of the held-out points would have met their prediction: the
+/// 90th percentile (nearest rank) of measured / predicted - 1 over `loo_errors` ((predicted -
+/// measured) / measured each), never below 0. {0, 0} without errors.
+DeadlineMargin margin_from_held_out(const std::vector<double>& loo_errors);
 
 /// InputError naming the problem when `request` cannot be planned with `model` (deadline,
 /// ranges, batch list, a pole of T_train inside the memory range, unmeasured SLURM counts).
