@@ -175,8 +175,11 @@ int cmd_predict(const std::vector<std::string>& args, const ConfigSources& base_
                   "{}: the model's gradient sync was measured with MPI allreduce; predict "
                   "K-Reduce with `conflux plan --target lambda`",
                   config.where("comm.strategy"));
-  const plan::CostModel cost(plan::CostModelOptions{
-      .model = &model, .prices = config.prices(), .target = plan::Target::kSlurm, .epochs = 1});
+  const plan::CostModel cost(plan::CostModelOptions{.model = &model,
+                                                    .prices = config.prices(),
+                                                    .target = plan::Target::kSlurm,
+                                                    .epochs = 1,
+                                                    .threads = config.cluster().blas_threads});
   const plan::Candidate c{workers, config.limits().memory_mb, workers, batch / workers,
                           batch / workers};
   const plan::Prediction p = cost.predict(c);
@@ -300,6 +303,7 @@ int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sou
       .target = a.target == "lambda" ? plan::Target::kLambda : plan::Target::kSlurm,
       .arch = a.arch == "arm" ? plan::LambdaArch::kArm : plan::LambdaArch::kX86,
       .epochs = a.epochs > 0 ? a.epochs : config.train().epochs,
+      .threads = config.cluster().blas_threads,
       .s3 = s3 ? &*s3 : nullptr});
   const plan::DeadlineMargin margin = deadline_margin(a, model);
   const plan::PlanRequest request{.deadline_s = a.deadline,

@@ -21,6 +21,8 @@ CostModel::CostModel(CostModelOptions options) : options_(options) {
   CONFLUX_REQUIRE(options_.model != nullptr, "the cost model needs a performance model");
   const PerformanceModel& m = *options_.model;
   CONFLUX_REQUIRE(options_.epochs >= 1, "epochs must be at least 1, got {}", options_.epochs);
+  CONFLUX_REQUIRE(options_.threads >= 1, "compute threads must be at least 1, got {}",
+                  options_.threads);
   CONFLUX_REQUIRE(m.epoch_samples >= 1, "the performance model ({}) has no training samples",
                   m.source);
   CONFLUX_REQUIRE(std::isfinite(m.mb_per_vcpu) && m.mb_per_vcpu > 0,
@@ -115,6 +117,14 @@ int CostModel::cores(int memory_mb) const noexcept {
   return static_cast<int>(std::ceil(memory_mb / options_.model->mb_per_vcpu));
 }
 
+double CostModel::compute_cap_mb() const noexcept {
+  return options_.threads * options_.model->mb_per_vcpu;
+}
+
+double CostModel::train_seconds(double batch, double memory_mb) const noexcept {
+  return options_.model->train.seconds(batch, std::min(memory_mb, compute_cap_mb()));
+}
+
 Prediction CostModel::predict(const Candidate& c) const {
   check_shape(c);
   const PerformanceModel& m = *options_.model;
@@ -127,7 +137,7 @@ Prediction CostModel::predict(const Candidate& c) const {
   r.iterations = iterations(c);
   // MPI reduces the gradient in place: only a transfer through an object store serialises.
   r.transfer_s = options_.target == Target::kLambda ? m.transfer.seconds(mem) : 0.0;
-  const double train_a = m.train.seconds(c.aggregator_batch, mem);
+  const double train_a = train_seconds(c.aggregator_batch, mem);
   double comm_a = 0;
   double comm_n = 0;
   if (options_.target == Target::kLambda) {
@@ -148,7 +158,7 @@ Prediction CostModel::predict(const Candidate& c) const {
   r.comm_s = comm_a;
   r.iteration_s = r.aggregator_s;
   if (c.aggregators < c.workers) {
-    const double train_n = m.train.seconds(c.nonaggregator_batch, mem);
+    const double train_n = train_seconds(c.nonaggregator_batch, mem);
     r.nonaggregator_s = train_n + r.transfer_s + comm_n;
     if (r.nonaggregator_s > r.aggregator_s) {
       r.iteration_s = r.nonaggregator_s;

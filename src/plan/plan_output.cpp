@@ -173,6 +173,10 @@ std::string render_plan_report(const PlanResult& result, const CostModel& model,
                                 o.epochs, o.epochs == 1 ? "" : "s", m.epoch_samples,
                                 format_seconds(request.deadline_s), margin_text(request));
   if (!m.source.empty()) out += fmt::format("model: {}\n", m.source);
+  out += fmt::format(
+      "compute: {} thread{} per rank (cluster.blas_threads): T_train stops falling above {:.0f} "
+      "MB\n",
+      o.threads, o.threads == 1 ? "" : "s", model.compute_cap_mb());
   out += render_chosen(result.ranked.front(), model, request);
   out += render_ranked(result, request);
   out += render_why(result, request);

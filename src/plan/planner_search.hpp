@@ -165,19 +165,23 @@ class Search {
     return (1 - weight_[i]) * s.down[j] + weight_[i] * s.down[j + 1];
   }
 
-  // Lower bounds of T_train and of M T_train over [ml, mh]: a (B + b) / (M + m) is monotone
-  // on an interval without the pole (validate_request keeps it out of the space), and so are
-  // a (B + b) M / (M + m) and c M, so each is least at an end.
+  // Lower bounds of T_train and of M T_train over [ml, mh]: a (B + b) / (M' + m) with
+  // M' = min(M, cap) is monotone on an interval without the pole (validate_request keeps it
+  // out of the space), and a (B + b) M / (M' + m) and c M are monotone on each side of the cap,
+  // so each is least at an end or at the cap.
   struct TrainBound {
     double t, mt, mt_magnitude;
   };
   TrainBound train_bound(int batch, double ml, double mh) const {
     const TrainTimeModel& tr = m_.train;
+    const double cap = model_.compute_cap_mb();
     const double scaled = tr.a * (batch + tr.b);
-    const double work = std::min(scaled * ml / (ml + tr.m), scaled * mh / (mh + tr.m));
+    const auto work_at = [&](double mem) { return scaled * mem / (std::min(mem, cap) + tr.m); };
+    double work = std::min(work_at(ml), work_at(mh));
+    if (ml < cap && cap < mh) work = std::min(work, work_at(cap));
     const double fixed = std::min(tr.c * ml, tr.c * mh);
-    return {std::min(tr.seconds(batch, ml), tr.seconds(batch, mh)), work + fixed,
-            std::abs(work) + std::abs(fixed)};
+    return {std::min(model_.train_seconds(batch, ml), model_.train_seconds(batch, mh)),
+            work + fixed, std::abs(work) + std::abs(fixed)};
   }
 
   Bound bound(const ComboData& d, std::int32_t lo, std::int32_t hi) const {

@@ -29,7 +29,8 @@ PerformanceModel model() {
 
 TEST(CostModel, LambdaIterationIsTheSlowerRoleOfKReduce) {
   const PerformanceModel m = model();
-  const CostModel cost(CostModelOptions{.model = &m, .epochs = 2, .s3 = &s3()});
+  // 2 threads: 1024 MB (1.02 vCPU) is below the cap, so T_train is the fit's own value.
+  const CostModel cost(CostModelOptions{.model = &m, .epochs = 2, .threads = 2, .s3 = &s3()});
   const Candidate c{.workers = 5,
                     .memory_mb = 1024,
                     .aggregators = 2,
@@ -59,7 +60,7 @@ TEST(CostModel, LambdaIterationIsTheSlowerRoleOfKReduce) {
 
 TEST(CostModel, ABigNonAggregatorBatchMakesNonAggregatorsTheCriticalRole) {
   const PerformanceModel m = model();
-  const CostModel cost(CostModelOptions{.model = &m, .s3 = &s3()});
+  const CostModel cost(CostModelOptions{.model = &m, .threads = 2, .s3 = &s3()});
   const Prediction p = cost.predict({5, 1024, 2, 16, 1024});
   EXPECT_GT(p.nonaggregator_s, p.aggregator_s);
   EXPECT_EQ(p.iteration_s, p.nonaggregator_s);
@@ -87,6 +88,24 @@ TEST(CostModel, RequestsAreChargedPerMaximumFunctionDuration) {
   EXPECT_DOUBLE_EQ(p.request_cost_usd, 3 * std::ceil(p.total_s) * prices.lambda_request);
 }
 
+// One compute thread uses one vCPU: more memory buys no speed beyond mb_per_vcpu, only cost.
+TEST(CostModel, TrainTimeStopsFallingAtTheThreadsShare) {
+  const PerformanceModel m = model();  // mb_per_vcpu = 1000
+  const CostModel one(CostModelOptions{.model = &m, .target = Target::kSlurm});
+  const CostModel four(CostModelOptions{.model = &m, .target = Target::kSlurm, .threads = 4});
+  EXPECT_EQ(one.compute_cap_mb(), 1000);
+  EXPECT_EQ(one.train_seconds(64, 3000), m.train.seconds(64, 1000));
+  EXPECT_EQ(one.train_seconds(64, 800), m.train.seconds(64, 800));
+  EXPECT_EQ(four.train_seconds(64, 3000), m.train.seconds(64, 3000));
+  const Candidate at_cap{4, 1000, 4, 64, 64};
+  const Candidate above{4, 3000, 4, 64, 64};
+  EXPECT_EQ(one.predict(above).train_s, one.predict(at_cap).train_s);
+  EXPECT_GT(one.predict(above).cost_usd, one.predict(at_cap).cost_usd);
+  EXPECT_LT(four.predict(above).train_s, four.predict(at_cap).train_s);
+  expect_input_error([&] { CostModel(CostModelOptions{.model = &m, .threads = 0}); },
+                     {"compute threads must be at least 1, got 0"});
+}
+
 TEST(CostModel, ArmUsesItsOwnGbSecondPrice) {
   const PerformanceModel m = model();
   const CostModel x86(CostModelOptions{.model = &m, .s3 = &s3()});
@@ -101,7 +120,8 @@ TEST(CostModel, ArmUsesItsOwnGbSecondPrice) {
 
 TEST(CostModel, SlurmIterationAddsTheMeasuredSyncAndPaysCoreHours) {
   const PerformanceModel m = model();
-  const CostModel cost(CostModelOptions{.model = &m, .target = Target::kSlurm, .epochs = 3});
+  const CostModel cost(
+      CostModelOptions{.model = &m, .target = Target::kSlurm, .epochs = 3, .threads = 2});
   const Prediction p = cost.predict({4, 1500, 4, 50, 50});
   EXPECT_EQ(cost.cores(1500), 2);
   EXPECT_EQ(cost.cores(1000), 1);

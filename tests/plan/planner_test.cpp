@@ -412,6 +412,34 @@ TEST(Planner, MarginShrinksTheDeadlineTheChoicesMustMeet) {
   EXPECT_LT(none.ranked.front().second.cost_usd, r.ranked.front().second.cost_usd + 1e-12);
 }
 
+// Profiled with one compute thread, a rank cannot use more than one vCPU: on SLURM (where
+// memory buys only cores) the plan never pays for memory above mb_per_vcpu, even to be
+// fastest, unless the config gives it more threads. (On Lambda more memory also buys network
+// bandwidth, so a larger function can still be faster there.)
+TEST(Planner, NeverPlansMoreCpuThanTheThreadsCanUse) {
+  const PerformanceModel m = realistic_model();  // mb_per_vcpu 1769
+  for (const int threads : {1, 6}) {
+    SCOPED_TRACE(threads);
+    const CostModel cost(
+        CostModelOptions{.model = &m, .target = Target::kSlurm, .epochs = 5, .threads = threads});
+    PlanRequest req{.deadline_s = 1e-9, .alternatives = 5};
+    req.space.max_workers = 1;
+    req.space.batch_sizes = {64, 256};
+    const PlanResult fastest = plan(cost, req);
+    ASSERT_TRUE(fastest.fastest);
+    req.deadline_s = 1.5 * fastest.fastest->second.total_s;
+    const PlanResult r = plan(cost, req);
+    expect_same(r, exhaustive_plan(cost, req), "capped");
+    ASSERT_TRUE(r.feasible);
+    if (threads == 1) {
+      EXPECT_LE(fastest.fastest->first.memory_mb, 1769);
+      for (const Scored& s : r.ranked) EXPECT_LE(s.first.memory_mb, 1769);
+    } else {
+      EXPECT_GT(fastest.fastest->first.memory_mb, 1769);  // six threads use the bigger share
+    }
+  }
+}
+
 TEST(Planner, MarginIsTheNinetiethPercentileOfTheHeldOutShortfall) {
   EXPECT_EQ(margin_from_held_out({}).points, 0u);
   EXPECT_EQ(margin_from_held_out({}).fraction, 0);

@@ -69,7 +69,10 @@ struct CostModelOptions {
   Target target = Target::kLambda;          ///< where the job would run
   LambdaArch arch = LambdaArch::kX86;       ///< Lambda only: which GB-second price
   int epochs = 1;                           ///< epochs to train
-  const S3TransferTable* s3 = nullptr;      ///< required for kLambda; must outlive the CostModel
+  /// CPU threads a rank's compute runs (cluster.blas_threads): a share beyond that many vCPUs
+  /// cannot be used, so T_train stops falling at threads x mb_per_vcpu MB.
+  int threads = 1;
+  const S3TransferTable* s3 = nullptr;  ///< required for kLambda; must outlive the CostModel
 };
 
 /// Predicts iteration time, total time and price of candidates. Pure and cheap: the planner
@@ -91,6 +94,10 @@ class CostModel {
   double storage_cost_per_iteration(const Candidate& c) const noexcept;
   /// The Lambda price of one GB-second for the chosen architecture.
   double gb_second_price() const noexcept;
+  /// The memory beyond which T_train stops falling: threads x mb_per_vcpu.
+  double compute_cap_mb() const noexcept;
+  /// T_train at `batch` and `memory_mb`, with the share capped at compute_cap_mb().
+  double train_seconds(double batch, double memory_mb) const noexcept;
   /// vCPUs (SLURM cores) that `memory_mb` buys: ceil(M / mb_per_vcpu).
   int cores(int memory_mb) const noexcept;
   /// The options it was built with.
