@@ -223,6 +223,12 @@ bool parse_plan_args(const std::vector<std::string>& args, PlanArgs& a) {
       "max-memory", po::value(&a.space.max_memory_mb), "largest M in MB (default 10240)")(
       "memory-step", po::value(&a.space.memory_step_mb), "M grid step in MB (default 1)")(
       "batches", po::value(&a.batches), "per-worker batch sizes (default 16,32,...,1024)")(
+      "max-global-batch", po::value(&a.space.max_global_batch),
+      "largest global batch K Ba + (W - K) Bn (default: no cap; FasDL: 1024)")(
+      "aggregator-batch", po::value(&a.space.aggregator_batch),
+      "fix every aggregator's batch Ba to this (default: any of --batches)")(
+      "nonaggregator-batch-ratio", po::value(&a.space.nonaggregator_batch_ratio),
+      "Bn = this x Ba (1: every worker the same batch; default: any Bn >= Ba of --batches)")(
       "alternatives", po::value(&a.alternatives), "runners-up to show (default 5)")(
       "all-points", po::bool_switch(&a.all_points), "rank all points, not distinct (W, K, Ba, Bn)")(
       "s3-table", po::value(&a.s3_dir),

@@ -1,6 +1,7 @@
 #include "conflux/plan/plan_output.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <cstdint>
@@ -127,6 +128,19 @@ std::string render_ranked(const PlanResult& result, const PlanRequest& request) 
   return out;
 }
 
+// "batch rules: Ba = 32, Bn = 1 x Ba, global batch <= 1024" when the space has any.
+std::string batch_rules_text(const PlanSpace& s) {
+  std::vector<std::string> rules;
+  if (s.aggregator_batch > 0) rules.push_back(fmt::format("Ba = {}", s.aggregator_batch));
+  if (s.nonaggregator_batch_ratio > 0) {
+    rules.push_back(fmt::format("Bn = {} x Ba", s.nonaggregator_batch_ratio));
+  }
+  if (s.max_global_batch > 0) {
+    rules.push_back(fmt::format("global batch <= {}", s.max_global_batch));
+  }
+  return rules.empty() ? "" : fmt::format("batch rules: {}\n", fmt::join(rules, ", "));
+}
+
 // ", margin 12.3 % (predicted within 534 s)" when there is a margin.
 std::string margin_text(const PlanRequest& request) {
   if (request.margin <= 0) return "";
@@ -177,6 +191,7 @@ std::string render_plan_report(const PlanResult& result, const CostModel& model,
       "compute: {} thread{} per rank (cluster.blas_threads): T_train stops falling above {:.0f} "
       "MB\n",
       o.threads, o.threads == 1 ? "" : "s", model.compute_cap_mb());
+  out += batch_rules_text(request.space);
   out += render_chosen(result.ranked.front(), model, request);
   out += render_ranked(result, request);
   out += render_why(result, request);

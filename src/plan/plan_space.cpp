@@ -20,6 +20,10 @@ Grid make_grid(const CostModel& model, const PlanRequest& request) {
   const PlanSpace& s = request.space;
   Grid g;
   g.batches = s.batch_sizes;
+  if (s.aggregator_batch > 0) g.batches.push_back(s.aggregator_batch);  // fixed: in the grid
+  g.max_global_batch = s.max_global_batch;
+  g.aggregator_batch = s.aggregator_batch;
+  g.nonaggregator_batch_ratio = s.nonaggregator_batch_ratio;
   std::sort(g.batches.begin(), g.batches.end());
   g.batches.erase(std::unique(g.batches.begin(), g.batches.end()), g.batches.end());
   for (int w = s.min_workers; w <= s.max_workers; ++w) {
@@ -34,10 +38,8 @@ Grid make_grid(const CostModel& model, const PlanRequest& request) {
 }
 
 std::uint64_t space_size(const CostModel& model, const Grid& g) {
-  std::uint64_t combos = 0;
-  for (const int w : g.workers) {
-    combos += combos_per_worker_count(model.options().target, w, g.batches.size());
-  }
+  std::uint64_t combos = 0;  // counted, not computed: the batch rules leave out combinations
+  for_each_combo(model.options().target, g, [&](const Combo&) { ++combos; });
   return combos * g.memory.size();
 }
 

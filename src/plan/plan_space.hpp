@@ -27,6 +27,9 @@ struct Grid {
   std::vector<int> workers;
   std::vector<int> batches;
   std::vector<int> memory;
+  int max_global_batch = 0;  // the batch rules of PlanSpace
+  int aggregator_batch = 0;
+  int nonaggregator_batch_ratio = 0;
 };
 
 // One (W, K, Ba, Bn); memory_mb is left to the search.
@@ -43,17 +46,35 @@ std::uint64_t space_size(const CostModel& model, const Grid& g);
 /// predict(), refusing a NaN: the search orders and compares predictions.
 Scored evaluate(const CostModel& model, const Candidate& c);
 
+// Whether (W, K, Ba, Bn) keeps the grid's batch rules.
+inline bool keeps_batch_rules(const Grid& g, int w, int k, int ba, int bn) {
+  if (g.aggregator_batch > 0 && ba != g.aggregator_batch) return false;
+  if (k < w && g.nonaggregator_batch_ratio > 0 &&
+      static_cast<std::int64_t>(bn) !=
+          static_cast<std::int64_t>(g.nonaggregator_batch_ratio) * ba) {
+    return false;
+  }
+  const std::int64_t global =
+      static_cast<std::int64_t>(k) * ba + static_cast<std::int64_t>(w - k) * bn;
+  return g.max_global_batch == 0 || global <= g.max_global_batch;
+}
+
 template <class F>
 void for_each_combo(Target target, const Grid& g, F&& f) {
   for (const int w : g.workers) {
     for (int k = target == Target::kSlurm ? w : 1; k <= w; ++k) {
       for (const int ba : g.batches) {
         if (k == w) {
-          f(Combo{w, 0, k, ba, ba});
+          if (keeps_batch_rules(g, w, k, ba, ba)) f(Combo{w, 0, k, ba, ba});
+          continue;
+        }
+        if (g.nonaggregator_batch_ratio > 0) {  // Bn = r Ba, in the batch list or not
+          const int bn = g.nonaggregator_batch_ratio * ba;
+          if (keeps_batch_rules(g, w, k, ba, bn)) f(Combo{w, 0, k, ba, bn});
           continue;
         }
         for (const int bn : g.batches) {
-          if (bn >= ba) f(Combo{w, 0, k, ba, bn});
+          if (bn >= ba && keeps_batch_rules(g, w, k, ba, bn)) f(Combo{w, 0, k, ba, bn});
         }
       }
     }

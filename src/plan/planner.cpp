@@ -63,6 +63,17 @@ void validate_space(const PlanSpace& s) {
   for (const int b : s.batch_sizes) {
     CONFLUX_REQUIRE(b >= 1, "batch sizes must be at least 1, got {}", b);
   }
+  CONFLUX_REQUIRE(s.aggregator_batch >= 0 && s.nonaggregator_batch_ratio >= 0,
+                  "the aggregator batch and the non-aggregator batch ratio must be >= 0 (0: "
+                  "free), got {} and {}",
+                  s.aggregator_batch, s.nonaggregator_batch_ratio);
+  const int smallest = s.aggregator_batch > 0
+                           ? s.aggregator_batch
+                           : *std::min_element(s.batch_sizes.begin(), s.batch_sizes.end());
+  CONFLUX_REQUIRE(s.max_global_batch == 0 || s.max_global_batch >= smallest,
+                  "the global batch cap {} is below the smallest batch a worker can take ({}); "
+                  "no configuration fits under it",
+                  s.max_global_batch, smallest);
   const std::int64_t points =
       (static_cast<std::int64_t>(s.max_memory_mb) - s.min_memory_mb) / s.memory_step_mb + 1;
   CONFLUX_REQUIRE(points <= kMaxMemoryPoints,

@@ -75,6 +75,19 @@ if grep -q '^margin 50.0 % (--margin)' <<<"$out" && grep -q 'margin 50.0 % (pred
 else
   not_ok "plan --margin 0.5" "$out"
 fi
+# FasDL's rules: a fixed aggregator batch and a global batch of at most 1024.
+out=$("$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 \
+  --aggregator-batch 32 --max-global-batch 1024 2>&1)
+global=$(grep -oP '^  global batch \K[0-9]+' <<<"$out")
+if grep -q '^batch rules: Ba = 32, global batch <= 1024' <<<"$out" && grep -q '^chosen: .*Ba = 32,' <<<"$out" &&
+  [ -n "$global" ] && [ "$global" -le 1024 ]; then
+  ok "plan with FasDL's batch rules: Ba = 32 and a global batch of $global <= 1024"
+else
+  not_ok "plan with batch rules" "$out"
+fi
+expect_fail "plan: a global batch cap below the smallest batch" 2 \
+  "the global batch cap 8 is below the smallest batch a worker can take (16)" -- \
+  "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 --max-global-batch 8
 expect_fail "plan: negative margin" 2 "--margin must be auto or a fraction >= 0 (e.g. 0.1), not '-0.1'" -- \
   "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 --margin -0.1
 expect_fail "plan: a margin that is not a number" 2 "not '10%'" -- \

@@ -204,6 +204,52 @@ TEST(Planner, MatchesExhaustiveSearchOnRandomInstances) {
   EXPECT_GE(slurm, 20);
 }
 
+// FasDL's batch rules (a fixed aggregator batch, Bn tied to Ba, a global-batch cap) on random
+// instances: still the exhaustive answer, and every answer keeps the rules.
+TEST(Planner, MatchesExhaustiveSearchUnderBatchRules) {
+  std::mt19937_64 rng(20261125);
+  int feasible = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    Instance in;
+    make_random(rng, in);
+    PlanSpace& s = in.request.space;
+    const int smallest = *std::min_element(s.batch_sizes.begin(), s.batch_sizes.end());
+    s.aggregator_batch = rng() % 2 == 0 ? 0 : s.batch_sizes[rng() % s.batch_sizes.size()];
+    s.nonaggregator_batch_ratio = static_cast<int>(rng() % 3);
+    const int floor = s.aggregator_batch > 0 ? s.aggregator_batch : smallest;
+    s.max_global_batch = rng() % 4 == 0 ? 0 : floor + static_cast<int>(rng() % 300);
+    PlanRequest probe = in.request;
+    probe.deadline_s = 1e300;
+    const PlanResult all = exhaustive_plan(*in.cost, probe);
+    if (all.ranked.empty()) continue;  // the rules may leave nothing in the space
+    in.request.deadline_s = all.ranked.back().second.total_s * (0.5 + rng() % 100 / 50.0);
+    if (!(in.request.deadline_s > 0)) in.request.deadline_s = 1;
+    for (const bool distinct : {true, false}) {
+      in.request.distinct = distinct;
+      const PlanResult want = exhaustive_plan(*in.cost, in.request);
+      expect_same(plan(*in.cost, in.request), want,
+                  fmt::format("trial {}: {} Ba {} ratio {} cap {}", trial, in.description,
+                              s.aggregator_batch, s.nonaggregator_batch_ratio, s.max_global_batch));
+      if (::testing::Test::HasFailure()) return;
+      feasible += want.feasible && distinct;
+      for (const Scored& x : want.ranked) {
+        const Candidate& c = x.first;
+        if (s.aggregator_batch > 0) {
+          EXPECT_EQ(c.aggregator_batch, s.aggregator_batch);
+        }
+        if (s.nonaggregator_batch_ratio > 0 && c.aggregators < c.workers) {
+          EXPECT_EQ(c.nonaggregator_batch, s.nonaggregator_batch_ratio * c.aggregator_batch);
+        }
+        if (s.max_global_batch > 0) {
+          EXPECT_LE(CostModel::samples_per_iteration(c),
+                    static_cast<std::uint64_t>(s.max_global_batch));
+        }
+      }
+    }
+  }
+  EXPECT_GE(feasible, 50);
+}
+
 // The distinct answer by its definition: walk every feasible point in the total order and keep
 // the first point of each (W, K, Ba, Bn), up to 1 + alternatives of them.
 TEST(Planner, DistinctModeListsEachCombinationAtItsCheapestPoint) {
@@ -477,6 +523,10 @@ TEST(Planner, RejectsBadRequests) {
   fails(with([](PlanRequest& r) { r.space.memory_step_mb = 0; }), {"memory step", "got 0"});
   fails(with([](PlanRequest& r) { r.alternatives = -1; }), {"alternatives", "-1"});
   fails(with([](PlanRequest& r) { r.margin = -0.1; }), {"the margin must be >= 0, got -0.1"});
+  fails(with([](PlanRequest& r) { r.space.max_global_batch = 8; }),
+        {"the global batch cap 8 is below the smallest batch a worker can take (16)"});
+  fails(with([](PlanRequest& r) { r.space.nonaggregator_batch_ratio = -1; }),
+        {"non-aggregator batch ratio must be >= 0"});
   fails(with([](PlanRequest& r) { r.space.max_workers = 10000; }), {"combinations", "at most"});
 
   PerformanceModel pole = realistic_model();

@@ -60,6 +60,11 @@ struct PlanSpace {
   int max_memory_mb = 10240;  ///< largest M (Lambda's largest size)
   int memory_step_mb = 1;     ///< memory grid: min, min + step, ... <= max
   std::vector<int> batch_sizes = {16, 32, 64, 128, 256, 512, 1024};  ///< per worker
+  // Batch rules (FasDL fixes the aggregator batch and caps the global batch at 1024):
+  int max_global_batch = 0;  ///< 0: no cap; else K Ba + (W - K) Bn must not exceed it
+  int aggregator_batch = 0;  ///< 0: any of batch_sizes; else every Ba is this
+  /// 0: any Bn >= Ba of batch_sizes; r >= 1: Bn = r Ba (1: every worker takes the same batch)
+  int nonaggregator_batch_ratio = 0;
 };
 
 /// What a CostModel evaluates, and with which prices.
