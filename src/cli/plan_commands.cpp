@@ -198,6 +198,7 @@ struct PlanArgs {
   std::string model_path, target = "lambda", arch = "x86", batches, s3_dir;
   std::string emit_config, emit_sbatch;
   std::string margin = "auto";
+  std::string lr_scaling = "linear";
   double deadline = 0;
   int epochs = 0, alternatives = 5;
   bool all_points = false;
@@ -229,6 +230,9 @@ bool parse_plan_args(const std::vector<std::string>& args, PlanArgs& a) {
       "fix every aggregator's batch Ba to this (default: any of --batches)")(
       "nonaggregator-batch-ratio", po::value(&a.space.nonaggregator_batch_ratio),
       "Bn = this x Ba (1: every worker the same batch; default: any Bn >= Ba of --batches)")(
+      "lr-scaling", po::value(&a.lr_scaling),
+      "the emitted config's learning rate for the planned global batch: linear (default; "
+      "lr x B / B0, one epoch of warm-up when it grows), sqrt (lr x sqrt(B / B0)) or none")(
       "alternatives", po::value(&a.alternatives), "runners-up to show (default 5)")(
       "all-points", po::bool_switch(&a.all_points), "rank all points, not distinct (W, K, Ba, Bn)")(
       "s3-table", po::value(&a.s3_dir),
@@ -242,6 +246,8 @@ bool parse_plan_args(const std::vector<std::string>& args, PlanArgs& a) {
                   "--target must be lambda or slurm, not '{}'", a.target);
   CONFLUX_REQUIRE(a.arch == "x86" || a.arch == "arm", "--arch must be x86 or arm, not '{}'",
                   a.arch);
+  CONFLUX_REQUIRE(a.lr_scaling == "linear" || a.lr_scaling == "sqrt" || a.lr_scaling == "none",
+                  "--lr-scaling must be linear, sqrt or none, not '{}'", a.lr_scaling);
   if (!a.batches.empty()) a.space.batch_sizes = int_list(a.batches, "batches");
   return true;
 }
@@ -279,8 +285,25 @@ void emit_plan_files(const PlanArgs& a, const plan::PlanResult& result, const pl
                      const Config& config) {
   const auto& [best, prediction] = result.ranked.front();
   if (!a.emit_config.empty()) {
+    const plan::LrScaling scaling = a.lr_scaling == "linear" ? plan::LrScaling::kLinear
+                                    : a.lr_scaling == "sqrt" ? plan::LrScaling::kSqrt
+                                                             : plan::LrScaling::kNone;
+    const std::int64_t batch =
+        static_cast<std::int64_t>(plan::CostModel::samples_per_iteration(best));
+    const std::vector<Setting> lr =
+        plan::scaled_lr_settings(config, batch, scaling, cost.model().epoch_samples);
+    fmt::print(
+        "learning rate for the global batch {} (config: {}): {}\n", batch,
+        config.train().batch_size,
+        lr.empty()
+            ? fmt::format("{:g}, unchanged (--lr-scaling {})", config.train().lr, a.lr_scaling)
+            : fmt::format("{:g} -> {:g} (--lr-scaling {}){}", config.train().lr,
+                          std::get<double>(lr.front().value), a.lr_scaling,
+                          lr.size() > 1 ? fmt::format(", warm-up {} steps",
+                                                      std::get<std::int64_t>(lr.back().value))
+                                        : std::string()));
     // The user's config (with its --set overrides) with the chosen keys set: ready to run.
-    publish_text_file(a.emit_config, plan::emit_config(best, cost.options().target, config));
+    publish_text_file(a.emit_config, plan::emit_config(best, cost.options().target, config, lr));
     fmt::print("configuration written to {}\n", a.emit_config);
   }
   if (!a.emit_sbatch.empty()) {

@@ -222,8 +222,27 @@ std::vector<Setting> planned_settings(const Candidate& c, Target target) {
           {"limits.memory_mb", c.memory_mb}};
 }
 
-std::string emit_config(const Candidate& c, Target target, const Config& base) {
-  const Config planned = base.with(planned_settings(c, target), "conflux plan");
+std::vector<Setting> scaled_lr_settings(const Config& base, std::int64_t batch, LrScaling scaling,
+                                        std::uint64_t epoch_samples) {
+  const auto& t = base.train();
+  const double ratio = static_cast<double>(batch) / static_cast<double>(t.batch_size);
+  if (scaling == LrScaling::kNone || ratio == 1.0) return {};
+  const double factor = scaling == LrScaling::kLinear ? ratio : std::sqrt(ratio);
+  std::vector<Setting> out{{"train.lr", t.lr * factor}};
+  if (scaling == LrScaling::kLinear && factor > 1 && t.warmup_steps == 0) {
+    const auto per_epoch =
+        static_cast<std::int64_t>((epoch_samples + static_cast<std::uint64_t>(batch) - 1) /
+                                  static_cast<std::uint64_t>(batch));
+    out.push_back({"train.warmup_steps", per_epoch});
+  }
+  return out;
+}
+
+std::string emit_config(const Candidate& c, Target target, const Config& base,
+                        const std::vector<Setting>& lr) {
+  std::vector<Setting> settings = planned_settings(c, target);
+  settings.insert(settings.end(), lr.begin(), lr.end());
+  const Config planned = base.with(settings, "conflux plan");
   return fmt::format("# conflux plan ({}): {}\n", to_string(target), describe(c)) +
          planned.launchable_toml();
 }

@@ -57,6 +57,15 @@ if out=$("$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline
 else
   not_ok "plan" "$out"
 fi
+# Its learning rate follows the planned global batch (linear scaling by default).
+planned=$(grep -oP '^batch_size = \K[0-9]+' "$TMP/plan.toml")
+planned_lr=$(grep -oP '^lr = \K[0-9.e-]+' "$TMP/plan.toml")
+if [ -n "$planned" ] && python3 -c "import sys; sys.exit(0 if abs($planned_lr - 0.05 * $planned / 128) < 1e-9 else 1)" 2>/dev/null &&
+  grep -q "^learning rate for the global batch $planned (config: 128): 0.05 -> " <<<"$out"; then
+  ok "plan: the emitted learning rate is 0.05 x $planned / 128 (linear scaling), and said"
+else
+  not_ok "plan: emitted lr '$planned_lr' for batch '$planned'" "$out"
+fi
 # The emitted config is the user's config with the chosen keys set: ready to run.
 if out=$("$CONFLUX" config check --config "$TMP/plan.toml" 2>&1) &&
   grep -q '^memory_mb = ' "$TMP/plan.toml" && grep -q '^strategy = ' "$TMP/plan.toml" &&
@@ -88,6 +97,8 @@ fi
 expect_fail "plan: a global batch cap below the smallest batch" 2 \
   "the global batch cap 8 is below the smallest batch a worker can take (16)" -- \
   "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 --max-global-batch 8
+expect_fail "plan: an unknown learning-rate rule" 2 "--lr-scaling must be linear, sqrt or none, not 'cubic'" -- \
+  "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 --lr-scaling cubic
 expect_fail "plan: negative margin" 2 "--margin must be auto or a fraction >= 0 (e.g. 0.1), not '-0.1'" -- \
   "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 --margin -0.1
 expect_fail "plan: a margin that is not a number" 2 "not '10%'" -- \

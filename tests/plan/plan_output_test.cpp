@@ -139,6 +139,31 @@ TEST(PlanOutput, EmittedConfigSetsKReduceKeys) {
   EXPECT_EQ(t["limits"]["memory_mb"].value<int>(), 1536);
 }
 
+// The rate follows the planned global batch: linear (with an epoch of warm-up when it grows
+// and the config has none), square root, or not at all.
+TEST(PlanOutput, EmittedConfigScalesTheLearningRate) {
+  const Config base = base_config({"train.batch_size=128", "train.lr=0.1"});
+  const Candidate c{4, 2048, 4, 128, 128};  // global batch 512: 4 x the config's
+  const auto lr_of = [&](const std::vector<Setting>& lr) {
+    const toml::table config = toml::parse(emit_config(c, Target::kSlurm, base, lr));
+    return toml::table(*config["train"].as_table());  // a copy: `config` ends here
+  };
+  const auto linear = scaled_lr_settings(base, 512, LrScaling::kLinear, 60000);
+  EXPECT_DOUBLE_EQ(*lr_of(linear)["lr"].value<double>(), 0.4);
+  EXPECT_EQ(lr_of(linear)["warmup_steps"].value<std::int64_t>(), 118);  // ceil(60000 / 512)
+  const auto sqrt = scaled_lr_settings(base, 512, LrScaling::kSqrt, 60000);
+  EXPECT_DOUBLE_EQ(*lr_of(sqrt)["lr"].value<double>(), 0.2);
+  EXPECT_EQ(lr_of(sqrt)["warmup_steps"].value<std::int64_t>(), 0);
+  EXPECT_TRUE(scaled_lr_settings(base, 512, LrScaling::kNone, 60000).empty());
+  EXPECT_TRUE(scaled_lr_settings(base, 128, LrScaling::kLinear, 60000).empty());
+  // A smaller batch lowers the rate without warm-up; a config's own warm-up is kept.
+  const auto down = scaled_lr_settings(base, 64, LrScaling::kLinear, 60000);
+  ASSERT_EQ(down.size(), 1u);
+  EXPECT_DOUBLE_EQ(std::get<double>(down[0].value), 0.05);
+  const Config warm = base_config({"train.batch_size=128", "train.warmup_steps=10"});
+  EXPECT_EQ(scaled_lr_settings(warm, 512, LrScaling::kLinear, 60000).size(), 1u);
+}
+
 TEST(PlanOutput, EmittedConfigKeepsTheRunDirectoryTemplate) {
   // Each launch of the emitted file must get a directory of its own, as the base's would.
   const toml::table t =

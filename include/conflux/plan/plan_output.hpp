@@ -29,11 +29,25 @@ std::string render_infeasible(const PlanResult& result, const PlanRequest& reque
 /// limits.memory_mb.
 std::vector<Setting> planned_settings(const Candidate& c, Target target);
 
-/// `base` with the candidate's keys set (planned_settings), as its launchable TOML (resolved,
-/// run.dir as written) headed by "# conflux plan (target): the choice": a complete config,
-/// ready to train with. InputError
-/// when the candidate does not fit the rest of `base` (e.g. data.offload_ratios per trainer).
-std::string emit_config(const Candidate& c, Target target, const Config& base);
+/// How the learning rate follows a changed global batch B (from the config's B0 and lr0).
+enum class LrScaling {
+  kNone,    ///< lr0 as it is
+  kLinear,  ///< lr0 B / B0 (Goyal et al.), with one epoch of warm-up when it grows and the
+            ///< config has none
+  kSqrt,    ///< lr0 sqrt(B / B0) (Krizhevsky's rule, often used with Adam)
+};
+
+/// The learning-rate keys for global batch `batch`: train.lr, and train.warmup_steps when
+/// kLinear raises the rate of a config without warm-up (one epoch of `epoch_samples`).
+std::vector<Setting> scaled_lr_settings(const Config& base, std::int64_t batch, LrScaling scaling,
+                                        std::uint64_t epoch_samples);
+
+/// `base` with the candidate's keys set (planned_settings, then `lr` as scaled_lr_settings),
+/// as its launchable TOML (resolved, run.dir as written) headed by "# conflux plan (target):
+/// the choice": a complete config, ready to train with. InputError when the candidate does not
+/// fit the rest of `base` (e.g. data.offload_ratios per trainer).
+std::string emit_config(const Candidate& c, Target target, const Config& base,
+                        const std::vector<Setting>& lr = {});
 
 /// #SBATCH lines for the candidate: W tasks of ceil(M / mb_per_vcpu) CPUs sharing M MB, a
 /// time limit of the predicted time plus 20 % rounded up to minutes, SIGUSR1 120 s before it
