@@ -85,6 +85,7 @@ if [ "$mpi_only" -eq 0 ]; then
   run cli-image-data tests/cli/image-data-tests.sh
   # Single-process conflux runs only, so once, not again under the other MPI.
   run cli-export tests/cli/export-tests.sh
+  run cli-portable tests/cli/portable-tests.sh
   run cli-torch tests/cli/torch-tests.sh
 fi
 run_mpi_suites ""

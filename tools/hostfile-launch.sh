@@ -43,7 +43,7 @@ Hosts without a slot count share the remaining ranks evenly. A host named in bot
 given the sum of both slot counts in each app context, so that the two groups fit side by
 side. Open MPI only (docs/launching.md, "MPI implementations"). Environment: CONFLUX_MPIRUN
 (default: mpirun.openmpi when installed, else mpirun); OPENBLAS_NUM_THREADS (set to 1), any
-other OPENBLAS_* variable and CONFLUX_DATA (when set) are passed on to every rank (-x in each app
+other OPENBLAS_* variable, CONFLUX_BLAS_PIN and CONFLUX_DATA (when set) are passed on to every rank (-x in each app
 context), on remote hosts too.
 EOF
 }
@@ -270,12 +270,14 @@ cmd=("${CONFLUX_MPIRUN:-$MPI_LAUNCHER}")
 cmd+=(${mpirun_args[@]+"${mpirun_args[@]}"})
 # mpirun gives ranks on remote hosts only the variables named with -x, and Open MPI 4.1 applies
 # an -x to its own app context only (one before the first context reaches the trainers alone):
-# each context names them: OpenBLAS's settings (its kernels decide the digest: docs/design.md,
-# invariant 8) and the datasets' directory, when the environment sets them.
+# each context names them: OpenBLAS's settings and CONFLUX_BLAS_PIN (the kernels decide the
+# digest: docs/design.md, invariant 8) and the datasets' directory, when the environment sets
+# them.
 env_args=(-x OPENBLAS_NUM_THREADS)
 for v in $(compgen -e | grep '^OPENBLAS_' | sort); do
   [ "$v" = OPENBLAS_NUM_THREADS ] || env_args+=(-x "$v")
 done
+[ -z "${CONFLUX_BLAS_PIN:-}" ] || env_args+=(-x CONFLUX_BLAS_PIN)
 [ -z "${CONFLUX_DATA:-}" ] || env_args+=(-x CONFLUX_DATA)
 cmd+=(-np "$trainers" --host "$(host_list t_names t_slots)" "${env_args[@]}" "${app[@]}")
 if [ "$workers" -gt 0 ]; then

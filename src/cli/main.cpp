@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <boost/program_options.hpp>
 
+#include <strings.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -140,6 +141,25 @@ void end_with_launcher() {
   if (::getppid() != launcher) std::_Exit(static_cast<int>(ExitCode::kRuntime));  // died already
 }
 
+// Says once (rank 0) when the model digest is not portable (docs/design.md invariant 8).
+void log_blas_pin(const Logger& log) {
+  const BlasPin pin = current_blas_pin();
+  if (!pin.note.empty()) {
+    if (pin.state == BlasPin::State::kCpuLacksAvx2) {
+      log.warn("{}", pin.note);
+    } else {
+      log.info("{}", pin.note);
+    }
+  } else if (const std::string core = cli::blas_core_name();
+             ::strcasecmp(core.c_str(), kPinnedBlasCore) != 0) {
+    // An OpenBLAS built for one CPU (without DYNAMIC_ARCH) ignores OPENBLAS_CORETYPE.
+    log.warn(
+        "OpenBLAS runs its {} kernels, not {} as OPENBLAS_CORETYPE asks (an OpenBLAS built "
+        "without DYNAMIC_ARCH?): the model digest may differ on another CPU model",
+        core, kPinnedBlasCore);
+  }
+}
+
 // Runs `body(config, world, log, env)` on every rank of an MPI job with the config loaded and
 // agreed, mapping failures to exit codes the same way on every rank.
 template <typename Body>
@@ -149,6 +169,7 @@ int run_mpi_command(int argc, char** argv, const ConfigArgs& config_args, Body b
   const Logger log(env.world_rank());
   try {
     const auto world = comm::Communicator::world();
+    if (world.rank() == 0) log_blas_pin(log);
     const std::string stamp =
         world.broadcast(world.rank() == 0 ? local_time("%Y%m%d-%H%M%S") : "", 0);
     std::optional<Config> config;
@@ -368,6 +389,8 @@ int dispatch(int argc, char** argv) {
 int main(int argc, char** argv) {
   const Logger log;
   try {
+    // Before MPI and before any thread: OpenBLAS chose its kernels when it loaded.
+    pin_blas_kernels(argv);
     return dispatch(argc, argv);
   } catch (const Error& e) {
     log.error("{}", e.describe());

@@ -7,6 +7,8 @@
 
 #include <string_view>
 
+#include "conflux/config/environment.hpp"
+
 #if CONFLUX_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -68,6 +70,11 @@ std::string cuda_build() {
 
 }  // namespace
 
+std::string blas_core_name() {
+  const char* name = openblas_get_corename();
+  return name ? name : "unknown";
+}
+
 std::string version_text() {
   return fmt::format(
       "conflux {}\n"
@@ -75,10 +82,10 @@ std::string version_text() {
       "build     {} (g++ {})\n"
       "MPI       {}\n"
       "HDF5      {}\n"
-      "BLAS      {}\n"
+      "BLAS      {}; {} kernels, {}\n"
       "CUDA      {}\n",
       kVersion, CONFLUX_REVISION, CONFLUX_BUILD_TYPE, __VERSION__, mpi_library(), hdf5_library(),
-      openblas_get_config(), cuda_build());
+      openblas_get_config(), blas_core_name(), current_blas_pin().describe(), cuda_build());
 }
 
 }  // namespace conflux::cli

@@ -11,6 +11,9 @@ namespace conflux::cli {
 /// The release number.
 inline constexpr const char* kVersion = "0.1.0";
 
+/// The core whose kernels OpenBLAS runs (openblas_get_corename()), e.g. "Haswell".
+std::string blas_core_name();
+
 /// Several lines: release, revision, build type, compiler, MPI library, HDF5, BLAS, CUDA.
 std::string version_text();
 

@@ -18,7 +18,7 @@ LAUNCH=(tools/hostfile-launch.sh --bin "$CONFLUX" --config configs/mnist_mlp.tom
 
 # --- the mpirun command tools/hostfile-launch.sh builds ----------------------------------------
 # In an environment with one OpenBLAS setting (whatever this machine sets): it is forwarded.
-mapfile -t unset_blas < <(compgen -e | grep '^OPENBLAS_' | sed 's/^/-u/')
+mapfile -t unset_blas < <(compgen -e | grep -E '^(OPENBLAS_|CONFLUX_BLAS_PIN$)' | sed 's/^/-u/')
 out=$(env "${unset_blas[@]}" OPENBLAS_CORETYPE=Haswell "${LAUNCH[@]}" --trainer-hosts gpu1,gpu2 \
   --worker-hosts cpu1:4,cpu2:4 -t 4 -w 8 --dry-run -- --set train.epochs=1 2>&1)
 app="$CONFLUX train --config configs/mnist_mlp.toml --set cluster.trainers=4 --set cluster.workers=8 --set train.epochs=1"

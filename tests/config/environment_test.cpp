@@ -90,5 +90,67 @@ TEST(Environment, MissingDatasetSaysWhereItLookedAndHowToPointElsewhere) {
                                "CONFLUX_DATA", "XDG_DATA_HOME"});
 }
 
+// --- which OpenBLAS kernels conflux runs (docs/design.md invariant 8) ----------------------
+
+TEST(BlasPin, PortableByDefaultRestartsOnceWithHaswellOnAnAvx2Cpu) {
+  for (const std::string mode : {"", "portable"}) {
+    const BlasPin first = plan_blas_pin({mode, "", true});
+    EXPECT_EQ(first.state, BlasPin::State::kPinned);
+    EXPECT_TRUE(first.restart) << "OpenBLAS reads OPENBLAS_CORETYPE only while it loads";
+    EXPECT_EQ(first.note, "") << "portable results need no word";
+    // The restarted process finds the pinned value and must not restart again.
+    const BlasPin again = plan_blas_pin({mode, kPinnedBlasCore, true});
+    EXPECT_EQ(again.state, BlasPin::State::kPinned);
+    EXPECT_FALSE(again.restart);
+    EXPECT_NE(again.describe().find("pinned to Haswell"), std::string::npos);
+  }
+  // OpenBLAS matches the core type without case, and so does the guard.
+  EXPECT_FALSE(plan_blas_pin({"", "haswell", true}).restart);
+}
+
+TEST(BlasPin, RespectsTheUsersCoreTypeAndSaysSo) {
+  const BlasPin pin = plan_blas_pin({"", "Sandybridge", true});
+  EXPECT_EQ(pin.state, BlasPin::State::kUserCore);
+  EXPECT_FALSE(pin.restart);
+  EXPECT_NE(pin.note.find("OPENBLAS_CORETYPE=Sandybridge"), std::string::npos) << pin.note;
+  EXPECT_NE(pin.note.find("does not pin"), std::string::npos) << pin.note;
+}
+
+TEST(BlasPin, CpuWithoutAvx2KeepsOpenBlasChoiceAndSaysResultsAreNotPortable) {
+  const BlasPin pin = plan_blas_pin({"portable", "", false});
+  EXPECT_EQ(pin.state, BlasPin::State::kCpuLacksAvx2);
+  EXPECT_FALSE(pin.restart) << "the Haswell kernels would die of SIGILL here";
+  EXPECT_NE(pin.note.find("lacks AVX2"), std::string::npos) << pin.note;
+}
+
+TEST(BlasPin, NativeLeavesOpenBlasAlone) {
+  for (const std::string core : {"", "Zen", "Haswell"}) {
+    for (const bool avx2 : {true, false}) {
+      const BlasPin pin = plan_blas_pin({"native", core, avx2});
+      EXPECT_EQ(pin.state, BlasPin::State::kNative);
+      EXPECT_FALSE(pin.restart);
+      EXPECT_NE(pin.note.find("CONFLUX_BLAS_PIN=native"), std::string::npos) << pin.note;
+    }
+  }
+}
+
+TEST(BlasPin, UnknownModeIsBadInputNamingTheVariable) {
+  testing::expect_input_error(
+      [] {
+        plan_blas_pin({"fast", "", true});
+      },
+      {"CONFLUX_BLAS_PIN", "portable or native", "'fast'"});
+}
+
+TEST(BlasPin, ThisProcessReadsTheEnvironment) {
+  const ScopedEnv mode("CONFLUX_BLAS_PIN", "native");
+  EXPECT_EQ(current_blas_pin().state, BlasPin::State::kNative);
+  const ScopedEnv portable("CONFLUX_BLAS_PIN", std::nullopt);
+  const ScopedEnv core("OPENBLAS_CORETYPE", "Sandybridge");
+  EXPECT_EQ(current_blas_pin().state, BlasPin::State::kUserCore);
+  // No restart is asked for here, so pin_blas_kernels returns instead of replacing the test.
+  EXPECT_EQ(pin_blas_kernels(nullptr).state, BlasPin::State::kUserCore);
+}
+
 }  // namespace
 }  // namespace conflux
