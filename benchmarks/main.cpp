@@ -74,6 +74,10 @@ const bench::Scenario kScenarios[] = {
      "training samples/s from an image folder on one thread: read + decode + random resized "
      "crop 224 + flip + normalise through BatchBuilder (1 rank)",
      bench::run_image_pipeline},
+    {"gemm-limit",
+     "a training step against its SGEMM calls timed alone (the GEMM-bound limit), with a "
+     "breakdown by layer and phase (1 rank, synthetic batch)",
+     bench::run_gemm_limit},
 };
 
 void print_usage() {

@@ -70,4 +70,8 @@ int run_decode(const std::vector<std::string>& args, const comm::Communicator& w
 /// folder through data::BatchBuilder (single rank, 1 thread by default).
 int run_image_pipeline(const std::vector<std::string>& args, const comm::Communicator& world);
 
+/// A training step's time against the time of its SGEMM calls alone (the GEMM-bound limit),
+/// with a breakdown by layer and phase (1 rank, synthetic batch).
+int run_gemm_limit(const std::vector<std::string>& args, const comm::Communicator& world);
+
 }  // namespace conflux::bench

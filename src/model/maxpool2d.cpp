@@ -43,6 +43,34 @@ void forward_2x2(const float* in, std::size_t planes, int h, int w, float* out, 
   }
 }
 
+// Backward of forward_2x2: every input of a window gets the window's gradient or zero, written
+// once (no zero pass, no scatter). "0.0f + g" is what the generic '+=' onto zeros computes
+// (it turns -0 into +0), so the bits are the same. Rows and columns outside every window (odd
+// sizes) stay zero.
+void backward_2x2(const float* dy, const std::int32_t* arg, std::size_t planes, int h, int w,
+                  float* dx) {
+  const int oh_count = h / 2;
+  const int ow_count = w / 2;
+  const std::size_t plane = static_cast<std::size_t>(h) * w;
+  if (h % 2 != 0 || w % 2 != 0) std::fill(dx, dx + planes * plane, 0.0f);
+  for (std::size_t p = 0; p < planes; ++p, dx += plane) {
+    for (int oh = 0; oh < oh_count; ++oh) {
+      const int top = 2 * oh * w;
+      float* r0 = dx + top;
+      float* r1 = r0 + w;
+      for (int ow = 0; ow < ow_count; ++ow) {
+        const int j = 2 * ow;
+        const float g = 0.0f + *dy++;
+        const std::int32_t at = *arg++;
+        r0[j] = at == top + j ? g : 0.0f;
+        r0[j + 1] = at == top + j + 1 ? g : 0.0f;
+        r1[j] = at == top + w + j ? g : 0.0f;
+        r1[j + 1] = at == top + w + j + 1 ? g : 0.0f;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 MaxPool2d::MaxPool2d(int kernel, int stride)
@@ -109,8 +137,13 @@ void MaxPool2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_
                 "{}: backward gradient [{}] does not match the last forward", describe(),
                 fmt::join(grad_out.shape, ","));
   grad_in.resize(in.shape);
-  std::fill(grad_in.data.begin(), grad_in.data.end(), 0.0f);
   const std::size_t planes = static_cast<std::size_t>(in.shape[0]) * in.shape[1];
+  if (kernel_ == 2 && stride_ == 2) {
+    backward_2x2(grad_out.data.data(), argmax_.data(), planes, in.shape[2], in.shape[3],
+                 grad_in.data.data());
+    return;
+  }
+  std::fill(grad_in.data.begin(), grad_in.data.end(), 0.0f);
   const std::size_t in_plane = static_cast<std::size_t>(in.shape[2]) * in.shape[3];
   const std::size_t out_plane = static_cast<std::size_t>(grad_out.shape[2]) * grad_out.shape[3];
   const float* dy = grad_out.data.data();

@@ -267,6 +267,38 @@ TEST(ModelLayers, AvgPoolForwardIsTheWindowMean) {
   EXPECT_EQ(y.data, std::vector<float>{6.5f});
 }
 
+// The 2x2 / stride 2 backward writes each input once instead of zeroing and scattering; its
+// bits must be the scatter's, including +0 (not -0) for a -0 gradient and zeros in the odd
+// row and column no window covers.
+TEST(ModelLayers, MaxPool2x2BackwardMatchesScatter) {
+  BoundLayer b = bind_layer({.type = "maxpool", .kernel = 2, .stride = 0}, {3, 7, 5});
+  Rng rng{10, 11};
+  const Tensor x = random_tensor({2, 3, 7, 5}, rng);
+  Tensor y, dx;
+  b.layer->forward(x, y);
+  Tensor dy = random_tensor(y.shape, rng);
+  dy.data[0] = -0.0f;
+  dy.data[5] = -0.0f;
+  b.layer->backward(x, dy, dx);
+  std::vector<float> ref(x.size(), 0.0f);
+  for (int p = 0; p < 6; ++p)
+    for (int oh = 0; oh < 3; ++oh)
+      for (int ow = 0; ow < 2; ++ow) {
+        int best = (p * 7 + 2 * oh) * 5 + 2 * ow;
+        for (int i = 0; i < 2; ++i)
+          for (int j = 0; j < 2; ++j) {
+            const int at = (p * 7 + 2 * oh + i) * 5 + 2 * ow + j;
+            if (x.data[at] > x.data[best]) best = at;
+          }
+        ref[best] += dy.data[(p * 3 + oh) * 2 + ow];
+      }
+  ASSERT_EQ(dx.data.size(), ref.size());
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    EXPECT_EQ(dx.data[i], ref[i]) << i;
+    EXPECT_EQ(std::signbit(dx.data[i]), std::signbit(ref[i])) << i;
+  }
+}
+
 TEST(ModelLayers, ReluAndFlatten) {
   BoundLayer relu = bind_layer({.type = "relu"}, {4});
   Tensor x, y, dx, dy;

@@ -1,0 +1,430 @@
+// conflux-bench gemm-limit: how close one training step of a model comes to the time its
+// SGEMM calls alone take on this machine. Records every cblas_sgemm call of one step
+// (forward, backward-data, backward-weights) with its exact shape (sgemm_probe.hpp), times
+// OpenBLAS on each shape alone (warm operands, medians), and sums them into the "GEMM-limit
+// step time"; in the same run, in alternating rounds, times the real step (Model forward +
+// loss + backward + optimiser step, one trainer, a synthetic batch already in memory). Then
+// breaks the step down by layer and phase on a replica of the model's layer stack, checked to
+// compute the same gradients bit for bit.
+
+#include <cblas.h>
+#include <fmt/format.h>
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "conflux/config/config.hpp"
+#include "conflux/config/environment.hpp"
+#include "conflux/core/rng.hpp"
+#include "conflux/model/layer.hpp"
+#include "conflux/model/loss.hpp"
+#include "conflux/model/model.hpp"
+#include "conflux/model/optimizer.hpp"
+#include "conflux/model/sgd.hpp"
+#include "conflux/train/training_data.hpp"
+#include "conflux/train/transform_setup.hpp"
+#include "report.hpp"
+#include "scenarios.hpp"
+#include "sgemm_probe.hpp"
+#include "stats.hpp"
+
+namespace conflux::bench {
+
+namespace po = boost::program_options;
+using model::Tensor;
+
+namespace {
+
+struct Options {
+  std::string config = "configs/cifar10_cnn.toml";
+  std::vector<std::string> overrides;
+  int rounds = 7;
+  int steps = 3;  // timed steps per round
+};
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The model, its optimiser and one synthetic batch: what a single trainer holds in a step.
+struct Setup {
+  model::SampleShape input;
+  int classes = 0;
+  int batch = 0;
+  std::optional<model::Model> net;
+  std::unique_ptr<model::Optimizer> optimizer;
+  Tensor images;
+  std::vector<model::Label> labels;
+  Tensor grad_logits;
+};
+
+Setup make_setup(const Config& config) {
+  Setup s;
+  // The input shape as a trainer sees it: the dataset's through the configured transform.
+  const data::SourceSplits data = train::open_training_data(config);
+  const data::ImageShape in = train::make_transform(config, *data.train).output_shape();
+  s.input = {in.channels, in.height, in.width};
+  s.classes = data.train->info().num_classes;
+  s.batch = config.train().batch_size;
+  s.net.emplace(config.layers(), s.input, s.classes, config.run().seed);
+  s.optimizer = model::make_optimizer(config.train(), s.net->params().size());
+  // Synthetic, standardised-looking pixels and uniform labels: data loading is not measured.
+  Rng rng{config.run().seed, 0x67656d6d};
+  s.images.resize({s.batch, in.channels, in.height, in.width});
+  for (float& x : s.images.data) x = rng.uniform(-2.0f, 2.0f);
+  for (int i = 0; i < s.batch; ++i)
+    s.labels.push_back(static_cast<model::Label>(rng.next() % static_cast<unsigned>(s.classes)));
+  return s;
+}
+
+// One training step as the CPU trainer runs it (train/compute_backend.cpp), less the sync.
+void model_step(Setup& s) {
+  const Tensor& logits = s.net->forward(s.images);
+  model::softmax_cross_entropy(logits, s.labels, 1.0f / static_cast<float>(s.batch),
+                               &s.grad_logits);
+  s.net->backward(s.grad_logits);
+  s.optimizer->step(s.net->params(), s.net->grads());
+}
+
+// OpenBLAS alone on one shape: warm operands, `block` back-to-back calls; seconds per call.
+struct ShapeTimer {
+  SgemmShape shape;
+  int per_step = 0;  // calls of this shape in one step
+  std::vector<float> a, b, c;
+  std::vector<double> per_call;  // one entry per round
+
+  void time_block() {
+    const int block = std::min(per_step, 32);
+    const auto start = Clock::now();
+    for (int i = 0; i < block; ++i) real_sgemm(shape, a.data(), b.data(), c.data());
+    per_call.push_back(seconds_since(start) / block);
+  }
+};
+
+std::vector<ShapeTimer> make_shape_timers(const std::vector<SgemmShape>& calls) {
+  std::map<SgemmShape, int> counts;
+  for (const SgemmShape& c : calls) ++counts[c];
+  std::vector<ShapeTimer> timers;
+  Rng rng{7, 0x6c696d6974};
+  for (const auto& [shape, count] : counts) {
+    ShapeTimer t;
+    t.shape = shape;
+    t.per_step = count;
+    t.a.resize(static_cast<std::size_t>(shape.m) * shape.k);
+    t.b.resize(static_cast<std::size_t>(shape.k) * shape.n);
+    t.c.assign(static_cast<std::size_t>(shape.m) * shape.n, 0.0f);
+    for (float& x : t.a) x = rng.uniform(-1.0f, 1.0f);
+    for (float& x : t.b) x = rng.uniform(-1.0f, 1.0f);
+    real_sgemm(shape, t.a.data(), t.b.data(), t.c.data());  // warm: pages, caches, OpenBLAS
+    timers.push_back(std::move(t));
+  }
+  return timers;
+}
+
+// The model's layers rebuilt beside it (Model does not expose them) with the same parameter
+// layout, so that each layer's forward and backward can be clocked on its own.
+struct Replica {
+  std::vector<std::unique_ptr<model::Layer>> layers;
+  std::vector<model::SampleShape> shapes;
+  std::vector<float> params, grads;
+  std::size_t first_trainable = 0;
+  std::vector<Tensor> acts, grad_acts;
+};
+
+Replica make_replica(const Config& config, const Setup& s) {
+  Replica r;
+  r.shapes.push_back(s.input);
+  std::vector<std::size_t> sizes;
+  for (const LayerSpec& spec : config.layers()) {
+    r.layers.push_back(model::make_layer(spec));
+    std::size_t count = 0;
+    for (const model::ParamInfo& p : r.layers.back()->param_layout(r.shapes.back()))
+      count += Tensor::count_of(p.shape);
+    sizes.push_back(count);
+    r.shapes.push_back(r.layers.back()->output_shape(r.shapes.back()));
+  }
+  r.params.assign(s.net->params().begin(), s.net->params().end());
+  r.grads.assign(r.params.size(), 0.0f);
+  std::size_t offset = 0;
+  r.first_trainable = r.layers.size();
+  for (std::size_t i = 0; i < r.layers.size(); ++i) {
+    if (sizes[i] > 0 && r.first_trainable == r.layers.size()) r.first_trainable = i;
+    r.layers[i]->bind(std::span(r.params).subspan(offset, sizes[i]),
+                      std::span(r.grads).subspan(offset, sizes[i]));
+    offset += sizes[i];
+  }
+  CONFLUX_CHECK(offset == r.params.size(), "gemm-limit: replica has {} of {} parameters", offset,
+                r.params.size());
+  if (r.first_trainable < r.layers.size())
+    r.layers[r.first_trainable]->set_input_grad_needed(false);
+  r.acts.resize(r.layers.size());
+  r.grad_acts.resize(r.layers.size());
+  return r;
+}
+
+// One row of the breakdown: a layer's forward or backward (or the loss, or the optimiser).
+struct Phase {
+  Phase(std::string w, std::string p) : what(std::move(w)), phase(std::move(p)) {}
+  std::string what, phase;
+  std::vector<double> total, sgemm;  // seconds, one per step
+  std::vector<SgemmShape> calls;     // as recorded in the first step
+};
+
+// Runs `fn` as phase `p`: wall clock, seconds inside SGEMM, and (first time) its SGEMM calls.
+template <class Fn>
+void clocked(Phase& p, Fn&& fn) {
+  const bool first = p.total.empty();
+  if (first) sgemm_probe_record();
+  sgemm_probe_reset_seconds();
+  const auto start = Clock::now();
+  fn();
+  p.total.push_back(seconds_since(start));
+  p.sgemm.push_back(sgemm_probe_seconds());
+  if (first) p.calls = sgemm_probe_take();
+}
+
+// One replica step, clocked phase by phase; phases[2i] / [2i+1] are layer i's forward /
+// backward, then the loss and the optimiser.
+void replica_step(Replica& r, Setup& s, model::Optimizer& opt, std::vector<Phase>& phases) {
+  const std::size_t n = r.layers.size();
+  const Tensor* x = &s.images;
+  for (std::size_t i = 0; i < n; ++i) {
+    clocked(phases[2 * i], [&] { r.layers[i]->forward(*x, r.acts[i]); });
+    x = &r.acts[i];
+  }
+  clocked(phases[2 * n], [&] {
+    model::softmax_cross_entropy(r.acts.back(), s.labels, 1.0f / static_cast<float>(s.batch),
+                                 &s.grad_logits);
+  });
+  for (std::size_t i = n; i-- > r.first_trainable;) {
+    const Tensor& in = i == 0 ? s.images : r.acts[i - 1];
+    const Tensor& grad_out = i + 1 == n ? s.grad_logits : r.grad_acts[i + 1];
+    clocked(phases[2 * i + 1], [&] { r.layers[i]->backward(in, grad_out, r.grad_acts[i]); });
+  }
+  clocked(phases[2 * n + 1], [&] { opt.step(r.params, r.grads); });
+}
+
+std::vector<Phase> make_phases(const Replica& r) {
+  std::vector<Phase> phases;
+  for (std::size_t i = 0; i < r.layers.size(); ++i) {
+    const std::string what = fmt::format("{} {}", i, r.layers[i]->describe());
+    phases.push_back(Phase{what, "forward"});
+    phases.push_back(Phase{what, "backward"});
+  }
+  phases.push_back(Phase{"softmax cross-entropy", "loss"});
+  phases.push_back(Phase{"optimizer", "step"});
+  return phases;
+}
+
+// Checks that the replica computes what Model computes: same logits and gradients, bit for bit,
+// from the same parameters and batch (so that its breakdown describes the real step).
+void check_replica(Replica& r, Setup& s) {
+  std::copy(s.net->params().begin(), s.net->params().end(), r.params.begin());
+  const Tensor logits = s.net->forward(s.images);
+  model::softmax_cross_entropy(logits, s.labels, 1.0f / static_cast<float>(s.batch),
+                               &s.grad_logits);
+  s.net->backward(s.grad_logits);
+  std::vector<Phase> scratch = make_phases(r);
+  model::Sgd still({.lr = 0.0f}, r.params.size());  // leaves the parameters as they are
+  replica_step(r, s, still, scratch);
+  CONFLUX_CHECK(r.acts.back().data == logits.data &&
+                    std::equal(r.grads.begin(), r.grads.end(), s.net->grads().begin()),
+                "gemm-limit: the layer replica does not reproduce Model's step; no breakdown");
+}
+
+}  // namespace
+
+namespace {
+
+// FLOPs of one step's GEMMs derived from the layer shapes alone (2 M N K per product: forward,
+// weight gradient, and input gradient above the first trainable layer), to cross-check the
+// recorded calls.
+double derived_gemm_flops(const Replica& r, int batch) {
+  double flops = 0;
+  for (std::size_t i = 0; i < r.layers.size(); ++i) {
+    const std::string type = r.layers[i]->type();
+    if (type != "conv2d" && type != "linear") continue;
+    const std::vector<int> w = r.layers[i]->param_layout(r.shapes[i]).front().shape;
+    double per_sample = 2.0 * static_cast<double>(Tensor::count_of(w));  // out * C k k or out * in
+    if (type == "conv2d") per_sample *= r.shapes[i + 1][1] * r.shapes[i + 1][2];  // * H' W'
+    flops += per_sample * batch * (i == r.first_trainable ? 2 : 3);
+  }
+  return flops;
+}
+
+// Seconds the GEMM-limit assigns to `calls`: each call at its shape's median time.
+double limit_of(const std::vector<SgemmShape>& calls, const std::map<SgemmShape, double>& median) {
+  double s = 0;
+  for (const SgemmShape& c : calls) s += median.at(c);
+  return s;
+}
+
+// Per round: the GEMM-limit step time and the median real step time; and the fastest step.
+struct Rounds {
+  std::vector<double> limit, step;
+  double fastest_step = 0;
+};
+
+// Alternating rounds: every shape's block, then `steps` real steps.
+Rounds measure_rounds(Setup& s, std::vector<ShapeTimer>& shapes, const Options& opt) {
+  for (int i = 0; i < 2; ++i) model_step(s);  // warm-up
+  Rounds r;
+  r.fastest_step = 1e30;
+  for (int round = 0; round < opt.rounds; ++round) {
+    double total = 0;
+    for (ShapeTimer& t : shapes) {
+      t.time_block();
+      total += t.per_call.back() * t.per_step;
+    }
+    std::vector<double> steps;
+    for (int i = 0; i < opt.steps; ++i) {
+      const auto start = Clock::now();
+      model_step(s);
+      steps.push_back(seconds_since(start));
+      r.fastest_step = std::min(r.fastest_step, steps.back());
+    }
+    r.limit.push_back(total);
+    r.step.push_back(median(steps));
+  }
+  return r;
+}
+
+void add_shape_table(Report& report, const std::vector<ShapeTimer>& shapes) {
+  Table& t = report.add_table(Table(
+      "shapes", "SGEMM shapes of one step, OpenBLAS alone (warm operands, median over rounds)",
+      {"shape (op M x N x K)",
+       "calls",
+       {"GFLOP", 3},
+       {"us/call", 1},
+       {"GFLOP/s", 1},
+       {"ms/step", 2}}));
+  for (const ShapeTimer& s : shapes) {
+    const double per_call = median(s.per_call);
+    t.add_row({s.shape.describe(), s.per_step, s.shape.flops() * s.per_step * 1e-9, per_call * 1e6,
+               s.shape.flops() / per_call * 1e-9, per_call * s.per_step * 1e3});
+  }
+  t.print();
+}
+
+// Breakdown table; returns the sum of the phases' median seconds.
+double add_breakdown_table(Report& report, const std::vector<Phase>& phases,
+                           const std::map<SgemmShape, double>& shape_median) {
+  Table& t = report.add_table(
+      Table("breakdown",
+            "the step by layer and phase (replica, median over steps): inside SGEMM, the rest "
+            "(im2col/col2im, bias, elementwise, pooling), and the GEMM-limit of its SGEMM calls",
+            {"layer",
+             "phase",
+             {"ms", 3},
+             {"sgemm ms", 3},
+             {"other ms", 3},
+             {"limit ms", 3},
+             "sgemm calls"}));
+  double sum = 0;
+  for (const Phase& p : phases) {
+    if (p.total.empty()) continue;  // backward below the first trainable layer: never run
+    const double total = median(p.total);
+    const double inside = median(p.sgemm);
+    sum += total;
+    t.add_row({p.what, p.phase, total * 1e3, inside * 1e3, (total - inside) * 1e3,
+               limit_of(p.calls, shape_median) * 1e3, static_cast<std::int64_t>(p.calls.size())});
+  }
+  t.print();
+  return sum;
+}
+
+}  // namespace
+
+int run_gemm_limit(const std::vector<std::string>& args, const comm::Communicator& world) {
+  Options opt;
+  CommonOptions common;
+  po::options_description desc("conflux-bench gemm-limit options (1 rank)");
+  desc.add_options()("help,h", "show this help")(
+      "config", po::value(&opt.config)->default_value(opt.config), "training config")(
+      "set", po::value(&opt.overrides)->composing(), "config override KEY=VALUE (repeatable)")(
+      "rounds", po::value(&opt.rounds)->default_value(opt.rounds),
+      "alternating rounds of GEMM-alone and real-step timing")(
+      "steps", po::value(&opt.steps)->default_value(opt.steps), "timed steps per round");
+  const auto vm = parse_scenario_options("gemm-limit", args, desc, common, world);
+  if (!vm) return 0;
+  CONFLUX_REQUIRE(world.size() == 1, "gemm-limit runs on 1 rank, not {}", world.size());
+  CONFLUX_REQUIRE(opt.rounds >= 1 && opt.steps >= 1, "gemm-limit: --rounds and --steps >= 1");
+  const Config config = load_config_file(opt.config, environment_sources(opt.overrides, "bench"));
+  openblas_set_num_threads(config.cluster().blas_threads);  // as the trainer does
+  Setup s = make_setup(config);
+  Replica replica = make_replica(config, s);
+
+  sgemm_probe_record();
+  model_step(s);
+  const std::vector<SgemmShape> calls = sgemm_probe_take();
+  double recorded_flops = 0;
+  for (const SgemmShape& c : calls) recorded_flops += c.flops();
+  const double derived_flops = derived_gemm_flops(replica, s.batch);
+  CONFLUX_CHECK(recorded_flops == derived_flops,
+                "gemm-limit: the step's SGEMM calls do {} FLOPs, the layer shapes say {}",
+                recorded_flops, derived_flops);
+  std::vector<ShapeTimer> shapes = make_shape_timers(calls);
+  fmt::print(
+      "gemm-limit: {}, batch {} of [{}] (synthetic, in memory: no data loading), 1 trainer, "
+      "{} BLAS thread(s); {} SGEMM calls of {} shapes per step, {:.3f} GFLOP (= the layer "
+      "shapes' count)\n\n",
+      opt.config, s.batch, fmt::join(s.input, ","), config.cluster().blas_threads, calls.size(),
+      shapes.size(), recorded_flops * 1e-9);
+  const Rounds rounds = measure_rounds(s, shapes, opt);
+  const std::vector<double>& limit = rounds.limit;
+  const std::vector<double>& step = rounds.step;
+  std::map<SgemmShape, double> shape_median;
+  double fastest_limit = 0;  // every shape at its fastest round
+  for (const ShapeTimer& t : shapes) {
+    shape_median[t.shape] = median(t.per_call);
+    fastest_limit += *std::min_element(t.per_call.begin(), t.per_call.end()) * t.per_step;
+  }
+
+  check_replica(replica, s);
+  std::vector<Phase> phases = make_phases(replica);
+  auto replica_opt = model::make_optimizer(config.train(), replica.params.size());
+  sgemm_probe_clock(true);
+  for (int i = 0; i < opt.rounds * opt.steps; ++i) replica_step(replica, s, *replica_opt, phases);
+  sgemm_probe_clock(false);
+
+  Report report("gemm-limit", common);
+  report.add_parameters(*vm);
+  report.set_parameter("batch_size", s.batch);
+  report.set_parameter("blas_threads", config.cluster().blas_threads);
+  add_shape_table(report, shapes);
+  fmt::print("\n");
+  const double breakdown_s = add_breakdown_table(report, phases, shape_median);
+  const std::vector<double> fractions = ratios(limit, step);
+  const double fraction = median(fractions);
+  fmt::print(
+      "\nGEMM-limit step {:.2f} ms ({:.1f} GFLOP/s), measured step {:.2f} ms (breakdown sum "
+      "{:.2f} ms): fraction {:.3f} {}; {:.0f} vs {:.0f} samples/s\n\n",
+      median(limit) * 1e3, recorded_flops / median(limit) * 1e-9, median(step) * 1e3,
+      breakdown_s * 1e3, fraction, per_round(fractions), s.batch / median(step),
+      s.batch / median(limit));
+  fmt::print(
+      "fastest: GEMM-limit {:.2f} ms (every shape at its fastest round), step {:.2f} ms: "
+      "fraction {:.3f} (less sensitive to other load on the machine)\n\n",
+      fastest_limit * 1e3, rounds.fastest_step * 1e3, fastest_limit / rounds.fastest_step);
+  report.set_summary("gemm_gflop_per_step", recorded_flops * 1e-9);
+  report.set_summary("sgemm_calls_per_step", static_cast<std::int64_t>(calls.size()));
+  report.set_summary("gemm_limit_step_ms", median(limit) * 1e3);
+  report.set_summary("measured_step_ms", median(step) * 1e3);
+  report.set_summary("breakdown_sum_ms", breakdown_s * 1e3);
+  report.set_summary("fraction", fraction);
+  report.set_summary("fraction_per_round", per_round(fractions));
+  report.set_summary("fastest_gemm_limit_step_ms", fastest_limit * 1e3);
+  report.set_summary("fastest_step_ms", rounds.fastest_step * 1e3);
+  report.set_summary("fastest_fraction", fastest_limit / rounds.fastest_step);
+  report.set_summary("samples_per_s", s.batch / median(step));
+  report.set_summary("limit_samples_per_s", s.batch / median(limit));
+  report.write();
+  return 0;
+}
+
+}  // namespace conflux::bench
