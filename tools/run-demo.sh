@@ -8,6 +8,9 @@ source tools/mpi-env.sh
 # shellcheck source=tools/data-env.sh
 source tools/data-env.sh
 run_dir="runs/mnist_mlp-demo-$(date +%Y%m%d-%H%M%S)"
+# Portable kernels, so that the digest is the README's on any x86-64 CPU with AVX2 (docs/design.md
+# invariant 8); a user's own OPENBLAS_CORETYPE still wins.
+export CONFLUX_BLAS_PIN=${CONFLUX_BLAS_PIN:-portable}
 echo "demo: $MPI_LAUNCHER -np 2 ${CONFLUX_BIN:-build/bin}/conflux train --config configs/mnist_mlp.toml --set run.dir=$run_dir"
 "${MPIRUN[@]}" -np 2 "${CONFLUX_BIN:-build/bin}/conflux" train --config configs/mnist_mlp.toml \
   --set "run.dir=$run_dir"

@@ -42,7 +42,10 @@ BlasPin plan_blas_pin(const BlasPinInputs& in) {
                   "environment variable CONFLUX_BLAS_PIN: expected portable or native, not '{}'",
                   in.mode);
   using State = BlasPin::State;
-  if (in.mode == "native") {
+  // Native is the default: the pinned kernels cost 1.7x on an AVX-512 CPU (docs/design.md
+  // invariant 8), so portability is asked for, as PyTorch's deterministic mode is.
+  if (in.mode != "portable") {
+    if (in.mode.empty()) return {State::kNative, false, ""};
     return {State::kNative, false,
             fmt::format("CONFLUX_BLAS_PIN=native: OpenBLAS runs {}; the model digest may differ "
                         "on another CPU model (docs/design.md invariant 8)",
@@ -74,7 +77,7 @@ std::string BlasPin::describe() const {
       return fmt::format("pinned to {} (CONFLUX_BLAS_PIN=portable): portable results",
                          kPinnedBlasCore);
     case State::kNative:
-      return "not pinned (CONFLUX_BLAS_PIN=native)";
+      return "not pinned (CONFLUX_BLAS_PIN=portable pins them: docs/design.md invariant 8)";
     case State::kUserCore:
       return "not pinned: the user's OPENBLAS_CORETYPE";
     case State::kCpuLacksAvx2:

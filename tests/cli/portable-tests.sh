@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Portable results (docs/design.md invariant 8): with the machine's own OpenBLAS settings
-# removed, `make demo`'s run gives the recorded digest on any x86-64 CPU with AVX2, because
-# conflux pins OpenBLAS's Haswell kernels itself. The user's OPENBLAS_CORETYPE and
-# CONFLUX_BLAS_PIN=native leave OpenBLAS alone, and then a different kernel family gives a
+# removed and CONFLUX_BLAS_PIN=portable, `make demo`'s run gives the recorded digest on any
+# x86-64 CPU with AVX2, because conflux pins OpenBLAS's Haswell kernels itself. The user's
+# OPENBLAS_CORETYPE and CONFLUX_BLAS_PIN=native (the default) leave OpenBLAS alone, and then a different kernel family gives a
 # different digest: the pin is what makes the recorded one match. Skips, with the reason, where
 # the pin cannot hold (no AVX2 and FMA; an OpenBLAS that ignores OPENBLAS_CORETYPE).
 set -uo pipefail
@@ -22,7 +22,7 @@ demo() {
     --config configs/mnist_mlp.toml --set "run.dir=$TMP/$name" >"$TMP/$name.log" 2>&1
 }
 
-version=$(env -u OPENBLAS_CORETYPE -u CONFLUX_BLAS_PIN "$CONFLUX" --version)
+version=$(env -u OPENBLAS_CORETYPE CONFLUX_BLAS_PIN=portable "$CONFLUX" --version)
 if ! grep -q avx2 /proc/cpuinfo || ! grep -qw fma /proc/cpuinfo; then
   ok "the demo's recorded digest (skipped: this CPU lacks AVX2 or FMA, so conflux cannot pin OpenBLAS's Haswell kernels)"
 elif ! grep -q '^BLAS .*; Haswell kernels, pinned to Haswell' <<<"$version"; then
@@ -30,11 +30,11 @@ elif ! grep -q '^BLAS .*; Haswell kernels, pinned to Haswell' <<<"$version"; the
   ok "the demo's recorded digest (skipped: OpenBLAS did not take the pin: $(grep '^BLAS' <<<"$version"))"
 else
   ok "conflux --version says OpenBLAS runs the pinned Haswell kernels"
-  demo pinned
+  demo pinned CONFLUX_BLAS_PIN=portable
   d=$(digest_of "$TMP/pinned.log")
   model=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
   if [ "$d" = "$DEMO_DIGEST" ]; then
-    ok "the demo with no OPENBLAS_* variables gives the recorded digest on this CPU ($model)"
+    ok "the demo with CONFLUX_BLAS_PIN=portable and no OPENBLAS_* variables gives the recorded digest on this CPU ($model)"
   else
     not_ok "the demo's digest on $model is '$d', recorded $DEMO_DIGEST" "$(cat "$TMP/pinned.log")"
   fi
@@ -51,7 +51,7 @@ else
     not_ok "native run: digest '$n' (want one other than $DEMO_DIGEST), one log line" "$(cat "$TMP/native.log")"
   fi
 
-  demo user OPENBLAS_CORETYPE=Sandybridge
+  demo user CONFLUX_BLAS_PIN=portable OPENBLAS_CORETYPE=Sandybridge
   u=$(digest_of "$TMP/user.log")
   if [ "$u" = "$n" ] && [ "$(grep -c 'OPENBLAS_CORETYPE=Sandybridge is set, so conflux does not pin' "$TMP/user.log")" -eq 1 ]; then
     ok "the user's OPENBLAS_CORETYPE is respected (the Sandybridge digest) and rank 0 says so once"

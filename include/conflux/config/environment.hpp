@@ -29,7 +29,7 @@ inline constexpr const char* kPinnedBlasCore = "Haswell";
 
 /// What plan_blas_pin() decides from: the environment and the CPU.
 struct BlasPinInputs {
-  std::string mode;              ///< $CONFLUX_BLAS_PIN: "portable" (also when empty) or "native"
+  std::string mode;              ///< $CONFLUX_BLAS_PIN: "portable", or "native" (also when empty)
   std::string coretype;          ///< $OPENBLAS_CORETYPE, empty when unset
   bool cpu_runs_pinned = false;  ///< the CPU (and the OS) support AVX2 and FMA
 };
@@ -39,7 +39,7 @@ struct BlasPin {
   /// Whose kernels OpenBLAS runs.
   enum class State {
     kPinned,        ///< kPinnedBlasCore: the digest is the same on every AVX2 CPU
-    kNative,        ///< CONFLUX_BLAS_PIN=native: OpenBLAS's choice (or the user's core type)
+    kNative,        ///< the default: OpenBLAS's choice (or the user's core type)
     kUserCore,      ///< the user's $OPENBLAS_CORETYPE, respected
     kCpuLacksAvx2,  ///< the pinned kernels cannot run here: OpenBLAS's choice
   };
