@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "command_line.hpp"
 #include "conflux/config/config.hpp"
 #include "conflux/config/environment.hpp"
 #include "conflux/core/error.hpp"
@@ -32,13 +33,7 @@ int cmd_export(const std::vector<std::string>& args) {
       "test-samples", po::value(&job.test_samples),
       "test images (after the evaluation transform) and conflux's logits for them, written as "
       "an ONNX test data set in test_data_set_0/ beside the output; 0: none (default 16)");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(options).run(), vm);
-  if (vm.count("help")) {
-    std::cout << options;
-    return 0;
-  }
-  po::notify(vm);
+  if (!parse_options(args, options)) return 0;
   CONFLUX_REQUIRE(format == "onnx", "conflux export --format: onnx is the only format, not '{}'",
                   format);
   const Logger log;

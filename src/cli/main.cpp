@@ -16,6 +16,7 @@
 #include <iostream>
 #include <optional>
 
+#include "command_line.hpp"
 #include "conflux/ckpt/checkpoint_file.hpp"
 #include "conflux/ckpt/stop_signals.hpp"
 #include "conflux/comm/agreement.hpp"
@@ -225,13 +226,7 @@ int cmd_eval(int argc, char** argv, const std::vector<std::string>& args) {
   options.add_options()("help,h", "show this help");
   cli::add_weights_options(options, weights);
   options.add_options()("split", po::value(&split), "test (default) or train");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(options).run(), vm);
-  if (vm.count("help")) {
-    std::cout << options;
-    return 0;
-  }
-  po::notify(vm);
+  if (!cli::parse_options(args, options)) return 0;
   CONFLUX_REQUIRE(split == "test" || split == "train",
                   "conflux eval: --split must be test or train, not '{}'", split);
   const train::EvalJob job{.model_file = weights.model_file, .train_split = split == "train"};

@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "command_line.hpp"
 #include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/plan/cost_model.hpp"
@@ -42,18 +43,6 @@ std::vector<int> int_list(const std::string& text, const char* option) {
   }
   CONFLUX_REQUIRE(!out.empty(), "--{}: empty list", option);
   return out;
-}
-
-// Parses `args` with `options`; prints help and returns false on --help.
-bool parse(const std::vector<std::string>& args, const po::options_description& options) {
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(options).run(), vm);
-  if (vm.count("help")) {
-    std::cout << options;
-    return false;
-  }
-  po::notify(vm);
-  return true;
 }
 
 // The config file and its --set overrides, shared by predict and plan.
@@ -98,7 +87,7 @@ ProfileArgs parse_profile_args(const std::vector<std::string>& args) {
       "output,o", po::value(&out.output)->required(), "profile file to write (TOML)");
   options.add_options()("config,c", po::value(&out.config)->required(), "TOML experiment config")(
       "set,s", po::value(&out.overrides)->composing(), "override a config key (repeatable)");
-  if (!parse(args, options)) std::exit(0);
+  if (!parse_options(args, options)) std::exit(0);
   out.workers = int_list(workers, "workers");
   out.memory_mb = int_list(memory, "memory");
   out.batches = int_list(batches, "batch");
@@ -134,7 +123,7 @@ int cmd_fit(const std::vector<std::string>& args) {
       "profile file from `conflux profile` (repeatable: merged)")(
       "output,o", po::value(&output)->required(), "model file to write (TOML)")(
       "form", po::value(&form), "T_train form: auto (default), fasdl or constant");
-  if (!parse(args, options)) return 0;
+  if (!parse_options(args, options)) return 0;
   CONFLUX_REQUIRE(form == "auto" || form == "fasdl" || form == "constant",
                   "--form must be auto, fasdl or constant, not '{}'", form);
   std::vector<plan::Sweep> read;
@@ -159,7 +148,7 @@ int cmd_predict(const std::vector<std::string>& args, const ConfigSources& base_
   options.add_options()("help,h", "show this help")("model,m", po::value(&model_path)->required(),
                                                     "model file from `conflux fit`");
   config_option.add_to(options);
-  if (!parse(args, options)) return 0;
+  if (!parse_options(args, options)) return 0;
   const Config config = config_option.load(base_sources);
   const plan::PerformanceModel model = model_for(config, model_path);
   const int workers = config.cluster().trainers;
@@ -241,7 +230,7 @@ bool parse_plan_args(const std::vector<std::string>& args, PlanArgs& a) {
                                            "write the chosen configuration as TOML here")(
       "emit-sbatch", po::value(&a.emit_sbatch), "write an #SBATCH header for it here");
   a.config_option.add_to(options);
-  if (!parse(args, options)) return false;
+  if (!parse_options(args, options)) return false;
   CONFLUX_REQUIRE(a.target == "lambda" || a.target == "slurm",
                   "--target must be lambda or slurm, not '{}'", a.target);
   CONFLUX_REQUIRE(a.arch == "x86" || a.arch == "arm", "--arch must be x86 or arm, not '{}'",
