@@ -152,6 +152,7 @@ void log_blas_pin(const Logger& log) {
       log.info("{}", pin.note);
     }
   } else if (const std::string core = cli::blas_core_name();
+             pin.state == BlasPin::State::kPinned &&
              ::strcasecmp(core.c_str(), kPinnedBlasCore) != 0) {
     // An OpenBLAS built for one CPU (without DYNAMIC_ARCH) ignores OPENBLAS_CORETYPE.
     log.warn(

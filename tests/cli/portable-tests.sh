@@ -42,6 +42,14 @@ else
     not_ok "a pinned run says nothing about the pin" "$(cat "$TMP/pinned.log")"
   fi
 
+  # The default leaves OpenBLAS its own choice and says nothing about it.
+  demo default
+  if [ -n "$(digest_of "$TMP/default.log")" ] && ! grep -q 'OpenBLAS\|OPENBLAS_CORETYPE\|CONFLUX_BLAS_PIN' "$TMP/default.log"; then
+    ok "with CONFLUX_BLAS_PIN unset conflux leaves OpenBLAS its own kernels, without a word"
+  else
+    not_ok "default run: no digest, or a word about OpenBLAS" "$(cat "$TMP/default.log")"
+  fi
+
   demo native CONFLUX_BLAS_PIN=native OPENBLAS_CORETYPE=Sandybridge
   n=$(digest_of "$TMP/native.log")
   if [ -n "$n" ] && [ "$n" != "$DEMO_DIGEST" ] &&
