@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "conflux/core/error.hpp"
+#include "conflux/model/pooling.hpp"
 
 namespace conflux::model {
 
@@ -19,7 +20,7 @@ void check_image_batch(const Tensor& in, const std::string& what) {
 }  // namespace
 
 AvgPool2d::AvgPool2d(int kernel, int stride)
-    : kernel_(kernel), stride_(stride == 0 ? kernel : stride) {
+    : kernel_(kernel), stride_(pool_stride(kernel, stride)) {
   CONFLUX_REQUIRE(kernel >= 1, "avgpool: kernel must be >= 1, got {}", kernel);
   CONFLUX_REQUIRE(stride >= 0, "avgpool: stride must be >= 0 (0 = same as kernel), got {}", stride);
 }
@@ -29,11 +30,7 @@ std::string AvgPool2d::describe() const {
 }
 
 SampleShape AvgPool2d::output_shape(const SampleShape& input) const {
-  CONFLUX_REQUIRE(input.size() == 3, "expects an image [C,H,W] but gets [{}]",
-                  fmt::join(input, ","));
-  CONFLUX_REQUIRE(input[0] > 0 && input[1] >= kernel_ && input[2] >= kernel_,
-                  "window {} does not fit the input [{}]", kernel_, fmt::join(input, ","));
-  return {input[0], (input[1] - kernel_) / stride_ + 1, (input[2] - kernel_) / stride_ + 1};
+  return pooled_shape(kernel_, stride_, input);
 }
 
 void AvgPool2d::forward(const Tensor& in, Tensor& out) {

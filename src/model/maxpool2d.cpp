@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "conflux/core/error.hpp"
+#include "conflux/model/pooling.hpp"
 
 namespace conflux::model {
 
@@ -74,17 +75,13 @@ void backward_2x2(const float* dy, const std::int32_t* arg, std::size_t planes, 
 }  // namespace
 
 MaxPool2d::MaxPool2d(int kernel, int stride)
-    : kernel_(kernel), stride_(stride == 0 ? kernel : stride) {
+    : kernel_(kernel), stride_(pool_stride(kernel, stride)) {
   CONFLUX_REQUIRE(kernel >= 1, "maxpool: kernel must be >= 1, got {}", kernel);
   CONFLUX_REQUIRE(stride >= 0, "maxpool: stride must be >= 0 (0 = same as kernel), got {}", stride);
 }
 
 SampleShape MaxPool2d::output_shape(const SampleShape& input) const {
-  CONFLUX_REQUIRE(input.size() == 3, "expects an image [C,H,W] but gets [{}]",
-                  fmt::join(input, ","));
-  CONFLUX_REQUIRE(input[0] > 0 && input[1] >= kernel_ && input[2] >= kernel_,
-                  "window {} does not fit the input [{}]", kernel_, fmt::join(input, ","));
-  return {input[0], (input[1] - kernel_) / stride_ + 1, (input[2] - kernel_) / stride_ + 1};
+  return pooled_shape(kernel_, stride_, input);
 }
 
 void MaxPool2d::forward(const Tensor& in, Tensor& out) {

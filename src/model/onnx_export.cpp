@@ -9,6 +9,7 @@
 
 #include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
+#include "conflux/model/pooling.hpp"
 #include "onnx/onnx.pb.h"
 
 namespace conflux::model {
@@ -90,12 +91,12 @@ void add_layer(onnx::GraphProto& graph, const Model& model, std::size_t index,
     add_ints(node, "pads", {spec.padding, spec.padding, spec.padding, spec.padding});
   } else if (spec.type == "maxpool") {
     node.set_op_type("MaxPool");  // no padding, floor: conflux's only mode
-    const int stride = spec.stride == 0 ? spec.kernel : spec.stride;
+    const int stride = pool_stride(spec.kernel, spec.stride);
     add_ints(node, "kernel_shape", {spec.kernel, spec.kernel});
     add_ints(node, "strides", {stride, stride});
   } else if (spec.type == "avgpool") {
     node.set_op_type("AveragePool");  // no padding, floor, like conflux's avgpool
-    const int stride = spec.stride == 0 ? spec.kernel : spec.stride;
+    const int stride = pool_stride(spec.kernel, spec.stride);
     add_ints(node, "kernel_shape", {spec.kernel, spec.kernel});
     add_ints(node, "strides", {stride, stride});
   } else if (spec.type == "globalavgpool") {
