@@ -17,6 +17,7 @@
 #include "conflux/core/error.hpp"
 #include "conflux/core/suggest.hpp"
 #include "key_values.hpp"
+#include "layer_reader.hpp"
 
 namespace conflux {
 
@@ -191,7 +192,7 @@ class ConfigLoader {
       }
       for (const auto& [key, node] : *table) {
         const std::string path = section + "." + std::string(key.str());
-        if (path == "model.layers" || find_key(path) != nullptr) continue;
+        if (path == "model.layers" || path == "model.blocks" || find_key(path) != nullptr) continue;
         fail_at(key.source(),
                 fmt::format("unknown key '{}'{}", path, did_you_mean(path, key_paths())));
       }
@@ -224,78 +225,9 @@ class ConfigLoader {
 
   void read_layers(ConfigBuilder& builder) {
     const toml::node* node = root_.at_path("model.layers").node();
-    if (node == nullptr) {
-      CONFLUX_INPUT_ERROR(
-          "{}: missing required key 'model.layers' (a list of [[model.layers]] tables, e.g. "
-          "type = \"linear\", out = 10)",
-          source_name_);
-    }
-    const toml::array* layers = node->as_array();
-    if (layers == nullptr || !layers->is_array_of_tables() || layers->empty()) {
-      fail_at(node->source(), "model.layers: expected a non-empty list of [[model.layers]] tables");
-    }
-    std::vector<LayerSpec> specs;
-    for (std::size_t i = 0; i < layers->size(); ++i) {
-      specs.push_back(read_layer(*layers->at(i).as_table(), fmt::format("model.layers[{}]", i)));
-    }
+    std::vector<LayerSpec> specs = read_model_layers(
+        root_, source_name_, [this](const toml::source_region& where) { return location(where); });
     builder.set_layers(std::move(specs), location(node->source()));
-  }
-
-  // The spec of a layer table's type; InputError for a missing or unknown type.
-  const LayerKeySpec& layer_type(const toml::table& table, const std::string& label) const {
-    std::vector<std::string> types;
-    for (const auto& l : layer_keys()) types.push_back(l.type);
-    const toml::node* type_node = table.get("type");
-    if (type_node == nullptr || !type_node->is_string()) {
-      fail_at(table.source(),
-              fmt::format("{}: missing 'type' (one of {})", label, fmt::join(types, ", ")));
-    }
-    const std::string type = *type_node->value<std::string>();
-    const auto spec = std::find_if(layer_keys().begin(), layer_keys().end(),
-                                   [&](const auto& l) { return l.type == type; });
-    if (spec == layer_keys().end()) {
-      fail_at(type_node->source(),
-              fmt::format("{}.type: unknown layer type \"{}\"{} (known: {})", label, type,
-                          did_you_mean(type, types), fmt::join(types, ", ")));
-    }
-    return *spec;
-  }
-
-  void check_layer_keys(const toml::table& table, const LayerKeySpec& spec,
-                        const std::string& label) const {
-    std::vector<std::string> allowed = {"type"};
-    for (const auto& k : spec.keys) allowed.push_back(k.path);
-    for (const auto& [key, value] : table) {
-      const std::string name(key.str());
-      if (std::find(allowed.begin(), allowed.end(), name) != allowed.end()) continue;
-      fail_at(key.source(),
-              fmt::format("{}: key '{}' is not valid for a {} layer{} (valid: {})", label, name,
-                          spec.type, did_you_mean(name, allowed), fmt::join(allowed, ", ")));
-    }
-  }
-
-  // One [[model.layers]] table: every key of its type, given or defaulted.
-  LayerSpec read_layer(const toml::table& table, const std::string& label) {
-    const LayerKeySpec& spec = layer_type(table, label);
-    check_layer_keys(table, spec, label);
-    LayerSpec layer;
-    layer.type = spec.type;
-    for (const LayerKey& k : spec.keys) {
-      const toml::node* value = table.get(k.path);
-      if (value == nullptr && k.default_toml.empty()) {
-        fail_at(table.source(),
-                fmt::format("{}: a {} layer needs '{}' ({})", label, spec.type, k.path, k.doc));
-      }
-      if (value != nullptr) {
-        check_value(*value, k, fmt::format("{}.{}", label, k.path), location(value->source()));
-      } else {
-        value = default_node(k);
-      }
-      layer.*k.member = static_cast<int>(*value->value<std::int64_t>());
-    }
-    const bool pool = layer.type == "maxpool" || layer.type == "avgpool";
-    if (pool && layer.stride == 0) layer.stride = layer.kernel;  // "same"
-    return layer;
   }
 
   std::string source_name_;

@@ -1,6 +1,7 @@
 #include "conflux/config/identity.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -44,8 +45,10 @@ std::vector<std::pair<std::string, std::string>> rank_invariant_values(const Con
     for (const LayerKeySpec& spec : layer_keys()) {
       if (spec.type != layer.type) continue;
       for (const LayerKey& key : spec.keys)
-        layers += fmt::format(" {}={}", key.path, layer.*key.member);
+        layers += fmt::format(" {}={}", key.path, key.text(layer));
     }
+    if (!layer.name.empty()) layers += fmt::format(" name={}", layer.name);
+    if (!layer.inputs.empty()) layers += fmt::format(" inputs={}", fmt::join(layer.inputs, ","));
     layers += "; ";
   }
   values.emplace_back("model.layers", layers);

@@ -24,7 +24,20 @@ toml::array layers_toml(const std::vector<LayerSpec>& layers) {
     const auto spec = std::find_if(types.begin(), types.end(),
                                    [&](const LayerKeySpec& k) { return k.type == l.type; });
     CONFLUX_CHECK(spec != types.end(), "layer type '{}' is not in the schema", l.type);
-    for (const LayerKey& k : spec->keys) t.insert(k.path, l.*k.member);
+    for (const LayerKey& k : spec->keys) {
+      if (k.type == ValueType::kInt) {
+        t.insert(k.path, static_cast<std::int64_t>(k.get(l)));
+      } else {
+        t.insert(k.path, k.get(l));
+      }
+    }
+    // Blocks are written expanded: the graph as the run built it.
+    if (!l.name.empty()) t.insert("name", l.name);
+    if (!l.inputs.empty()) {
+      toml::array inputs;
+      for (const std::string& input : l.inputs) inputs.push_back(input);
+      t.insert("inputs", std::move(inputs));
+    }
     array.push_back(std::move(t));
   }
   return array;

@@ -68,6 +68,12 @@ LayerKey layer_key(std::string name, int LayerSpec::*member, Range range, std::s
       member};
 }
 
+LayerKey layer_key(std::string name, double LayerSpec::*member, Range range, std::string doc) {
+  return LayerKey{key(std::move(name), ValueType::kFloat, range,
+                      fmt::format("{}", LayerSpec{}.*member), {}, std::move(doc), KeyBinding{}),
+                  member};
+}
+
 std::vector<LayerKeySpec> make_layer_keys() {
   const auto out = [](std::string doc) {
     return layer_key("out", &LayerSpec::out, in(1, 1 << 20), "", std::move(doc));
@@ -96,6 +102,19 @@ std::vector<LayerKeySpec> make_layer_keys() {
         layer_key("stride", &LayerSpec::stride, in(0, 64), "0", "Stride; 0 = same as the window.")},
        "Average pooling (no padding)."},
       {"globalavgpool", {}, "Mean of each channel: [C, H, W] to [C], before the classifier."},
+      {"batchnorm",
+       {layer_key("momentum", &LayerSpec::momentum, in(0, 1),
+                  "Running statistics: running = (1 - momentum) * running + momentum * batch."),
+        layer_key("eps", &LayerSpec::eps, above(0, 1), "Added to the variance.")},
+       "Batch normalisation per channel of [C, H, W] (BatchNorm2d) or per feature of [F] "
+       "(BatchNorm1d), with learned scale and shift; training uses the statistics of the "
+       "global batch over all trainers (docs/training.md), evaluation the running ones."},
+      {"dropout",
+       {layer_key("rate", &LayerSpec::rate, in(0, 0.999999), "Probability of zeroing an element.")},
+       "Inverted dropout in training (kept elements scaled by 1 / (1 - rate)), identity in "
+       "evaluation; the mask is drawn from (run.seed, layer, step, sample)."},
+      {"add", {}, "Element-wise sum of two or more inputs of one shape (skip connections)."},
+      {"concat", {}, "Concatenation of two or more inputs along the channels (or features)."},
       {"relu", {}, "Rectified linear unit."},
       {"flatten", {}, "Flattens [C, H, W] to [C*H*W] before linear layers."},
   };
@@ -116,6 +135,19 @@ std::string shown_default(const KeySpec& k) {
 const std::vector<KeySpec>& config_keys() {
   static const std::vector<KeySpec> keys = make_keys();
   return keys;
+}
+
+double LayerKey::get(const LayerSpec& spec) const {
+  return std::visit([&](auto m) { return static_cast<double>(spec.*m); }, member);
+}
+
+void LayerKey::set(LayerSpec& spec, double value) const {
+  std::visit([&](auto m) { spec.*m = static_cast<std::remove_cvref_t<decltype(spec.*m)>>(value); },
+             member);
+}
+
+std::string LayerKey::text(const LayerSpec& spec) const {
+  return std::visit([&](auto m) { return fmt::format("{}", spec.*m); }, member);
 }
 
 const std::vector<LayerKeySpec>& layer_keys() {
@@ -188,7 +220,11 @@ std::string config_reference_markdown() {
   md +=
       "\n### `[[model.layers]]`\n\nThe model is a list of layer tables in order; each has a "
       "`type` and the keys of its type. The input shape comes from the dataset; the last layer "
-      "must produce one output per class.\n\n| type | key | type and range | default | meaning "
+      "must produce one output per class. Every layer may also have a `name` (a string other "
+      "layers refer to) and `inputs` (a list of names whose outputs it takes; `\"input\"` is "
+      "the model's input); without `inputs` a layer takes the previous layer's output. A layer "
+      "table with `type = \"block\"` repeats a block of `[[model.blocks.NAME]]` layer tables "
+      "(docs/models.md).\n\n| type | key | type and range | default | meaning "
       "|\n|---|---|---|---|---|\n";
   for (const auto& layer : layer_keys()) {
     md += fmt::format("| `{}` | | | | {} |\n", layer.type, layer.doc);

@@ -55,7 +55,7 @@ TEST(ModelLayers, MakeLayerValidatesSpecs) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
               "unknown layer type 'dense' (known types: linear, conv2d, maxpool, avgpool, "
-              "globalavgpool, relu, flatten)");
+              "globalavgpool, batchnorm, dropout, add, concat, relu, flatten)");
   }
   // Defaults irrelevant to a type do not trip it.
   EXPECT_EQ(make_layer({.type = "relu"})->type(), "relu");

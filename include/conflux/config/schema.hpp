@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "conflux/config/config.hpp"
@@ -42,9 +43,16 @@ struct KeySpec {
   KeyBinding binding;                ///< the typed member (none for layer keys)
 };
 
-/// One key of a [[model.layers]] table and the LayerSpec member it sets.
+/// One key of a [[model.layers]] table and the LayerSpec member it sets (an integer or a
+/// real number, as KeySpec::type says).
 struct LayerKey : KeySpec {
-  int LayerSpec::*member = nullptr;  ///< e.g. &LayerSpec::kernel
+  std::variant<int LayerSpec::*, double LayerSpec::*> member;  ///< e.g. &LayerSpec::kernel
+  /// The member's value in `spec` (integers exactly).
+  double get(const LayerSpec& spec) const;
+  /// Sets the member in `spec` (integers: `value` is whole, checked by the loader).
+  void set(LayerSpec& spec, double value) const;
+  /// The member's value as TOML text ("3", "0.1").
+  std::string text(const LayerSpec& spec) const;
 };
 
 /// Keys allowed in one [[model.layers]] table, by layer type.
