@@ -11,6 +11,7 @@
 #include "conflux/model/flatten.hpp"
 #include "conflux/model/linear.hpp"
 #include "conflux/model/maxpool2d.hpp"
+#include "conflux/model/merge.hpp"
 #include "conflux/model/relu.hpp"
 
 namespace conflux::model {
@@ -50,6 +51,8 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec) {
     return std::make_unique<AvgPool2d>(spec.kernel, spec.stride);
   }
   if (spec.type == "globalavgpool") return std::make_unique<GlobalAvgPool>();
+  if (spec.type == "add") return std::make_unique<Add>();
+  if (spec.type == "concat") return std::make_unique<Concat>();
   if (spec.type == "relu") return std::make_unique<Relu>();
   if (spec.type == "flatten") return std::make_unique<Flatten>();
   std::vector<std::string> known;

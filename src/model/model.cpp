@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "conflux/core/error.hpp"
+#include "conflux/model/graph.hpp"
 
 namespace conflux::model {
 namespace {
@@ -13,58 +14,20 @@ namespace {
 // Key word of the parameter-initialisation generator: ASCII "model".
 constexpr std::uint64_t kInitStream = 0x6d6f64656c;
 
-// Index of the first layer with parameters (layers.size() if none). Gradients with respect to
-// its input, and anything below it, are never read: backward() stops there.
-std::size_t first_trainable(const std::vector<std::unique_ptr<Layer>>& layers,
-                            const std::vector<SampleShape>& shapes) {
-  std::size_t i = 0;
-  while (i < layers.size() && layers[i]->param_layout(shapes[i]).empty()) ++i;
-  return i;
-}
-
-// The count of a layer's parameters for inputs of `input`.
-std::size_t param_count(const Layer& layer, const SampleShape& input) {
+// The count of a layer's parameters (or buffers) for inputs of `input`.
+std::size_t float_count(const std::vector<ParamInfo>& layout) {
   std::size_t count = 0;
-  for (const ParamInfo& info : layer.param_layout(input)) count += Tensor::count_of(info.shape);
+  for (const ParamInfo& info : layout) count += Tensor::count_of(info.shape);
   return count;
 }
 
-// The layers of `specs` with their shapes (shapes[i] is layer i's input, back() the output),
-// made without allocating any parameter or activation. The one walk of the specs, shared by
-// the constructor and footprint(); InputError naming the layer.
-struct LayerStack {
-  std::vector<std::unique_ptr<Layer>> layers;
-  std::vector<SampleShape> shapes;
-};
+std::size_t param_count(const Layer& layer, const SampleShape& input) {
+  return float_count(layer.param_layout(input));
+}
 
-LayerStack stack_layers(const std::vector<LayerSpec>& specs, const SampleShape& input_shape,
-                        int num_classes) {
-  CONFLUX_REQUIRE(!specs.empty(), "the model has no layers");
-  CONFLUX_REQUIRE(num_classes > 0, "the number of classes must be > 0, got {}", num_classes);
-  CONFLUX_REQUIRE(
-      !input_shape.empty() && std::ranges::all_of(input_shape, [](int d) { return d > 0; }),
-      "invalid model input shape [{}]", fmt::join(input_shape, ","));
-  LayerStack stack;
-  stack.shapes.push_back(input_shape);
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    std::unique_ptr<Layer> layer;
-    try {
-      layer = make_layer(specs[i]);
-    } catch (const InputError& e) {
-      throw InputError(fmt::format("layer {}: {}", i, e.what()), e.file(), e.line());
-    }
-    try {
-      stack.shapes.push_back(layer->output_shape(stack.shapes[i]));
-    } catch (const InputError& e) {
-      throw InputError(fmt::format("layer {} ({}) {}", i, layer->type(), e.what()), e.file(),
-                       e.line());
-    }
-    stack.layers.push_back(std::move(layer));
-  }
-  CONFLUX_REQUIRE(stack.shapes.back() == SampleShape{num_classes},
-                  "model output is [{}] but the dataset has {} classes",
-                  fmt::join(stack.shapes.back(), ","), num_classes);
-  return stack;
+// The first input's shape: what param_layout and buffer_layout see.
+const SampleShape& first_input(const std::vector<SampleShape>& shapes) {
+  return shapes.front();
 }
 
 }  // namespace
@@ -94,18 +57,72 @@ std::size_t ModelFootprint::largest(std::size_t batch) const {
   return largest;
 }
 
+// The layers of the specs, wired, with each layer's input and output shapes; nothing
+// allocated yet. Shared by the constructor and footprint().
+struct Model::Wired {
+  std::vector<std::unique_ptr<Layer>> layers;
+  GraphWiring wiring;
+  std::vector<std::vector<SampleShape>> input_shapes;  // per layer, one per input
+  std::vector<SampleShape> output_shapes;
+  std::vector<bool> needs_grad;  // per layer: the gradient of its output is needed
+};
+
+Model::Wired Model::wire(const std::vector<LayerSpec>& specs, const SampleShape& input_shape,
+                         int num_classes) {
+  CONFLUX_REQUIRE(!specs.empty(), "the model has no layers");
+  CONFLUX_REQUIRE(num_classes > 0, "the number of classes must be > 0, got {}", num_classes);
+  CONFLUX_REQUIRE(
+      !input_shape.empty() && std::ranges::all_of(input_shape, [](int d) { return d > 0; }),
+      "invalid model input shape [{}]", fmt::join(input_shape, ","));
+  Wired w;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    try {
+      w.layers.push_back(make_layer(specs[i]));
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("layer {}: {}", i, e.what()), e.file(), e.line());
+    }
+  }
+  w.wiring = wire_graph(specs);
+  w.input_shapes.resize(specs.size());
+  w.output_shapes.resize(specs.size());
+  w.needs_grad.assign(specs.size(), false);
+  for (const std::size_t i : w.wiring.order) {
+    bool upstream_trainable = false;
+    for (const std::size_t in : w.wiring.inputs[i]) {
+      w.input_shapes[i].push_back(in == kModelInput ? input_shape : w.output_shapes[in]);
+      upstream_trainable = upstream_trainable || (in != kModelInput && w.needs_grad[in]);
+    }
+    const Layer& layer = *w.layers[i];
+    try {
+      // Merge layers (arity 0) check their own input count.
+      CONFLUX_REQUIRE(layer.arity() == 0 || w.input_shapes[i].size() == layer.arity(),
+                      "takes {} input(s), got {}", layer.arity(), w.input_shapes[i].size());
+      w.output_shapes[i] = layer.output_shape_of(w.input_shapes[i]);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{} {}", layer_label(specs, i), e.what()), e.file(), e.line());
+    }
+    w.needs_grad[i] =
+        upstream_trainable || !layer.param_layout(first_input(w.input_shapes[i])).empty();
+  }
+  CONFLUX_REQUIRE(w.output_shapes.back() == SampleShape{num_classes},
+                  "model output is [{}] but the dataset has {} classes",
+                  fmt::join(w.output_shapes.back(), ","), num_classes);
+  return w;
+}
+
 ModelFootprint Model::footprint(const std::vector<LayerSpec>& specs, const SampleShape& input_shape,
                                 int num_classes) {
-  const LayerStack stack = stack_layers(specs, input_shape, num_classes);
-  const std::size_t first = first_trainable(stack.layers, stack.shapes);
+  const Wired w = wire(specs, input_shape, num_classes);
   ModelFootprint footprint;
-  for (std::size_t i = 0; i < stack.layers.size(); ++i) {
-    const std::size_t output = Tensor::count_of(stack.shapes[i + 1]);
-    // forward() keeps every layer's output; backward() keeps the gradient of every layer's
-    // input above the first trainable layer, which has the size of the output below it.
-    const bool has_gradient = i >= first && i + 1 < stack.layers.size();
-    footprint.layers.push_back({.type = stack.layers[i]->type(),
-                                .params = param_count(*stack.layers[i], stack.shapes[i]),
+  for (std::size_t i = 0; i < w.layers.size(); ++i) {
+    const std::size_t output = Tensor::count_of(w.output_shapes[i]);
+    // forward() keeps every layer's output; backward() keeps the gradient of every output
+    // above the first trainable layer (not the model's output: the loss owns that one).
+    const bool has_gradient = w.needs_grad[i] && i != w.wiring.output;
+    const SampleShape& input = first_input(w.input_shapes[i]);
+    footprint.layers.push_back({.type = w.layers[i]->type(),
+                                .params = param_count(*w.layers[i], input) +
+                                          float_count(w.layers[i]->buffer_layout(input)),
                                 .activation_floats = has_gradient ? 2 * output : output});
   }
   return footprint;
@@ -113,49 +130,72 @@ ModelFootprint Model::footprint(const std::vector<LayerSpec>& specs, const Sampl
 
 Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape, int num_classes,
              std::uint64_t seed)
-    : input_shape_(input_shape) {
-  LayerStack stack = stack_layers(specs, input_shape, num_classes);
-  layers_ = std::move(stack.layers);
-  shapes_ = std::move(stack.shapes);
-  bind_and_init(lay_out_params(), seed);
-  // Nothing reads the gradient with respect to the input of the first layer with parameters
-  // (e.g. the linear layer after a leading flatten), and it costs as much as that layer's
-  // weight gradient, a quarter of an MLP step; skip it.
-  if (const std::size_t first = first_trainable(layers_, shapes_); first < layers_.size()) {
-    layers_[first]->set_input_grad_needed(false);
-  }
+    : specs_(specs), input_shape_(input_shape) {
+  Wired w = wire(specs, input_shape, num_classes);
+  layers_ = std::move(w.layers);
+  inputs_ = std::move(w.wiring.inputs);
+  order_ = std::move(w.wiring.order);
+  needs_grad_ = std::move(w.needs_grad);
+  output_shapes_ = std::move(w.output_shapes);
+  input_shapes_ = std::move(w.input_shapes);
+  bind_and_init(lay_out_state(), seed);
+  tell_unneeded_input_grads();
   activations_.resize(layers_.size());
   gradients_.resize(layers_.size());
+  written_.assign(layers_.size(), false);
 }
 
-// Lays out all parameter tensors in one buffer, layer by layer; returns where each layer's
-// parameters begin (and, last, the total).
-std::vector<std::size_t> Model::lay_out_params() {
+// Nothing reads the gradient with respect to an input without trainable layers above it
+// (e.g. the model's input, or the output of a leading flatten), and for the first linear or
+// conv layer it costs as much as the weight gradient, a quarter of an MLP step; skip it.
+void Model::tell_unneeded_input_grads() {
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    if (layers_[i]->arity() != 1) continue;
+    const std::size_t in = inputs_[i][0];
+    if (in == kModelInput || !needs_grad_[in]) layers_[i]->set_input_grad_needed(false);
+  }
+}
+
+// Lays out all parameter tensors in one buffer, layer by layer, then all buffers; returns
+// where each layer's parameters begin (and, last, where the buffers begin).
+std::vector<std::size_t> Model::lay_out_state() {
   std::vector<std::size_t> layer_begin;
   std::size_t total = 0;
+  const auto add = [&](std::size_t i, ParamInfo info, std::vector<ParamInfo>* also) {
+    info.name = fmt::format("layer{}.{}.{}", i, layers_[i]->type(), info.name);
+    info.size = Tensor::count_of(info.shape);
+    info.offset = total;
+    total += info.size;
+    if (also != nullptr) also->push_back(info);
+    state_infos_.push_back(std::move(info));
+  };
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     layer_begin.push_back(total);
-    for (ParamInfo info : layers_[i]->param_layout(shapes_[i])) {
-      info.name = fmt::format("layer{}.{}.{}", i, layers_[i]->type(), info.name);
-      info.size = Tensor::count_of(info.shape);
-      info.offset = total;
-      total += info.size;
-      infos_.push_back(std::move(info));
-    }
+    for (ParamInfo info : layers_[i]->param_layout(input_shapes_[i].front()))
+      add(i, std::move(info), &param_infos_);
   }
+  num_params_ = total;
   layer_begin.push_back(total);
-  params_.assign(total, 0.0f);
-  grads_.assign(total, 0.0f);
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    for (ParamInfo info : layers_[i]->buffer_layout(input_shapes_[i].front()))
+      add(i, std::move(info), nullptr);
+  }
+  state_.assign(total, 0.0f);
+  grads_.assign(num_params_, 0.0f);
   return layer_begin;
 }
 
 // Gives each layer its spans of the buffers and initialises it, in layer order from one stream.
 void Model::bind_and_init(const std::vector<std::size_t>& layer_begin, std::uint64_t seed) {
   Rng rng{seed, kInitStream};
+  std::size_t buffer_begin = num_params_;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const std::size_t size = layer_begin[i + 1] - layer_begin[i];
-    layers_[i]->bind(std::span(params_).subspan(layer_begin[i], size),
+    layers_[i]->bind(std::span(state_).subspan(layer_begin[i], size),
                      std::span(grads_).subspan(layer_begin[i], size));
+    const std::size_t buffers = float_count(layers_[i]->buffer_layout(input_shapes_[i].front()));
+    layers_[i]->bind_buffers(std::span(state_).subspan(buffer_begin, buffers));
+    buffer_begin += buffers;
     layers_[i]->init_params(rng);
   }
 }
@@ -165,6 +205,10 @@ Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
 
 const Tensor& Model::forward(const Tensor& input) {
+  return forward(input, Pass{});
+}
+
+const Tensor& Model::forward(const Tensor& input, const Pass& pass) {
   CONFLUX_REQUIRE(
       input.shape.size() == input_shape_.size() + 1 &&
           std::equal(input_shape_.begin(), input_shape_.end(), input.shape.begin() + 1) &&
@@ -172,10 +216,13 @@ const Tensor& Model::forward(const Tensor& input) {
       "model expects input [N,{}] but gets [{}]", fmt::join(input_shape_, ","),
       fmt::join(input.shape, ","));
   last_input_ = &input;
-  const Tensor* x = &input;
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i]->forward(*x, activations_[i]);
-    x = &activations_[i];
+  last_pass_ = pass;
+  std::vector<const Tensor*> ins;
+  for (const std::size_t i : order_) {
+    ins.clear();
+    for (const std::size_t in : inputs_[i])
+      ins.push_back(in == kModelInput ? &input : &activations_[in]);
+    layers_[i]->forward_pass(pass, ins, activations_[i]);
   }
   return activations_.back();
 }
@@ -185,22 +232,55 @@ void Model::backward(const Tensor& grad_logits) {
   CONFLUX_CHECK(grad_logits.shape == activations_.back().shape,
                 "Model::backward: gradient [{}] does not match the logits [{}]",
                 fmt::join(grad_logits.shape, ","), fmt::join(activations_.back().shape, ","));
-  // Parameter-free layers below the first trainable one need no backward pass (their input
+  std::fill(written_.begin(), written_.end(), false);
+  // Layers without trainable layers at or above them need no backward pass (their input
   // gradients would be thrown away).
-  const std::size_t first = first_trainable(layers_, shapes_);
-  for (std::size_t i = layers_.size(); i-- > first;) {
-    const Tensor& in = i == 0 ? *last_input_ : activations_[i - 1];
-    const Tensor& grad_out = i + 1 == layers_.size() ? grad_logits : gradients_[i + 1];
-    layers_[i]->backward(in, grad_out, gradients_[i]);
+  for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+    const std::size_t i = *it;
+    if (!needs_grad_[i]) continue;
+    backward_layer(i, i + 1 == layers_.size() ? grad_logits : gradients_[i]);
+  }
+}
+
+// One layer's backward pass. The first consumer of an output (in backward order) writes its
+// gradient in place; later ones write scratch that is added to it, in that fixed order.
+void Model::backward_layer(std::size_t i, const Tensor& grad_out) {
+  const std::vector<std::size_t>& inputs = inputs_[i];
+  std::vector<const Tensor*> ins;
+  std::vector<Tensor*> grad_ins;
+  if (scratch_.size() < inputs.size()) scratch_.resize(inputs.size());
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    const std::size_t in = inputs[k];
+    ins.push_back(in == kModelInput ? last_input_ : &activations_[in]);
+    if (in == kModelInput || !needs_grad_[in]) {
+      grad_ins.push_back(nullptr);
+    } else if (!written_[in]) {
+      grad_ins.push_back(&gradients_[in]);
+      written_[in] = true;
+    } else {
+      grad_ins.push_back(&scratch_[k]);
+    }
+  }
+  layers_[i]->backward_pass(last_pass_, ins, grad_out, grad_ins);
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    if (grad_ins[k] != &scratch_[k]) continue;
+    Tensor& sum = gradients_[inputs[k]];
+    const float* add = scratch_[k].data.data();
+    for (std::size_t e = 0; e < sum.size(); ++e) sum.data[e] += add[e];
   }
 }
 
 std::vector<std::string> Model::summary() const {
   std::vector<std::string> lines;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    lines.push_back(fmt::format("{} : [{}] ({} params)", layers_[i]->describe(),
-                                fmt::join(shapes_[i + 1], ","),
-                                param_count(*layers_[i], shapes_[i])));
+    std::string line = fmt::format("{} : [{}] ({} params)", layers_[i]->describe(),
+                                   fmt::join(output_shapes_[i], ","),
+                                   param_count(*layers_[i], input_shapes_[i].front()));
+    // Graph models also show who feeds whom.
+    if (!specs_[i].name.empty()) line += fmt::format(" name={}", specs_[i].name);
+    if (!specs_[i].inputs.empty())
+      line += fmt::format(" inputs={}", fmt::join(specs_[i].inputs, ","));
+    lines.push_back(std::move(line));
   }
   return lines;
 }

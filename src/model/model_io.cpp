@@ -29,13 +29,13 @@ h5::Dims dims_of(const ParamInfo& info) {
 }
 
 // The names of the output layer's tensors: those of the last layer with parameters ("layerN."
-// prefix of the last tensor).
-std::vector<std::string> output_tensors(const std::vector<ParamInfo>& infos) {
+// prefix of the last parameter), its buffers included.
+std::vector<std::string> output_tensors(const Model& model) {
   std::vector<std::string> names;
-  if (infos.empty()) return names;
-  const std::string& last = infos.back().name;
+  if (model.param_infos().empty()) return names;
+  const std::string& last = model.param_infos().back().name;
   const std::string prefix = last.substr(0, last.find('.') + 1);
-  for (const ParamInfo& info : infos) {
+  for (const ParamInfo& info : model.state_infos()) {
     if (info.name.starts_with(prefix)) names.push_back(info.name);
   }
   return names;
@@ -74,15 +74,17 @@ std::size_t read_parameters(const h5::File& file, const std::vector<ParamInfo>& 
 }  // namespace
 
 std::string weights_digest(const Model& model) {
-  return digest_of(model.params());
+  return digest_of(model.state());
 }
 
 void save_model_hdf5(const fs::path& path, const Model& model) {
   publish_atomically(path, [&](const fs::path& temp) {
     h5::File file = h5::File::create(temp);
     file.create_group("/params");
-    const std::span<const float> params = model.params();
-    for (const ParamInfo& info : model.param_infos()) {
+    // Buffers (running statistics) are saved beside the parameters, as in a PyTorch
+    // state_dict: evaluation needs them.
+    const std::span<const float> params = model.state();
+    for (const ParamInfo& info : model.state_infos()) {
       file.write(parameter_path(info), dims_of(info), params.data() + info.offset);
     }
     file.write_string_attribute("/", "digest", weights_digest(model),
@@ -99,16 +101,16 @@ LoadReport load_model_hdf5(const fs::path& path, Model& model, const LoadOptions
   const h5::File file = h5::File::open(path, {.label = "model file " + path.string()});
   file.require_group("/params");
   LoadReport report;
-  if (options.skip_output) report.skipped = output_tensors(model.param_infos());
+  if (options.skip_output) report.skipped = output_tensors(model);
   // Read into a staging buffer so that a bad file leaves the model untouched; skipped tensors
   // keep the model's values.
-  std::vector<float> staged(model.params().begin(), model.params().end());
-  report.loaded = read_parameters(file, model.param_infos(), report.skipped, staged);
+  std::vector<float> staged(model.state().begin(), model.state().end());
+  report.loaded = read_parameters(file, model.state_infos(), report.skipped, staged);
   if (report.skipped.empty() && file.has_attribute("/", "digest")) {
     CONFLUX_REQUIRE(file.read_string_attribute("/", "digest") == digest_of(staged),
                     "{}: the weights do not match the stored digest (corrupt file?)", file.label());
   }
-  std::ranges::copy(staged, model.params().begin());
+  std::ranges::copy(staged, model.state().begin());
   return report;
 }
 

@@ -23,6 +23,20 @@ std::unique_ptr<comm::GradientSync> make_gradient_sync(const Config& config,
 
 namespace {
 
+// Batch norm's statistics summed over the trainers of a step (synchronised batch norm).
+class TrainerStatReducer final : public model::StatReducer {
+ public:
+  TrainerStatReducer(const comm::Communicator& trainers, std::chrono::duration<double> timeout)
+      : trainers_(trainers), timeout_(timeout) {}
+  void sum(std::span<double> values) override {
+    if (trainers_.size() > 1) trainers_.allreduce_sum(values, timeout_);
+  }
+
+ private:
+  const comm::Communicator& trainers_;
+  std::chrono::duration<double> timeout_;
+};
+
 // model::Model + model::Optimizer + a host GradientSync: the calls the training loop always
 // made.
 class CpuBackend final : public ComputeBackend {
@@ -32,21 +46,28 @@ class CpuBackend final : public ComputeBackend {
         optimizer_(model::make_optimizer(o.config->train(), model_.params().size())),
         label_smoothing_(o.config->train().label_smoothing),
         clip_norm_(static_cast<float>(o.config->train().clip_grad_norm)),
-        sync_(make_gradient_sync(*o.config, *o.trainers, model_.params().size(), o.timeout)) {}
+        sync_(make_gradient_sync(*o.config, *o.trainers, model_.params().size(), o.timeout)),
+        reducer_(*o.trainers, o.timeout),
+        seed_(o.config->run().seed) {}
 
   std::string device_name() const override { return "CPU"; }
   std::string sync_name() const override { return sync_->name(); }
-  const std::vector<model::ParamInfo>& param_infos() const noexcept override {
-    return model_.param_infos();
+  const std::vector<model::ParamInfo>& state_infos() const noexcept override {
+    return model_.state_infos();
   }
-  std::size_t num_params() const noexcept override { return model_.params().size(); }
+  std::size_t state_size() const noexcept override { return model_.state().size(); }
 
   void stage(const data::Batch& batch) override { batch_ = &batch; }
-  void compute(float grad_scale) override {
+  void compute(float grad_scale, std::uint64_t global_step) override {
     CONFLUX_CHECK(batch_ != nullptr, "CPU trainer: compute() without a staged batch");
     const data::Batch& batch = *std::exchange(batch_, nullptr);
     sync_->progress();
-    const model::Tensor& logits = model_.forward(batch.images);
+    const model::Pass pass{.training = true,
+                           .seed = seed_,
+                           .step = global_step,
+                           .samples = batch.samples,
+                           .reducer = &reducer_};
+    const model::Tensor& logits = model_.forward(batch.images, pass);
     sync_->progress();
     result_ = model::softmax_cross_entropy(logits, batch.labels, grad_scale, &grad_logits_,
                                            label_smoothing_);
@@ -71,14 +92,14 @@ class CpuBackend final : public ComputeBackend {
   }
 
   void download(std::vector<float>& params, model::OptimizerState& optimizer) override {
-    params.assign(model_.params().begin(), model_.params().end());
+    params.assign(model_.state().begin(), model_.state().end());
     optimizer_->save(optimizer);
   }
   void restore(std::span<const float> params, const model::OptimizerState& optimizer) override {
-    CONFLUX_CHECK(params.size() == model_.params().size(),
-                  "restore: {} parameters for a model of {}", params.size(),
-                  model_.params().size());
-    std::copy(params.begin(), params.end(), model_.params().begin());
+    CONFLUX_CHECK(params.size() == model_.state().size(),
+                  "restore: {} values for a model state of {}", params.size(),
+                  model_.state().size());
+    std::copy(params.begin(), params.end(), model_.state().begin());
     optimizer_->restore(optimizer);
   }
 
@@ -91,6 +112,8 @@ class CpuBackend final : public ComputeBackend {
   double label_smoothing_;
   float clip_norm_;
   std::unique_ptr<comm::GradientSync> sync_;
+  TrainerStatReducer reducer_;
+  std::uint64_t seed_;
   const data::Batch* batch_ = nullptr;
   model::Tensor grad_logits_;
   model::LossResult result_;

@@ -86,10 +86,11 @@ class GpuBackend final : public ComputeBackend {
     return fmt::format("{} (GPU gradients staged through host memory{})", host_sync_->name(),
                        staging_reason_);
   }
-  const std::vector<model::ParamInfo>& param_infos() const noexcept override {
+  // GPU models have no buffers (batch norm is refused on the GPU): the state is the parameters.
+  const std::vector<model::ParamInfo>& state_infos() const noexcept override {
     return model_.param_infos();
   }
-  std::size_t num_params() const noexcept override { return model_.num_params(); }
+  std::size_t state_size() const noexcept override { return model_.num_params(); }
 
   void connect() override {
     if (use_nccl_ && !nccl_) {
@@ -126,7 +127,8 @@ class GpuBackend final : public ComputeBackend {
     next_ = 1 - next_;
   }
 
-  void compute(float grad_scale) override {
+  // The step matters only to dropout, which the GPU path refuses.
+  void compute(float grad_scale, std::uint64_t /*global_step*/) override {
     CONFLUX_CHECK(staged_ >= 0, "GPU trainer: compute() without a staged batch");
     StagingSlot& s = slots_[static_cast<std::size_t>(std::exchange(staged_, -1))];
     if (host_sync_) host_sync_->progress();

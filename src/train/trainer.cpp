@@ -289,7 +289,7 @@ Trainer::Clock::time_point Trainer::train_step() {
   // Scale by the global step size so that the sum over trainers is the global mean.
   const float grad_scale = 1.0f / static_cast<float>(batch.step_samples);
   if (!staged) backend_->stage(batch);
-  backend_->compute(grad_scale);
+  backend_->compute(grad_scale, p.global_step);
   // While the device computes, the epoch's next batch is fetched (invalidates `batch`).
   const double next_batch_wait = stage_ahead(p.step + 1 < steps_per_epoch);
   const model::LossResult result = backend_->loss();

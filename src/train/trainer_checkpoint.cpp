@@ -9,14 +9,14 @@
 namespace conflux::train {
 
 void Trainer::check_restorable(const ckpt::TrainingState& state, const std::string& source) const {
-  const auto& infos = backend_->param_infos();
+  const auto& infos = backend_->state_infos();
   const auto shape_of = [](const auto& shape) {
     return fmt::format("[{}]", fmt::join(shape, ","));
   };
-  bool same = state.tensors.size() == infos.size() && state.params.size() == backend_->num_params();
+  bool same = state.tensors.size() == infos.size() && state.params.size() == backend_->state_size();
   std::string first_difference =
       fmt::format("{} tensors / {} parameters in the checkpoint, {} / {} in this model",
-                  state.tensors.size(), state.params.size(), infos.size(), backend_->num_params());
+                  state.tensors.size(), state.params.size(), infos.size(), backend_->state_size());
   for (std::size_t i = 0; same && i < infos.size(); ++i) {
     const auto& a = state.tensors[i];
     const std::vector<std::uint64_t> want(infos[i].shape.begin(), infos[i].shape.end());
@@ -100,7 +100,7 @@ void Trainer::capture(ckpt::TrainingState& s) {
   if (trainers_.rank() != 0) return;  // the replicas are identical: trainer 0 keeps the one copy
   s.config_toml = config_.resolved_toml();
   s.tensors.clear();
-  for (const model::ParamInfo& info : backend_->param_infos()) {
+  for (const model::ParamInfo& info : backend_->state_infos()) {
     s.tensors.push_back({info.name, {info.shape.begin(), info.shape.end()}, info.offset});
   }
   backend_->download(s.params, s.optimizer);  // the GPU's state is downloaded

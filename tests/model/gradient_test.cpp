@@ -294,3 +294,33 @@ TEST(ModelGradient, WholeModelWithLeadingFlatten) {
 
 }  // namespace
 }  // namespace conflux::model
+
+namespace conflux::model {
+namespace {
+
+// A graph with a skip connection and a concatenation, where c1's output feeds three layers
+// (its gradient is the sum of three contributions). No ReLU: no kinks.
+const std::vector<LayerSpec> kResidualGraph{
+    {.type = "conv2d", .out = 3, .kernel = 3, .stride = 1, .padding = 1, .name = "c1"},
+    {.type = "conv2d", .out = 3, .kernel = 3, .stride = 1, .padding = 1, .name = "c2"},
+    {.type = "add", .name = "sum", .inputs = {"c2", "c1"}},
+    {.type = "concat", .inputs = {"sum", "c1", "input"}},
+    {.type = "avgpool", .kernel = 2, .stride = 2},
+    {.type = "flatten"},
+    {.type = "linear", .out = 4}};
+
+TEST(ModelGradient, ResidualAndConcatGraph) {
+  Model model(kResidualGraph, {2, 6, 6}, 4, 5);
+  Rng rng{6, 7};
+  const Tensor in = random_tensor({3, 2, 6, 6}, rng);
+  const Tensor r = random_tensor({3, 4}, rng);
+  model.forward(in);
+  std::fill(model.grads().begin(), model.grads().end(), 123.0f);  // must be overwritten
+  model.backward(r);
+  const std::vector<float> analytic(model.grads().begin(), model.grads().end());
+  expect_gradient("graph params", model.params(), analytic, 1e-2f,
+                  [&] { return weighted_sum(model.forward(in), r); });
+}
+
+}  // namespace
+}  // namespace conflux::model

@@ -107,9 +107,10 @@ TEST(ModelBudget, AdamsSecondMomentIsCounted) {
 TEST(ModelBudget, ShapeErrorsNameModelLayers) {
   std::string relu = testing::kMinimalConfig;
   relu.replace(relu.find("\"flatten\""), 9, "\"relu\"");
-  expect_input_error([&] { check(load(relu)); },
-                     {"m.toml:5:1: model.layers: layer 1 (linear) expects a feature vector but "
-                      "gets [1,28,28]"});
+  expect_input_error(
+      [&] { check(load(relu)); },
+      {"m.toml:5:1: model.layers: layer 1 (linear at m.toml:7:1) expects a feature vector but "
+       "gets [1,28,28]"});
   std::string five = testing::kMinimalConfig;
   five.replace(five.find("out = 10"), 8, "out = 5");
   expect_input_error([&] { check(load(five)); },

@@ -35,57 +35,90 @@ struct ModelFootprint {
   std::size_t largest(std::size_t batch) const;
 };
 
-/// A stack of layers. All parameters are one contiguous float buffer (likewise gradients),
-/// in layer order; ParamInfo names each piece.
+/// A graph of layers (a chain when the specs name no inputs). All parameters are one
+/// contiguous float buffer (likewise gradients), in layer order; ParamInfo names each piece.
+/// Buffers (batch norm's running statistics) follow the parameters in the same storage, so
+/// that state() is everything model.h5 and checkpoints hold.
 class Model {
  public:
-  /// Builds the layers for inputs of `input_shape` ({C, H, W} or {F}), checks that the last
-  /// layer yields {num_classes}, and initialises parameters from Rng{seed, "model-init"}.
-  /// InputError for shape mismatches (naming the layer index and type).
+  /// Builds the layers for inputs of `input_shape` ({C, H, W} or {F}), wires them
+  /// (model/graph.hpp), checks that the last layer yields {num_classes}, and initialises
+  /// parameters from Rng{seed, "model-init"}. InputError for bad wiring or shape mismatches
+  /// (naming the layer, and where it was written when the spec says).
   Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape, int num_classes,
         std::uint64_t seed);
   /// The memory a Model of these arguments would need, walking the specs as the constructor
-  /// does (the same shape checks and InputErrors) without allocating parameters.
+  /// does (the same checks and InputErrors) without allocating parameters.
   static ModelFootprint footprint(const std::vector<LayerSpec>& specs,
                                   const SampleShape& input_shape, int num_classes);
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
   ~Model();
 
-  /// Forward pass of a batch [N, input...]; returns logits [N, num_classes]. The reference
-  /// stays valid until the next forward().
+  /// Evaluation forward pass of a batch [N, input...] (running statistics, no dropout);
+  /// returns logits [N, num_classes], valid until the next forward().
   const Tensor& forward(const Tensor& input);
+  /// Forward pass for `pass` (training: batch statistics, dropout). The pass, and the sample
+  /// indices it points to, must stay valid until backward().
+  const Tensor& forward(const Tensor& input, const Pass& pass);
   /// Backward pass from dL/dlogits of the last forward(); overwrites grads().
   void backward(const Tensor& grad_logits);
 
-  /// All parameters, flat.
-  std::span<float> params() noexcept { return params_; }
-  std::span<const float> params() const noexcept { return params_; }
+  /// All trainable parameters, flat.
+  std::span<float> params() noexcept { return std::span(state_).first(num_params_); }
+  std::span<const float> params() const noexcept { return std::span(state_).first(num_params_); }
   /// All parameter gradients, flat, same layout as params().
   std::span<float> grads() noexcept { return grads_; }
   /// Names, shapes and offsets of the parameter tensors.
-  const std::vector<ParamInfo>& param_infos() const noexcept { return infos_; }
+  const std::vector<ParamInfo>& param_infos() const noexcept { return param_infos_; }
+  /// Non-trained state (running statistics), flat, after the parameters in state().
+  std::span<const float> buffers() const noexcept { return std::span(state_).subspan(num_params_); }
+  /// Parameters then buffers: what model.h5, checkpoints and the weights digest hold.
+  std::span<float> state() noexcept { return state_; }
+  std::span<const float> state() const noexcept { return state_; }
+  /// Names, shapes and offsets (into state()) of every tensor of state(): the parameters'
+  /// then the buffers'.
+  const std::vector<ParamInfo>& state_infos() const noexcept { return state_infos_; }
   /// Per-sample input shape.
   const SampleShape& input_shape() const noexcept { return input_shape_; }
   /// Per-sample output shape: {num_classes}.
-  const SampleShape& output_shape() const noexcept { return shapes_.back(); }
-  /// One line per layer: "conv2d 3->32 k3 p1 : [32,32,32] (896 params)".
+  const SampleShape& output_shape() const noexcept { return output_shapes_.back(); }
+  /// The layer specs the model was built from, and how they are wired.
+  const std::vector<LayerSpec>& specs() const noexcept { return specs_; }
+  /// One line per layer: "conv2d 3->32 k3 p1 : [32,32,32] (896 params)" (graphs also show
+  /// names and inputs).
   std::vector<std::string> summary() const;
 
  private:
+  struct Wired;  // layers, wiring and shapes: the one walk of the specs
+  static Wired wire(const std::vector<LayerSpec>& specs, const SampleShape& input_shape,
+                    int num_classes);
   // The construction steps after the layers are made, in order.
-  std::vector<std::size_t> lay_out_params();
+  std::vector<std::size_t> lay_out_state();
   void bind_and_init(const std::vector<std::size_t>& layer_begin, std::uint64_t seed);
+  void tell_unneeded_input_grads();
+  // Backward steps.
+  void backward_layer(std::size_t i, const Tensor& grad_out);
 
+  std::vector<LayerSpec> specs_;
   std::vector<std::unique_ptr<Layer>> layers_;
-  std::vector<SampleShape> shapes_;  // shapes_[i] = input shape of layer i; back() = output
-  std::vector<ParamInfo> infos_;
-  std::vector<float> params_;
+  std::vector<std::vector<std::size_t>> inputs_;        // per layer (model/graph.hpp)
+  std::vector<std::size_t> order_;                      // execution order
+  std::vector<bool> needs_grad_;                        // its output's gradient is needed
+  std::vector<std::vector<SampleShape>> input_shapes_;  // per layer, one per input
+  std::vector<SampleShape> output_shapes_;              // per layer; back() is the model's
+  std::vector<ParamInfo> param_infos_;
+  std::vector<ParamInfo> state_infos_;
+  std::size_t num_params_ = 0;
+  std::vector<float> state_;  // parameters, then buffers
   std::vector<float> grads_;
   std::vector<Tensor> activations_;  // activations_[i] = output of layer i
-  std::vector<Tensor> gradients_;    // scratch for backward
+  std::vector<Tensor> gradients_;    // gradients_[i] = dL/d(output of layer i)
+  std::vector<Tensor> scratch_;      // a merge's input gradients, added to shared ones
+  std::vector<bool> written_;        // backward: gradients_[i] holds a first contribution
   SampleShape input_shape_;
   const Tensor* last_input_ = nullptr;
+  Pass last_pass_;
 };
 
 }  // namespace conflux::model

@@ -10,11 +10,11 @@
 
 namespace conflux::model {
 
-/// SHA-256 (hex) of the raw bytes of all parameters in buffer order; equal digests mean
-/// bit-identical weights.
+/// SHA-256 (hex) of the raw bytes of Model::state() (parameters, then buffers such as running
+/// statistics); equal digests mean bit-identical weights.
 std::string weights_digest(const Model& model);
 
-/// Writes one float dataset per parameter tensor (/params/<name>, its shape) plus root
+/// Writes one float dataset per tensor of Model::state() (/params/<name>, its shape) plus root
 /// attributes "digest" and "layers" (the summary lines), atomically (temp file + rename).
 void save_model_hdf5(const std::filesystem::path& path, const Model& model);
 

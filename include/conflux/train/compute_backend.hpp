@@ -9,7 +9,7 @@
 /// One training step, in this order:
 ///
 ///     backend.stage(batch);           // unless staged during the previous step
-///     backend.compute(grad_scale);    // forward, loss, backward (the GPU only enqueues)
+///     backend.compute(grad_scale, global_step);  // forward, loss, backward (GPU: enqueues)
 ///     if (backend.stages_ahead()) backend.stage(next_batch);  // overlaps the device's work
 ///     model::LossResult r = backend.loss();
 ///     comm::Merged m = backend.exchange();
@@ -45,10 +45,11 @@ class ComputeBackend {
   virtual std::string device_name() const = 0;
   /// The gradient exchange for logs, e.g. "mpi-allreduce", "nccl-allreduce".
   virtual std::string sync_name() const = 0;
-  /// Names, shapes and offsets of the parameter tensors (model::Model::param_infos()).
-  virtual const std::vector<model::ParamInfo>& param_infos() const noexcept = 0;
-  /// Number of parameters.
-  virtual std::size_t num_params() const noexcept = 0;
+  /// Names, shapes and offsets of the model's state tensors: parameters, then buffers such as
+  /// running statistics (model::Model::state_infos()); what checkpoints hold.
+  virtual const std::vector<model::ParamInfo>& state_infos() const noexcept = 0;
+  /// Floats of the model's state (parameters and buffers).
+  virtual std::size_t state_size() const noexcept = 0;
 
   /// Collective over the trainers, once before the first step: what the exchange needs set up
   /// (the GPU's NCCL communicator). Deferred until all trainers have been built, so that a
@@ -63,9 +64,9 @@ class ComputeBackend {
   /// the batch may change once stage() returns.
   virtual void stage(const data::Batch& batch) = 0;
   /// Forward pass, softmax cross-entropy (with train.label_smoothing) with dL/dlogits scaled by
-  /// `grad_scale`, and backward pass of the staged batch; overwrites the gradients. The GPU
-  /// enqueues and returns.
-  virtual void compute(float grad_scale) = 0;
+  /// `grad_scale`, and backward pass of the staged batch, in training mode (dropout masks
+  /// drawn for `global_step`); overwrites the gradients. The GPU enqueues and returns.
+  virtual void compute(float grad_scale, std::uint64_t global_step) = 0;
   /// Summed loss and correct predictions of the last compute() (the GPU waits for them).
   virtual model::LossResult loss() = 0;
 
@@ -85,11 +86,12 @@ class ComputeBackend {
   virtual model::LossResult evaluate(const model::Tensor& images,
                                      std::span<const model::Label> labels) = 0;
 
-  /// Copies the parameters and the optimiser's state to the host (a checkpoint's state).
-  virtual void download(std::vector<float>& params, model::OptimizerState& optimizer) = 0;
-  /// Replaces the parameters and the optimiser's state (resume): InputError when the state is
-  /// another optimiser's, RuntimeError on a size mismatch.
-  virtual void restore(std::span<const float> params, const model::OptimizerState& optimizer) = 0;
+  /// Copies the model's state (state_infos() layout) and the optimiser's state to the host (a
+  /// checkpoint's state).
+  virtual void download(std::vector<float>& state, model::OptimizerState& optimizer) = 0;
+  /// Replaces the model's state and the optimiser's state (resume): InputError when the state
+  /// is another optimiser's, RuntimeError on a size mismatch.
+  virtual void restore(std::span<const float> state, const model::OptimizerState& optimizer) = 0;
 
   /// The model on the host with the current parameters (the GPU downloads them first).
   virtual const model::Model& sync_host_model() = 0;
