@@ -9,6 +9,7 @@
 
 #include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
+#include "conflux/model/graph.hpp"
 #include "conflux/model/pooling.hpp"
 #include "onnx/onnx.pb.h"
 
@@ -47,6 +48,13 @@ void add_ints(onnx::NodeProto& node, const char* name, std::initializer_list<std
   for (const std::int64_t v : ints) a.add_ints(v);
 }
 
+void add_float(onnx::NodeProto& node, const char* name, float value) {
+  onnx::AttributeProto& a = *node.add_attribute();
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::FLOAT);
+  a.set_f(value);
+}
+
 void add_int(onnx::NodeProto& node, const char* name, std::int64_t value) {
   onnx::AttributeProto& a = *node.add_attribute();
   a.set_name(name);
@@ -54,11 +62,12 @@ void add_int(onnx::NodeProto& node, const char* name, std::int64_t value) {
   a.set_i(value);
 }
 
-// The model's parameter tensors of layer `index` ("layer3.conv2d.weight", "...bias"), in order.
-std::vector<const ParamInfo*> layer_params(const Model& model, std::size_t index) {
+// The state tensors of layer `index` ("layer3.conv2d.weight", "...bias"; batch norm's
+// running statistics after them), in order.
+std::vector<const ParamInfo*> layer_tensors(const Model& model, std::size_t index) {
   const std::string prefix = fmt::format("layer{}.", index);
   std::vector<const ParamInfo*> out;
-  for (const ParamInfo& info : model.param_infos()) {
+  for (const ParamInfo& info : model.state_infos()) {
     if (std::string_view(info.name).starts_with(prefix)) out.push_back(&info);
   }
   return out;
@@ -67,20 +76,25 @@ std::vector<const ParamInfo*> layer_params(const Model& model, std::size_t index
 // One layer as one ONNX node from `input` to `output`; its weights become initializers named
 // as in model.h5, so the two files read alike.
 void add_layer(onnx::GraphProto& graph, const Model& model, std::size_t index,
-               const LayerSpec& spec, const std::string& input, const std::string& output) {
+               const std::vector<std::string>& inputs, const std::string& output) {
+  const LayerSpec& spec = model.specs()[index];
   onnx::NodeProto& node = *graph.add_node();
   node.set_name(fmt::format("layer{}.{}", index, spec.type));
-  node.add_input(input);
-  const std::vector<const ParamInfo*> params = layer_params(model, index);
+  for (const std::string& input : inputs) node.add_input(input);
+  // Parameters then buffers, named as in model.h5: batch norm's scale, bias, mean and
+  // variance are BatchNormalization's inputs in that order.
+  const std::vector<const ParamInfo*> params = layer_tensors(model, index);
   for (const ParamInfo* info : params) {
     fill_tensor(*graph.add_initializer(), info->name, info->shape,
-                model.params().subspan(info->offset, info->size));
+                model.state().subspan(info->offset, info->size));
     node.add_input(info->name);
   }
   node.add_output(output);
-  const bool weighted = spec.type == "linear" || spec.type == "conv2d";
-  CONFLUX_CHECK(params.size() == (weighted ? 2u : 0u), "layer {} ({}) has {} parameter tensors",
-                index, spec.type, params.size());
+  const std::size_t expected = spec.type == "linear" || spec.type == "conv2d" ? 2u
+                               : spec.type == "batchnorm"                     ? 4u
+                                                                              : 0u;
+  CONFLUX_CHECK(params.size() == expected, "layer {} ({}) has {} state tensors", index, spec.type,
+                params.size());
   if (spec.type == "linear") {
     node.set_op_type("Gemm");  // y = x W^T + b, W stored {out, in} as in PyTorch
     add_int(node, "transB", 1);
@@ -109,6 +123,17 @@ void add_layer(onnx::GraphProto& graph, const Model& model, std::size_t index,
     flatten.add_input(output + ".pooled");
     flatten.add_output(output);
     add_int(flatten, "axis", 1);
+  } else if (spec.type == "batchnorm") {
+    node.set_op_type("BatchNormalization");  // inference form: the running statistics
+    add_float(node, "epsilon", static_cast<float>(spec.eps));
+    add_float(node, "momentum", static_cast<float>(1.0 - spec.momentum));  // ONNX's convention
+  } else if (spec.type == "dropout") {
+    node.set_op_type("Identity");  // dropout is the identity in inference
+  } else if (spec.type == "add") {
+    node.set_op_type("Sum");  // element-wise, any number of inputs, in order
+  } else if (spec.type == "concat") {
+    node.set_op_type("Concat");
+    add_int(node, "axis", 1);  // the channels (or features)
   } else if (spec.type == "relu") {
     node.set_op_type("Relu");
   } else if (spec.type == "flatten") {
@@ -122,8 +147,7 @@ void add_layer(onnx::GraphProto& graph, const Model& model, std::size_t index,
 }  // namespace
 
 void write_onnx_model(const std::filesystem::path& path, const Model& model,
-                      const std::vector<LayerSpec>& specs, const OnnxExportOptions& options) {
-  CONFLUX_CHECK(!specs.empty(), "a model without layers");
+                      const OnnxExportOptions& options) {
   onnx::ModelProto proto;
   proto.set_ir_version(kIrVersion);
   proto.set_producer_name("conflux");
@@ -139,12 +163,17 @@ void write_onnx_model(const std::filesystem::path& path, const Model& model,
   onnx::GraphProto& graph = *proto.mutable_graph();
   graph.set_name(options.graph_name.empty() ? "conflux" : options.graph_name);
   set_float_tensor_type(*graph.add_input(), "input", model.input_shape());
-  std::string previous = "input";
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    const std::string output =
-        i + 1 == specs.size() ? std::string("logits") : fmt::format("layer{}", i);
-    add_layer(graph, model, i, specs[i], previous, output);
-    previous = output;
+  // Nodes in execution order (ONNX wants a topologically sorted graph); layer i's output is
+  // "layer{i}", the last one's "logits".
+  const GraphWiring wiring = wire_graph(model.specs());
+  const auto name_of = [&](std::size_t i) {
+    if (i == kModelInput) return std::string("input");
+    return i == wiring.output ? std::string("logits") : fmt::format("layer{}", i);
+  };
+  for (const std::size_t i : wiring.order) {
+    std::vector<std::string> inputs;
+    for (const std::size_t in : wiring.inputs[i]) inputs.push_back(name_of(in));
+    add_layer(graph, model, i, inputs, name_of(i));
   }
   set_float_tensor_type(*graph.add_output(), "logits", model.output_shape());
   std::string bytes;

@@ -67,7 +67,7 @@ ExportResult run_export_job(const Config& config, const Logger& log, const Expor
   if (job.output.has_parent_path()) fs::create_directories(job.output.parent_path());
   ExportResult result;
   result.weights_digest = model::weights_digest(model);
-  model::write_onnx_model(job.output, model, config.layers(),
+  model::write_onnx_model(job.output, model,
                           {.producer_version = job.producer_version,
                            .graph_name = config.run().name,
                            .metadata = export_metadata(config, model, info)});

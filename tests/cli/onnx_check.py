@@ -77,6 +77,18 @@ def run_node(node, values):
         return ins[0].mean(axis=(2, 3), keepdims=True)
     if node.op_type == "Gemm":
         return gemm(ins[0], ins[1], ins[2], a)
+    if node.op_type == "BatchNormalization":  # inference form, per channel (axis 1)
+        x, scale, bias, mean, var = ins
+        shape = (1, -1) + (1,) * (x.ndim - 2)
+        eps = a.get("epsilon", 1e-5)
+        return (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps) * \
+            scale.reshape(shape) + bias.reshape(shape)
+    if node.op_type == "Sum":
+        return sum(ins[1:], ins[0])
+    if node.op_type == "Concat":
+        return np.concatenate(ins, axis=a["axis"])
+    if node.op_type == "Identity":
+        return ins[0]
     if node.op_type == "Relu":
         return np.maximum(ins[0], 0.0)
     if node.op_type == "Flatten":

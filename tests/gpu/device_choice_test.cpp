@@ -7,6 +7,7 @@
 #include <string>
 
 #include "conflux/core/error.hpp"
+#include "conflux/gpu/gpu_model.hpp"
 #include "conflux/gpu/runtime.hpp"
 #include "conflux/model/model.hpp"
 #include "conflux/train/compute_backend.hpp"
@@ -78,6 +79,26 @@ TEST(GpuDeviceChoice, GpuBackendNeedsACudaBuildAndAChosenGpu) {
     EXPECT_TRUE(contains(what, gpu::built_with_cuda() ? "no GPU was chosen" : "built without CUDA"))
         << what;
   }
+}
+
+}  // namespace
+}  // namespace conflux::train
+
+namespace conflux::train {
+namespace {
+
+// The GPU model runs straight lists of its kernels' layers; a graph is refused by index.
+TEST(GpuDeviceChoice, GraphWiringAndLayersWithoutKernelsAreNamed) {
+  const std::vector<LayerSpec> chain{{.type = "flatten", .name = "f", .inputs = {"input"}},
+                                     {.type = "linear", .out = 10, .inputs = {"f"}}};
+  EXPECT_EQ(gpu::first_layer_without_gpu_kernel(chain), -1);
+  std::vector<LayerSpec> skip = chain;
+  skip[1].inputs = {"input"};
+  EXPECT_EQ(gpu::first_layer_without_gpu_kernel(skip), 1);
+  std::vector<LayerSpec> norm = chain;
+  norm.insert(norm.begin() + 1, LayerSpec{.type = "batchnorm"});
+  norm[2].inputs.clear();
+  EXPECT_EQ(gpu::first_layer_without_gpu_kernel(norm), 1);
 }
 
 }  // namespace

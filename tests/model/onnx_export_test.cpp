@@ -49,7 +49,7 @@ std::vector<std::int64_t> ints_of(const onnx::NodeProto& node, const std::string
 TEST(OnnxExport, OneNodePerLayerWithTheWeightsAsInitializers) {
   const Model model(kSmall, {3, 8, 8}, 5, 42);
   const fs::path path = temp_path("model.onnx");
-  write_onnx_model(path, model, kSmall,
+  write_onnx_model(path, model,
                    {.producer_version = "9.9", .graph_name = "small", .metadata = {{"k", "v"}}});
   onnx::ModelProto proto;
   ASSERT_TRUE(proto.ParseFromString(read_file(path)));

@@ -45,11 +45,24 @@ namespace conflux::gpu {
 inline constexpr std::array<std::string_view, 5> kGpuLayerTypes = {"linear", "conv2d", "maxpool",
                                                                    "relu", "flatten"};
 
-/// Index of the first layer of `specs` without GPU kernels, or -1 when the GPU runs them all.
+/// True when the GPU model has kernels for layers of `type`.
+inline bool has_gpu_kernel(std::string_view type) {
+  return std::find(kGpuLayerTypes.begin(), kGpuLayerTypes.end(), type) != kGpuLayerTypes.end();
+}
+
+/// True when layer `i` takes the previous layer's output (the model's input for the first),
+/// the only wiring the GPU model runs.
+inline bool takes_previous_output(const std::vector<LayerSpec>& specs, std::size_t i) {
+  if (specs[i].inputs.empty()) return true;
+  const std::string previous = i == 0 ? "input" : specs[i - 1].name;
+  return specs[i].inputs.size() == 1 && !previous.empty() && specs[i].inputs[0] == previous;
+}
+
+/// Index of the first layer of `specs` the GPU cannot run (no kernel for its type, or graph
+/// wiring), or -1 when the GPU runs them all.
 inline int first_layer_without_gpu_kernel(const std::vector<LayerSpec>& specs) {
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    if (std::find(kGpuLayerTypes.begin(), kGpuLayerTypes.end(), specs[i].type) ==
-        kGpuLayerTypes.end()) {
+    if (!has_gpu_kernel(specs[i].type) || !takes_previous_output(specs, i)) {
       return static_cast<int>(i);
     }
   }

@@ -26,13 +26,14 @@ struct OnnxExportOptions {
   std::vector<std::pair<std::string, std::string>> metadata;
 };
 
-/// Writes `model` (built from `specs`) as an ONNX model: input "input" [batch, input shape...],
-/// output "logits" [batch, classes], one node per layer (Gemm, Conv, MaxPool, AveragePool, Relu,
-/// Flatten; globalavgpool is GlobalAveragePool + Flatten), the weights as initializers. Published
-/// atomically; InputError for a layer ONNX cannot express, RuntimeError when the file cannot be
-/// written.
+/// Writes `model` as an ONNX model: input "input" [batch, input shape...], output "logits"
+/// [batch, classes], one node per layer in execution order (Gemm, Conv, MaxPool, AveragePool,
+/// BatchNormalization, Sum, Concat, Relu, Flatten, Identity for dropout; globalavgpool is
+/// GlobalAveragePool + Flatten), the weights and running statistics as initializers named as
+/// in model.h5. Published atomically; InputError for a layer ONNX cannot express, RuntimeError
+/// when the file cannot be written.
 void write_onnx_model(const std::filesystem::path& path, const Model& model,
-                      const std::vector<LayerSpec>& specs, const OnnxExportOptions& options);
+                      const OnnxExportOptions& options);
 
 /// Writes `tensor` as a serialized ONNX TensorProto named `name` (the input_0.pb / output_0.pb
 /// files of an ONNX test data set), published atomically.
