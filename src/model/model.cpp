@@ -79,7 +79,7 @@ Model::Wired Model::wire(const std::vector<LayerSpec>& specs, const SampleShape&
     try {
       w.layers.push_back(make_layer(specs[i]));
     } catch (const InputError& e) {
-      throw InputError(fmt::format("layer {}: {}", i, e.what()), e.file(), e.line());
+      throw InputError(fmt::format("{}: {}", layer_label(specs, i), e.what()), e.file(), e.line());
     }
   }
   w.wiring = wire_graph(specs);

@@ -164,9 +164,9 @@ TEST(ModelModel, ShapeErrorsNameTheLayer) {
             "model output is [1,28,28] but the dataset has 10 classes");
   const std::string bad_spec =
       input_error({{.type = "flatten"}, {.type = "linear", .out = 0}}, {4}, 10);
-  EXPECT_EQ(bad_spec.rfind("layer 1: ", 0), 0u) << bad_spec;
+  EXPECT_EQ(bad_spec.rfind("layer 1 (", 0), 0u) << bad_spec;
   const std::string unknown = input_error({{.type = "softmax"}}, {4}, 4);
-  EXPECT_EQ(unknown.rfind("layer 0: unknown layer type 'softmax'", 0), 0u) << unknown;
+  EXPECT_EQ(unknown.rfind("layer 0 (softmax): unknown layer type 'softmax'", 0), 0u) << unknown;
   EXPECT_THROW(Model({}, {4}, 4, 1), InputError);
   EXPECT_THROW(Model({{.type = "linear", .out = 4}}, {4}, 0, 1), InputError);
   EXPECT_THROW(Model({{.type = "linear", .out = 4}}, {0}, 4, 1), InputError);
