@@ -110,8 +110,8 @@ void apply_map(const Layout& l, const ChannelMap& k, const float* __restrict x,
 }  // namespace
 
 BatchNorm::BatchNorm(double momentum, double eps) : momentum_(momentum), eps_(eps) {
-  CONFLUX_REQUIRE(momentum >= 0.0 && momentum <= 1.0, "batchnorm: momentum must be in [0, 1], got {}",
-                  momentum);
+  CONFLUX_REQUIRE(momentum >= 0.0 && momentum <= 1.0,
+                  "batchnorm: momentum must be in [0, 1], got {}", momentum);
   CONFLUX_REQUIRE(eps > 0.0 && std::isfinite(eps), "batchnorm: eps must be > 0, got {}", eps);
 }
 
@@ -163,7 +163,9 @@ void BatchNorm::init_params(Rng& /*rng*/) {
   std::fill(running_var_.begin(), running_var_.end(), 1.0f);
 }
 
-void BatchNorm::forward(const Tensor& in, Tensor& out) { run_forward(false, nullptr, in, out); }
+void BatchNorm::forward(const Tensor& in, Tensor& out) {
+  run_forward(false, nullptr, in, out);
+}
 
 void BatchNorm::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) {
   // A training forward's gradient needs the pass's reducer: only backward_pass has it.
@@ -180,8 +182,9 @@ void BatchNorm::backward_pass(const Pass& pass, Inputs in, const Tensor& grad_ou
                               InputGrads grad_in) {
   CONFLUX_CHECK(in.size() == 1 && grad_in.size() == 1, "batchnorm: backward with {} inputs",
                 in.size());
-  CONFLUX_CHECK(pass.training == trained_, "batchnorm: backward pass of another mode than the "
-                                           "forward pass");
+  CONFLUX_CHECK(pass.training == trained_,
+                "batchnorm: backward pass of another mode than the "
+                "forward pass");
   run_backward(pass.reducer, *in[0], grad_out, grad_in[0]);
 }
 
@@ -262,8 +265,8 @@ void BatchNorm::run_backward(StatReducer* reducer, const Tensor& in, const Tenso
   for (std::size_t c = 0; c < c_count; ++c) {
     const double a = static_cast<double>(weight_[c]) * invstd_[c];
     coef_a_[c] = static_cast<float>(a);
-    coef_b_[c] = through_stats ? static_cast<float>(-a * invstd_[c] * sums_[c_count + c] / count_)
-                               : 0.0f;
+    coef_b_[c] =
+        through_stats ? static_cast<float>(-a * invstd_[c] * sums_[c_count + c] / count_) : 0.0f;
     coef_c_[c] = through_stats ? static_cast<float>(-a * sums_[c] / count_) : 0.0f;
   }
   grad_in->resize(in.shape);

@@ -31,7 +31,9 @@ Dropout::Dropout(double rate) : rate_(rate), scale_(static_cast<float>(1.0 / (1.
   CONFLUX_REQUIRE(rate >= 0.0 && rate < 1.0, "dropout: rate must be in [0, 1), got {}", rate);
 }
 
-std::string Dropout::describe() const { return fmt::format("dropout {}", rate_); }
+std::string Dropout::describe() const {
+  return fmt::format("dropout {}", rate_);
+}
 
 void Dropout::forward(const Tensor& in, Tensor& out) {
   const Tensor* const inputs[] = {&in};
@@ -83,7 +85,8 @@ void Dropout::backward_pass(const Pass& pass, Inputs in, const Tensor& grad_out,
     *grad_in[0] = grad_out;
     return;
   }
-  CONFLUX_CHECK(mask_.size() == grad_out.size(), "dropout: backward does not match the last forward");
+  CONFLUX_CHECK(mask_.size() == grad_out.size(),
+                "dropout: backward does not match the last forward");
   multiply(mask_, grad_out, *grad_in[0]);
 }
 

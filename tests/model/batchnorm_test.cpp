@@ -111,9 +111,13 @@ void check_training_gradient(std::vector<int> shape, std::uint64_t seed) {
   conflux::testing::expect_gradient("weight and bias", b.params, analytic_params, 3e-3f, evaluate);
 }
 
-TEST(BatchNorm, TrainingGradient2d) { check_training_gradient({4, 3, 3, 2}, 1); }
+TEST(BatchNorm, TrainingGradient2d) {
+  check_training_gradient({4, 3, 3, 2}, 1);
+}
 
-TEST(BatchNorm, TrainingGradient1d) { check_training_gradient({6, 5}, 2); }
+TEST(BatchNorm, TrainingGradient1d) {
+  check_training_gradient({6, 5}, 2);
+}
 
 TEST(BatchNorm, EvaluationGradient) {
   Rng rng{3, 4};
@@ -295,7 +299,7 @@ void check_synchronised(std::vector<int> shape, int split) {
 
   EXPECT_EQ(sum.reducer(0).calls, 2);
   EXPECT_EQ(sum.reducer(1).calls, 2);
-  auto joined = [](const Tensor (&t)[2]) {
+  auto joined = [](const Tensor(&t)[2]) {
     std::vector<float> v = t[0].data;
     v.insert(v.end(), t[1].data.begin(), t[1].data.end());
     return v;
@@ -309,9 +313,13 @@ void check_synchronised(std::vector<int> shape, int split) {
   expect_close("running statistics", part[0].buffers, whole.buffers);
 }
 
-TEST(BatchNorm, SynchronisedStatistics2d) { check_synchronised({8, 3, 4, 5}, 4); }
+TEST(BatchNorm, SynchronisedStatistics2d) {
+  check_synchronised({8, 3, 4, 5}, 4);
+}
 
-TEST(BatchNorm, SynchronisedStatistics1d) { check_synchronised({8, 6}, 4); }
+TEST(BatchNorm, SynchronisedStatistics1d) {
+  check_synchronised({8, 6}, 4);
+}
 
 TEST(BatchNorm, SynchronisedStatisticsWithAnEmptyReplica) {
   check_synchronised({8, 2, 3, 3}, 8);

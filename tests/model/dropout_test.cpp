@@ -96,8 +96,7 @@ TEST(Dropout, MaskFollowsTheSampleNotTheRow) {
   const std::vector<std::uint32_t> samples{10, 11, 12, 13};
   const std::vector<std::uint32_t> permuted{12, 10, 13, 11};
   const Tensor a = run(layer, training_pass(5, 9, samples), in);
-  const Tensor b =
-      run(layer, training_pass(5, 9, permuted), in);
+  const Tensor b = run(layer, training_pass(5, 9, permuted), in);
   // Sample 12 sits in row 2 of a and row 0 of b, and so on.
   EXPECT_EQ(row(b, 0), row(a, 2));
   EXPECT_EQ(row(b, 1), row(a, 0));
@@ -109,14 +108,11 @@ TEST(Dropout, MaskFollowsTheSampleNotTheRow) {
   EXPECT_EQ(run(layer, training_pass(5, 9), in).data,
             run(layer, training_pass(5, 9, identity), in).data);
   // Another step, seed or layer salt gives another mask.
-  EXPECT_NE(run(layer, training_pass(5, 10, samples), in).data,
-            a.data);
-  EXPECT_NE(run(layer, training_pass(6, 9, samples), in).data,
-            a.data);
+  EXPECT_NE(run(layer, training_pass(5, 10, samples), in).data, a.data);
+  EXPECT_NE(run(layer, training_pass(6, 9, samples), in).data, a.data);
   Dropout other(0.5);
   other.set_salt(4);
-  EXPECT_NE(run(other, training_pass(5, 9, samples), in).data,
-            a.data);
+  EXPECT_NE(run(other, training_pass(5, 9, samples), in).data, a.data);
 }
 
 TEST(Dropout, GradientIsTheMaskScaled) {

@@ -41,8 +41,8 @@ class Dropout final : public Layer {
   double rate_;
   float scale_;  // float(1 / (1 - rate)): the factor of kept elements
   std::uint64_t salt_ = 0;
-  bool masked_ = false;       // whether the last forward applied a mask
-  std::vector<float> mask_;   // of the last forward: 0 or scale_ per element
+  bool masked_ = false;      // whether the last forward applied a mask
+  std::vector<float> mask_;  // of the last forward: 0 or scale_ per element
 };
 
 }  // namespace conflux::model
