@@ -24,7 +24,7 @@ namespace conflux::model {
 /// then is the gradient of that fixed affine map.
 class BatchNorm final : public Layer {
  public:
-  /// Layer with the running-statistics `momentum` in (0, 1) and variance `eps` > 0.
+  /// Layer with the running-statistics `momentum` in [0, 1] and variance `eps` > 0.
   BatchNorm(double momentum, double eps);
   std::string type() const override { return "batchnorm"; }
   std::string describe() const override;
