@@ -4,8 +4,8 @@
 // OpenBLAS on each shape alone (warm operands, medians), and sums them into the "GEMM-limit
 // step time"; in the same run, in alternating rounds, times the real step (Model forward +
 // loss + backward + optimiser step, one trainer, a synthetic batch already in memory). Then
-// breaks the step down by layer and phase on a replica of the model's layer stack, checked to
-// compute the same gradients bit for bit.
+// breaks the real model's step down by layer and phase (a model::LayerObserver clocks each
+// layer call; graphs included).
 
 #include <cblas.h>
 #include <fmt/format.h>
@@ -86,17 +86,6 @@ Setup make_setup(const Config& config) {
   return s;
 }
 
-// One training step as the CPU trainer runs it (train/compute_backend.cpp), less the sync:
-// a training pass (batch statistics, dropout) of one trainer.
-void model_step(Setup& s) {
-  const model::Pass pass{.training = true, .seed = s.seed, .step = s.steps++};
-  const Tensor& logits = s.net->forward(s.images, pass);
-  model::softmax_cross_entropy(logits, s.labels, 1.0f / static_cast<float>(s.batch),
-                               &s.grad_logits);
-  s.net->backward(s.grad_logits);
-  s.optimizer->step(s.net->params(), s.net->grads());
-}
-
 // OpenBLAS alone on one shape: warm operands, `block` back-to-back calls; seconds per call.
 struct ShapeTimer {
   SgemmShape shape;
@@ -132,53 +121,30 @@ std::vector<ShapeTimer> make_shape_timers(const std::vector<SgemmShape>& calls) 
   return timers;
 }
 
-// The model's layers rebuilt beside it (Model does not expose them) with the same parameter
-// layout, so that each layer's forward and backward can be clocked on its own.
-struct Replica {
+// The layer shapes of a straight list, to derive its GEMM FLOPs independently of the probe.
+struct LayerShapes {
   std::vector<std::unique_ptr<model::Layer>> layers;
-  std::vector<model::SampleShape> shapes;
-  std::vector<float> params, grads;
+  std::vector<model::SampleShape> shapes;  // shapes[i]: layer i's input; back(): the output
   std::size_t first_trainable = 0;
-  std::vector<Tensor> acts, grad_acts;
 };
 
-// The replica runs straight lists of layers whose pass does not matter; graphs, batch norm
-// and dropout are measured (the fraction) without the per-layer breakdown.
-bool replicable(const Config& config) {
-  return model::wire_graph(config.layers()).chain() &&
-         std::ranges::none_of(config.layers(), [](const LayerSpec& l) {
-           return l.type == "batchnorm" || l.type == "dropout";
-         });
+// Only straight lists (the layer above takes the output below): graphs skip the cross-check.
+bool is_chain(const Config& config) {
+  return model::wire_graph(config.layers()).chain();
 }
 
-Replica make_replica(const Config& config, const Setup& s) {
-  Replica r;
+LayerShapes layer_shapes(const Config& config, const Setup& s) {
+  LayerShapes r;
   r.shapes.push_back(s.input);
-  std::vector<std::size_t> sizes;
+  r.first_trainable = config.layers().size();
   for (const LayerSpec& spec : config.layers()) {
     r.layers.push_back(model::make_layer(spec));
-    std::size_t count = 0;
-    for (const model::ParamInfo& p : r.layers.back()->param_layout(r.shapes.back()))
-      count += Tensor::count_of(p.shape);
-    sizes.push_back(count);
+    if (!r.layers.back()->param_layout(r.shapes.back()).empty() &&
+        r.first_trainable == config.layers().size()) {
+      r.first_trainable = r.layers.size() - 1;
+    }
     r.shapes.push_back(r.layers.back()->output_shape(r.shapes.back()));
   }
-  r.params.assign(s.net->params().begin(), s.net->params().end());
-  r.grads.assign(r.params.size(), 0.0f);
-  std::size_t offset = 0;
-  r.first_trainable = r.layers.size();
-  for (std::size_t i = 0; i < r.layers.size(); ++i) {
-    if (sizes[i] > 0 && r.first_trainable == r.layers.size()) r.first_trainable = i;
-    r.layers[i]->bind(std::span(r.params).subspan(offset, sizes[i]),
-                      std::span(r.grads).subspan(offset, sizes[i]));
-    offset += sizes[i];
-  }
-  CONFLUX_CHECK(offset == r.params.size(), "gemm-limit: replica has {} of {} parameters", offset,
-                r.params.size());
-  if (r.first_trainable < r.layers.size())
-    r.layers[r.first_trainable]->set_input_grad_needed(false);
-  r.acts.resize(r.layers.size());
-  r.grad_acts.resize(r.layers.size());
   return r;
 }
 
@@ -188,68 +154,59 @@ struct Phase {
   std::string what, phase;
   std::vector<double> total, sgemm;  // seconds, one per step
   std::vector<SgemmShape> calls;     // as recorded in the first step
+  Clock::time_point start;
 };
 
-// Runs `fn` as phase `p`: wall clock, seconds inside SGEMM, and (first time) its SGEMM calls.
-template <class Fn>
-void clocked(Phase& p, Fn&& fn) {
-  const bool first = p.total.empty();
-  if (first) sgemm_probe_record();
+void phase_begin(Phase& p) {
+  if (p.total.empty()) sgemm_probe_record();
   sgemm_probe_reset_seconds();
-  const auto start = Clock::now();
-  fn();
-  p.total.push_back(seconds_since(start));
+  p.start = Clock::now();
+}
+
+void phase_end(Phase& p) {
+  p.total.push_back(seconds_since(p.start));
   p.sgemm.push_back(sgemm_probe_seconds());
-  if (first) p.calls = sgemm_probe_take();
+  if (p.total.size() == 1) p.calls = sgemm_probe_take();
 }
 
-// One replica step, clocked phase by phase; phases[2i] / [2i+1] are layer i's forward /
-// backward, then the loss and the optimiser.
-void replica_step(Replica& r, Setup& s, model::Optimizer& opt, std::vector<Phase>& phases) {
-  const std::size_t n = r.layers.size();
-  const Tensor* x = &s.images;
-  for (std::size_t i = 0; i < n; ++i) {
-    clocked(phases[2 * i], [&] { r.layers[i]->forward(*x, r.acts[i]); });
-    x = &r.acts[i];
+// Clocks the real model's layer calls: phases[2i] / [2i+1] are layer i's forward / backward,
+// then the loss and the optimiser.
+class PhaseClock final : public model::LayerObserver {
+ public:
+  explicit PhaseClock(const model::Model& net) {
+    for (std::size_t i = 0; i < net.specs().size(); ++i) {
+      const std::string what = fmt::format("{} {}", i, net.describe(i));
+      phases_.push_back(Phase{what, "forward"});
+      phases_.push_back(Phase{what, "backward"});
+    }
+    phases_.push_back(Phase{"softmax cross-entropy", "loss"});
+    phases_.push_back(Phase{"optimizer", "step"});
   }
-  clocked(phases[2 * n], [&] {
-    model::softmax_cross_entropy(r.acts.back(), s.labels, 1.0f / static_cast<float>(s.batch),
-                                 &s.grad_logits);
-  });
-  for (std::size_t i = n; i-- > r.first_trainable;) {
-    const Tensor& in = i == 0 ? s.images : r.acts[i - 1];
-    const Tensor& grad_out = i + 1 == n ? s.grad_logits : r.grad_acts[i + 1];
-    clocked(phases[2 * i + 1], [&] { r.layers[i]->backward(in, grad_out, r.grad_acts[i]); });
-  }
-  clocked(phases[2 * n + 1], [&] { opt.step(r.params, r.grads); });
-}
+  void begin(std::size_t index, bool backward) override { phase_begin(layer(index, backward)); }
+  void end(std::size_t index, bool backward) override { phase_end(layer(index, backward)); }
+  Phase& loss() { return phases_[phases_.size() - 2]; }
+  Phase& optimizer() { return phases_.back(); }
+  const std::vector<Phase>& phases() const { return phases_; }
 
-std::vector<Phase> make_phases(const Replica& r) {
-  std::vector<Phase> phases;
-  for (std::size_t i = 0; i < r.layers.size(); ++i) {
-    const std::string what = fmt::format("{} {}", i, r.layers[i]->describe());
-    phases.push_back(Phase{what, "forward"});
-    phases.push_back(Phase{what, "backward"});
-  }
-  phases.push_back(Phase{"softmax cross-entropy", "loss"});
-  phases.push_back(Phase{"optimizer", "step"});
-  return phases;
-}
+ private:
+  Phase& layer(std::size_t index, bool backward) { return phases_[2 * index + (backward ? 1 : 0)]; }
+  std::vector<Phase> phases_;
+};
 
-// Checks that the replica computes what Model computes: same logits and gradients, bit for bit,
-// from the same parameters and batch (so that its breakdown describes the real step).
-void check_replica(Replica& r, Setup& s) {
-  std::copy(s.net->params().begin(), s.net->params().end(), r.params.begin());
-  const Tensor logits = s.net->forward(s.images);
+// One training step as the CPU trainer runs it (train/compute_backend.cpp), less the sync:
+// a training pass (batch statistics, dropout) of one trainer; clocked phase by phase when
+// `clock` is given (it also watches the layers).
+void model_step(Setup& s, PhaseClock* clock = nullptr) {
+  const model::Pass pass{.training = true, .seed = s.seed, .step = s.steps++};
+  const Tensor& logits = s.net->forward(s.images, pass);
+  if (clock != nullptr) phase_begin(clock->loss());
   model::softmax_cross_entropy(logits, s.labels, 1.0f / static_cast<float>(s.batch),
                                &s.grad_logits);
+  if (clock != nullptr) phase_end(clock->loss());
   s.net->backward(s.grad_logits);
-  std::vector<Phase> scratch = make_phases(r);
-  model::Sgd still({.lr = 0.0f}, r.params.size());  // leaves the parameters as they are
-  replica_step(r, s, still, scratch);
-  CONFLUX_CHECK(r.acts.back().data == logits.data &&
-                    std::equal(r.grads.begin(), r.grads.end(), s.net->grads().begin()),
-                "gemm-limit: the layer replica does not reproduce Model's step; no breakdown");
+  if (clock != nullptr) phase_begin(clock->optimizer());
+  s.optimizer->step(s.net->params(), s.net->grads());
+  if (clock != nullptr) phase_end(clock->optimizer());
 }
 
 }  // namespace
@@ -259,7 +216,7 @@ namespace {
 // FLOPs of one step's GEMMs derived from the layer shapes alone (2 M N K per product: forward,
 // weight gradient, and input gradient above the first trainable layer), to cross-check the
 // recorded calls.
-double derived_gemm_flops(const Replica& r, int batch) {
+double derived_gemm_flops(const LayerShapes& r, int batch) {
   double flops = 0;
   for (std::size_t i = 0; i < r.layers.size(); ++i) {
     const std::string type = r.layers[i]->type();
@@ -331,7 +288,7 @@ double add_breakdown_table(Report& report, const std::vector<Phase>& phases,
                            const std::map<SgemmShape, double>& shape_median) {
   Table& t = report.add_table(
       Table("breakdown",
-            "the step by layer and phase (replica, median over steps): inside SGEMM, the rest "
+            "the step by layer and phase (median over steps): inside SGEMM, the rest "
             "(im2col/col2im, bias, elementwise, pooling), and the GEMM-limit of its SGEMM calls",
             {"layer",
              "phase",
@@ -353,17 +310,17 @@ double add_breakdown_table(Report& report, const std::vector<Phase>& phases,
   return sum;
 }
 
-// The per-layer breakdown of a replicable model: the replica checked against Model, then
-// clocked layer by layer; the sum of its phases.
-double breakdown(Replica& replica, Setup& s, const Config& config, const Options& opt,
-                 Report& report, const std::map<SgemmShape, double>& shape_median) {
-  check_replica(replica, s);
-  std::vector<Phase> phases = make_phases(replica);
-  auto replica_opt = model::make_optimizer(config.train(), replica.params.size());
+// The per-layer breakdown: the real model's steps, clocked layer by layer through a
+// LayerObserver; the sum of its phases.
+double breakdown(Setup& s, const Options& opt, Report& report,
+                 const std::map<SgemmShape, double>& shape_median) {
+  PhaseClock clock(*s.net);
+  s.net->set_observer(&clock);
   sgemm_probe_clock(true);
-  for (int i = 0; i < opt.rounds * opt.steps; ++i) replica_step(replica, s, *replica_opt, phases);
+  for (int i = 0; i < opt.rounds * opt.steps; ++i) model_step(s, &clock);
   sgemm_probe_clock(false);
-  return add_breakdown_table(report, phases, shape_median);
+  s.net->set_observer(nullptr);
+  return add_breakdown_table(report, clock.phases(), shape_median);
 }
 
 }  // namespace
@@ -385,16 +342,14 @@ int run_gemm_limit(const std::vector<std::string>& args, const comm::Communicato
   const Config config = load_config_file(opt.config, environment_sources(opt.overrides, "bench"));
   openblas_set_num_threads(config.cluster().blas_threads);  // as the trainer does
   Setup s = make_setup(config);
-  std::optional<Replica> replica;
-  if (replicable(config)) replica = make_replica(config, s);
 
   sgemm_probe_record();
   model_step(s);
   const std::vector<SgemmShape> calls = sgemm_probe_take();
   double recorded_flops = 0;
   for (const SgemmShape& c : calls) recorded_flops += c.flops();
-  if (replica) {
-    const double derived_flops = derived_gemm_flops(*replica, s.batch);
+  if (is_chain(config)) {
+    const double derived_flops = derived_gemm_flops(layer_shapes(config, s), s.batch);
     CONFLUX_CHECK(recorded_flops == derived_flops,
                   "gemm-limit: the step's SGEMM calls do {} FLOPs, the layer shapes say {}",
                   recorded_flops, derived_flops);
@@ -422,14 +377,7 @@ int run_gemm_limit(const std::vector<std::string>& args, const comm::Communicato
   report.set_parameter("blas_threads", config.cluster().blas_threads);
   add_shape_table(report, shapes);
   fmt::print("\n");
-  const double breakdown_s =
-      replica ? breakdown(*replica, s, config, opt, report, shape_median) : 0.0;
-  if (!replica) {
-    fmt::print(
-        "no per-layer breakdown: the replica runs straight lists without batch norm or "
-        "dropout, and {} is not one\n",
-        opt.config);
-  }
+  const double breakdown_s = breakdown(s, opt, report, shape_median);
   const std::vector<double> fractions = ratios(limit, step);
   const double fraction = median(fractions);
   fmt::print(

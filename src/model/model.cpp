@@ -225,7 +225,9 @@ const Tensor& Model::forward(const Tensor& input, const Pass& pass) {
     ins.clear();
     for (const std::size_t in : inputs_[i])
       ins.push_back(in == kModelInput ? &input : &activations_[in]);
+    if (observer_ != nullptr) observer_->begin(i, false);
     layers_[i]->forward_pass(pass, ins, activations_[i]);
+    if (observer_ != nullptr) observer_->end(i, false);
   }
   return activations_.back();
 }
@@ -264,6 +266,7 @@ void Model::backward_layer(std::size_t i, const Tensor& grad_out) {
       grad_ins.push_back(&scratch_[k]);
     }
   }
+  if (observer_ != nullptr) observer_->begin(i, true);
   layers_[i]->backward_pass(last_pass_, ins, grad_out, grad_ins);
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     if (grad_ins[k] != &scratch_[k]) continue;
@@ -271,6 +274,7 @@ void Model::backward_layer(std::size_t i, const Tensor& grad_out) {
     const float* add = scratch_[k].data.data();
     for (std::size_t e = 0; e < sum.size(); ++e) sum.data[e] += add[e];
   }
+  if (observer_ != nullptr) observer_->end(i, true);
 }
 
 std::vector<std::string> Model::summary() const {

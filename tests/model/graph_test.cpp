@@ -3,6 +3,7 @@
 
 #include "conflux/model/graph.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -148,6 +149,39 @@ TEST(ModelGraph, ConcatJoinsChannelsPerSample) {
   float expected = w[8 * 4];  // bias of class 0
   for (int k = 0; k < 8; ++k) expected += w[k] * static_cast<float>(4 + k % 4);
   EXPECT_FLOAT_EQ(model.forward(in).data[4], expected);
+}
+
+}  // namespace
+}  // namespace conflux::model
+
+namespace conflux::model {
+namespace {
+
+// The observer sees every layer call, forward in execution order, backward in reverse, paired.
+TEST(ModelGraph, AnObserverSeesEveryLayerCallInOrder) {
+  struct Recorder final : LayerObserver {
+    std::vector<std::string> calls;
+    void begin(std::size_t i, bool backward) override {
+      calls.push_back(fmt::format("{}{}", backward ? "b" : "f", i));
+    }
+    void end(std::size_t i, bool backward) override {
+      calls.push_back(fmt::format("/{}{}", backward ? "b" : "f", i));
+    }
+  } recorder;
+  const std::vector<LayerSpec> specs{
+      {.type = "linear", .out = 4, .name = "head", .inputs = {"flat"}},
+      {.type = "flatten", .name = "flat", .inputs = {"input"}},
+      {.type = "linear", .out = 4, .inputs = {"head"}}};
+  Model model(specs, {1, 2, 2}, 4, 1);
+  model.set_observer(&recorder);
+  Tensor in;
+  in.resize({2, 1, 2, 2});
+  std::fill(in.data.begin(), in.data.end(), 0.5f);
+  const Tensor out = model.forward(in);
+  model.backward(out);
+  // The flatten below the first linear layer needs no backward pass.
+  EXPECT_EQ(recorder.calls, (std::vector<std::string>{"f1", "/f1", "f0", "/f0", "f2", "/f2", "b2",
+                                                      "/b2", "b0", "/b0"}));
 }
 
 }  // namespace

@@ -35,6 +35,17 @@ struct ModelFootprint {
   std::size_t largest(std::size_t batch) const;
 };
 
+/// Watches a model's layer calls, e.g. to clock each layer (conflux-bench gemm-limit). The
+/// model calls it around every layer's forward and backward pass when one is set.
+class LayerObserver {
+ public:
+  virtual ~LayerObserver() = default;
+  /// Layer `index` (in spec order) starts its forward (`backward` false) or backward pass.
+  virtual void begin(std::size_t index, bool backward) = 0;
+  /// ... and ends it.
+  virtual void end(std::size_t index, bool backward) = 0;
+};
+
 /// A graph of layers (a chain when the specs name no inputs). All parameters are one
 /// contiguous float buffer (likewise gradients), in layer order; ParamInfo names each piece.
 /// Buffers (batch norm's running statistics) follow the parameters in the same storage, so
@@ -88,6 +99,10 @@ class Model {
   /// One line per layer: "conv2d 3->32 k3 p1 : [32,32,32] (896 params)" (graphs also show
   /// names and inputs).
   std::vector<std::string> summary() const;
+  /// Layer `index`'s one-line description (Layer::describe).
+  std::string describe(std::size_t index) const { return layers_.at(index)->describe(); }
+  /// Watches the layer calls from now on; nullptr stops. The observer must outlive its use.
+  void set_observer(LayerObserver* observer) noexcept { observer_ = observer; }
 
  private:
   struct Wired;  // layers, wiring and shapes: the one walk of the specs
@@ -119,6 +134,7 @@ class Model {
   SampleShape input_shape_;
   const Tensor* last_input_ = nullptr;
   Pass last_pass_;
+  LayerObserver* observer_ = nullptr;
 };
 
 }  // namespace conflux::model
