@@ -20,6 +20,7 @@
 #include "conflux/config/config.hpp"
 #include "conflux/config/environment.hpp"
 #include "conflux/core/rng.hpp"
+#include "conflux/model/graph.hpp"
 #include "conflux/model/layer.hpp"
 #include "conflux/model/loss.hpp"
 #include "conflux/model/model.hpp"
@@ -61,6 +62,8 @@ struct Setup {
   Tensor images;
   std::vector<model::Label> labels;
   Tensor grad_logits;
+  std::uint64_t seed = 0;   // run.seed: dropout masks
+  std::uint64_t steps = 0;  // training steps taken: dropout masks
 };
 
 Setup make_setup(const Config& config) {
@@ -71,6 +74,7 @@ Setup make_setup(const Config& config) {
   s.input = {in.channels, in.height, in.width};
   s.classes = data.train->info().num_classes;
   s.batch = config.train().batch_size;
+  s.seed = config.run().seed;
   s.net.emplace(config.layers(), s.input, s.classes, config.run().seed);
   s.optimizer = model::make_optimizer(config.train(), s.net->params().size());
   // Synthetic, standardised-looking pixels and uniform labels: data loading is not measured.
@@ -82,9 +86,11 @@ Setup make_setup(const Config& config) {
   return s;
 }
 
-// One training step as the CPU trainer runs it (train/compute_backend.cpp), less the sync.
+// One training step as the CPU trainer runs it (train/compute_backend.cpp), less the sync:
+// a training pass (batch statistics, dropout) of one trainer.
 void model_step(Setup& s) {
-  const Tensor& logits = s.net->forward(s.images);
+  const model::Pass pass{.training = true, .seed = s.seed, .step = s.steps++};
+  const Tensor& logits = s.net->forward(s.images, pass);
   model::softmax_cross_entropy(logits, s.labels, 1.0f / static_cast<float>(s.batch),
                                &s.grad_logits);
   s.net->backward(s.grad_logits);
@@ -135,6 +141,15 @@ struct Replica {
   std::size_t first_trainable = 0;
   std::vector<Tensor> acts, grad_acts;
 };
+
+// The replica runs straight lists of layers whose pass does not matter; graphs, batch norm
+// and dropout are measured (the fraction) without the per-layer breakdown.
+bool replicable(const Config& config) {
+  return model::wire_graph(config.layers()).chain() &&
+         std::ranges::none_of(config.layers(), [](const LayerSpec& l) {
+           return l.type == "batchnorm" || l.type == "dropout";
+         });
+}
 
 Replica make_replica(const Config& config, const Setup& s) {
   Replica r;
@@ -338,6 +353,19 @@ double add_breakdown_table(Report& report, const std::vector<Phase>& phases,
   return sum;
 }
 
+// The per-layer breakdown of a replicable model: the replica checked against Model, then
+// clocked layer by layer; the sum of its phases.
+double breakdown(Replica& replica, Setup& s, const Config& config, const Options& opt,
+                 Report& report, const std::map<SgemmShape, double>& shape_median) {
+  check_replica(replica, s);
+  std::vector<Phase> phases = make_phases(replica);
+  auto replica_opt = model::make_optimizer(config.train(), replica.params.size());
+  sgemm_probe_clock(true);
+  for (int i = 0; i < opt.rounds * opt.steps; ++i) replica_step(replica, s, *replica_opt, phases);
+  sgemm_probe_clock(false);
+  return add_breakdown_table(report, phases, shape_median);
+}
+
 }  // namespace
 
 int run_gemm_limit(const std::vector<std::string>& args, const comm::Communicator& world) {
@@ -357,17 +385,20 @@ int run_gemm_limit(const std::vector<std::string>& args, const comm::Communicato
   const Config config = load_config_file(opt.config, environment_sources(opt.overrides, "bench"));
   openblas_set_num_threads(config.cluster().blas_threads);  // as the trainer does
   Setup s = make_setup(config);
-  Replica replica = make_replica(config, s);
+  std::optional<Replica> replica;
+  if (replicable(config)) replica = make_replica(config, s);
 
   sgemm_probe_record();
   model_step(s);
   const std::vector<SgemmShape> calls = sgemm_probe_take();
   double recorded_flops = 0;
   for (const SgemmShape& c : calls) recorded_flops += c.flops();
-  const double derived_flops = derived_gemm_flops(replica, s.batch);
-  CONFLUX_CHECK(recorded_flops == derived_flops,
-                "gemm-limit: the step's SGEMM calls do {} FLOPs, the layer shapes say {}",
-                recorded_flops, derived_flops);
+  if (replica) {
+    const double derived_flops = derived_gemm_flops(*replica, s.batch);
+    CONFLUX_CHECK(recorded_flops == derived_flops,
+                  "gemm-limit: the step's SGEMM calls do {} FLOPs, the layer shapes say {}",
+                  recorded_flops, derived_flops);
+  }
   std::vector<ShapeTimer> shapes = make_shape_timers(calls);
   fmt::print(
       "gemm-limit: {}, batch {} of [{}] (synthetic, in memory: no data loading), 1 trainer, "
@@ -385,20 +416,20 @@ int run_gemm_limit(const std::vector<std::string>& args, const comm::Communicato
     fastest_limit += *std::min_element(t.per_call.begin(), t.per_call.end()) * t.per_step;
   }
 
-  check_replica(replica, s);
-  std::vector<Phase> phases = make_phases(replica);
-  auto replica_opt = model::make_optimizer(config.train(), replica.params.size());
-  sgemm_probe_clock(true);
-  for (int i = 0; i < opt.rounds * opt.steps; ++i) replica_step(replica, s, *replica_opt, phases);
-  sgemm_probe_clock(false);
-
   Report report("gemm-limit", common);
   report.add_parameters(*vm);
   report.set_parameter("batch_size", s.batch);
   report.set_parameter("blas_threads", config.cluster().blas_threads);
   add_shape_table(report, shapes);
   fmt::print("\n");
-  const double breakdown_s = add_breakdown_table(report, phases, shape_median);
+  const double breakdown_s =
+      replica ? breakdown(*replica, s, config, opt, report, shape_median) : 0.0;
+  if (!replica) {
+    fmt::print(
+        "no per-layer breakdown: the replica runs straight lists without batch norm or "
+        "dropout, and {} is not one\n",
+        opt.config);
+  }
   const std::vector<double> fractions = ratios(limit, step);
   const double fraction = median(fractions);
   fmt::print(

@@ -87,6 +87,8 @@ if [ "$mpi_only" -eq 0 ]; then
   run cli-export tests/cli/export-tests.sh
   run cli-portable tests/cli/portable-tests.sh
   run cli-torch tests/cli/torch-tests.sh
+  # Graph models change nothing MPI-specific beyond what the suites below cover: once.
+  run cli-graph tests/cli/graph-tests.sh
 fi
 run_mpi_suites ""
 if [ "$mpi_only" -eq 0 ]; then

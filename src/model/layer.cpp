@@ -7,7 +7,9 @@
 #include "conflux/config/schema.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/model/avgpool2d.hpp"
+#include "conflux/model/batchnorm.hpp"
 #include "conflux/model/conv2d.hpp"
+#include "conflux/model/dropout.hpp"
 #include "conflux/model/flatten.hpp"
 #include "conflux/model/linear.hpp"
 #include "conflux/model/maxpool2d.hpp"
@@ -55,6 +57,8 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec) {
   if (spec.type == "concat") return std::make_unique<Concat>();
   if (spec.type == "relu") return std::make_unique<Relu>();
   if (spec.type == "flatten") return std::make_unique<Flatten>();
+  if (spec.type == "batchnorm") return std::make_unique<BatchNorm>(spec.momentum, spec.eps);
+  if (spec.type == "dropout") return std::make_unique<Dropout>(spec.rate);
   std::vector<std::string> known;
   for (const LayerKeySpec& k : layer_keys()) known.push_back(k.type);
   CONFLUX_INPUT_ERROR("unknown layer type '{}' (known types: {})", spec.type,

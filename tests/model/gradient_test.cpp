@@ -2,8 +2,9 @@
 //
 // Method: a scalar objective L = sum(out * R) with a fixed random R (so dL/dout = R), the
 // analytic gradients from backward(), and central differences (L(x+eps) - L(x-eps)) / 2eps
-// evaluated in float with L accumulated in double. A gradient entry passes when
-// |numeric - analytic| <= kAbsTol + kRelTol * max(|numeric|, |analytic|). Inputs of ReLU and
+// evaluated in float with L accumulated in double (tests/support/finite_difference.hpp). A
+// gradient entry passes when |numeric - analytic| <= 1e-3 + 1e-2 * max(|numeric|, |analytic|)
+// (GradientTolerance's defaults). Inputs of ReLU and
 // max-pool are drawn away from kinks and ties by more than eps, so the differences are exact
 // up to float rounding (about 1e-7 * |L| / eps ~ 1e-4 at most here).
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "../support/bound_layer.hpp"
+#include "../support/finite_difference.hpp"
 #include "conflux/core/rng.hpp"
 #include "conflux/model/layer.hpp"
 #include "conflux/model/loss.hpp"
@@ -22,9 +24,6 @@
 
 namespace conflux::model {
 namespace {
-
-constexpr double kRelTol = 1e-2;
-constexpr double kAbsTol = 1e-3;
 
 enum class Fill {
   kUniform,       // U(-1, 1)
@@ -56,43 +55,8 @@ Tensor random_tensor(std::vector<int> shape, Rng& rng, Fill fill = Fill::kUnifor
 
 using conflux::testing::bind_layer;
 using conflux::testing::BoundLayer;
-
-double weighted_sum(const Tensor& out, const Tensor& r) {
-  EXPECT_EQ(out.size(), r.size());
-  double sum = 0.0;
-  for (std::size_t i = 0; i < out.size(); ++i) sum += static_cast<double>(out.data[i]) * r.data[i];
-  return sum;
-}
-
-// Compares analytic and numeric gradients of `values`; evaluate() recomputes L.
-template <typename Evaluate>
-void expect_gradient(const char* what, std::span<float> values, std::span<const float> analytic,
-                     float eps, Evaluate evaluate) {
-  ASSERT_EQ(values.size(), analytic.size()) << what;
-  double largest = 0.0;
-  int failures = 0;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const float saved = values[i];
-    values[i] = saved + eps;
-    const double plus = evaluate();
-    values[i] = saved - eps;
-    const double minus = evaluate();
-    values[i] = saved;
-    // Divide by the step actually taken in float, not by the nominal 2 eps.
-    const double step = static_cast<double>(saved + eps) - static_cast<double>(saved - eps);
-    const double numeric = (plus - minus) / step;
-    const double a = analytic[i];
-    largest = std::max(largest, std::abs(numeric));
-    if (std::abs(numeric - a) > kAbsTol + kRelTol * std::max(std::abs(numeric), std::abs(a))) {
-      if (++failures <= 5) {
-        ADD_FAILURE() << what << "[" << i << "]: analytic " << a << " numeric " << numeric;
-      }
-    }
-  }
-  EXPECT_EQ(failures, 0) << what;
-  // Guards against a vacuous check (e.g. an objective that does not depend on the values).
-  EXPECT_GT(largest, 1e-2) << what << ": numeric gradient is all ~0";
-}
+using conflux::testing::expect_gradient;
+using conflux::testing::weighted_sum;
 
 void check_layer(const LayerSpec& spec, std::vector<int> input_shape, Fill fill, float eps,
                  std::uint64_t seed = 1) {
@@ -244,7 +208,7 @@ std::uint64_t kink_free_seed(std::uint64_t first, const std::vector<int>& input_
 }
 
 // eps 5e-4 keeps kinks rare (so a kink-free seed comes quickly) while float rounding of L
-// stays ~1e-7 / 1e-3 = 1e-4, well inside kAbsTol.
+// stays ~1e-7 / 1e-3 = 1e-4, well inside the absolute tolerance 1e-3.
 TEST(ModelGradient, WholeModelWeightedSum) {
   const float eps = 5e-4f;
   const std::uint64_t seed = kink_free_seed(100, {3, 2, 6, 6}, eps);
@@ -266,7 +230,7 @@ TEST(ModelGradient, WholeModelWithLoss) {
   Rng rng{seed, 1};
   const Tensor in = random_tensor({4, 2, 6, 6}, rng);
   const std::vector<Label> labels{0, 1, 2, 3};
-  const float scale = 1.0f;  // sum, not mean: keeps the gradients well above kAbsTol
+  const float scale = 1.0f;  // sum, not mean: keeps the gradients well above the tolerance
   Tensor grad;
   softmax_cross_entropy(model.forward(in), labels, scale, &grad);
   model.backward(grad);

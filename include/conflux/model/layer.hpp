@@ -38,11 +38,11 @@ class StatReducer {
 /// What a forward pass is for, and what its random draws depend on. A default Pass is an
 /// evaluation pass (running statistics, no dropout).
 struct Pass {
-  bool training = false;                   ///< batch statistics and dropout when true
-  std::uint64_t seed = 0;                  ///< run.seed: dropout masks
-  std::uint64_t step = 0;                  ///< global training step: dropout masks
-  std::span<const std::uint32_t> samples;  ///< dataset index of each row; empty: row number
-  StatReducer* reducer = nullptr;          ///< sums over trainers; nullptr: this replica only
+  bool training = false;                     ///< batch statistics and dropout when true
+  std::uint64_t seed = 0;                    ///< run.seed: dropout masks
+  std::uint64_t step = 0;                    ///< global training step: dropout masks
+  std::span<const std::uint32_t> samples{};  ///< dataset index of each row; empty: row number
+  StatReducer* reducer = nullptr;            ///< sums over trainers; nullptr: this replica only
 };
 
 /// The inputs of a layer in a graph, in the order the config names them.
