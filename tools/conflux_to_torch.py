@@ -293,7 +293,8 @@ def graph_module(specs, wiring, modules):
         kind, spec = specs[i]
         args = [values[j] for j in inputs[i]]
         # Node names (the generated code's variables) carry conflux's layer names.
-        name = re.sub(r"\W", "_", f"layer{i}_{spec.get('name') or kind}")
+        label = spec.get("name") or kind
+        name = re.sub(r"\W", "_", label if label == f"layer{i}" else f"layer{i}_{label}")
         if kind == "add":
             value = args[0]
             for arg in args[1:]:
