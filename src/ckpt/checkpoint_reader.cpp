@@ -106,8 +106,9 @@ void read_optimizer(const h5::File& file, TrainingState& s) {
     model::OptimizerBuffer& b = o.buffers.emplace_back();
     b.name = name;
     b.values = file.read_vector<float>(path);
-    if (b.values.size() != s.params.size()) {
-      CONFLUX_CORRUPT("{}: {} has {} elements but the model has {} parameters", file.label(), path,
+    // The trainable parameters come first in the model's state (running statistics after).
+    if (b.values.size() > s.params.size()) {
+      CONFLUX_CORRUPT("{}: {} has {} elements but the model's state has {}", file.label(), path,
                       b.values.size(), s.params.size());
     }
   }

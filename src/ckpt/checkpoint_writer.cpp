@@ -51,10 +51,12 @@ void check_writable(const fs::path& path, const TrainingState& state) {
   CONFLUX_CHECK(offset == state.params.size(),
                 "cannot write checkpoint {}: the tensors cover {} of {} parameters", name, offset,
                 state.params.size());
+  // Optimiser buffers cover the trainable parameters, which come first; the model's own
+  // buffers (running statistics) follow them and have no optimiser state.
   for (const model::OptimizerBuffer& b : state.optimizer.buffers) {
-    CONFLUX_CHECK(valid_tensor_name(b.name) && b.values.size() == state.params.size(),
-                  "cannot write checkpoint {}: optimiser buffer '{}' has {} elements for {} "
-                  "parameters (or an invalid name)",
+    CONFLUX_CHECK(valid_tensor_name(b.name) && b.values.size() <= state.params.size(),
+                  "cannot write checkpoint {}: optimiser buffer '{}' has {} elements for a model "
+                  "state of {} (or an invalid name)",
                   name, b.name, b.values.size(), state.params.size());
   }
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "conflux/core/error.hpp"
+#include "conflux/model/dropout.hpp"
 #include "conflux/model/graph.hpp"
 
 namespace conflux::model {
@@ -78,6 +79,8 @@ Model::Wired Model::wire(const std::vector<LayerSpec>& specs, const SampleShape&
   for (std::size_t i = 0; i < specs.size(); ++i) {
     try {
       w.layers.push_back(make_layer(specs[i]));
+      // Each dropout layer draws its own masks: its index keys them.
+      if (auto* dropout = dynamic_cast<Dropout*>(w.layers.back().get())) dropout->set_salt(i);
     } catch (const InputError& e) {
       throw InputError(fmt::format("{}: {}", layer_label(specs, i), e.what()), e.file(), e.line());
     }
