@@ -226,7 +226,7 @@ assert x.shape == (64, 3, 32, 32) and expected.shape == (64, 10)
 assert float(module.state_dict()["1.running_var"].sub(1).abs().max()) > 1e-3
 with torch.no_grad():
     for which, m in (("fx", module), ("torchscript", torch.jit.load(f"{run}/model.ts"))):
-        got = m(torch.from_numpy(x)).numpy()
+        got = m(torch.from_numpy(x.copy())).numpy()
         diff = float(np.abs(got - expected).max())
         # float32 sums in another order: within 1e-5 of the largest logit, and the same classes.
         assert diff <= 1e-5 * float(np.abs(expected).max()) + 1e-6, f"{which}: max diff {diff}"
