@@ -3,8 +3,11 @@
 # CIFAR-10 CNN (every layer type; conv stride and padding, overlapping and default-stride
 # maxpool, centre crop) loaded into PyTorch score the same test samples as `conflux eval`: the
 # same count of correct predictions, the loss within 1e-4 relative of the run's own unrounded
-# test loss (metrics.jsonl) and of conflux eval's printed one. A config of another architecture
-# and a corrupted tensor exit 2 naming the tensor. Skipped without torch/h5py in Debian's python.
+# test loss (metrics.jsonl) and of conflux eval's printed one. A small residual graph (batch
+# norm 2-D and 1-D, add, concat, dropout, a forward reference) trained briefly gives, as an
+# fx GraphModule and as its TorchScript, the logits conflux exports for 64 test images. A config
+# of another architecture, a corrupted tensor, a missing running statistic and an unknown input
+# name exit 2 naming the tensor or layer. Skipped without torch/h5py in Debian's python.
 set -uo pipefail
 # shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -128,6 +131,117 @@ PY
 else
   not_ok "training the tiny models" "$(cat "$TMP/mlp.log" "$TMP/cnn.log" 2>/dev/null)"
 fi
+
+# --- a graph: batchnorm (per channel and per feature), add, concat, dropout ------------------
+# The CNN's data and transform; layer 3 names a layer written below it ("r"), so conflux runs
+# 0 1 2 5 6 7 8 3 4 9 ...
+{
+  sed -n '1,/^std = /p' "$TMP/cnn.toml"
+  cat <<'EOF'
+[[model.layers]]
+type = "conv2d"
+out = 8
+stride = 2
+padding = 1
+[[model.layers]]
+type = "batchnorm"
+[[model.layers]]
+type = "relu"
+name = "a"
+[[model.layers]]
+type = "conv2d"
+out = 4
+kernel = 1
+inputs = ["r"]
+[[model.layers]]
+type = "batchnorm"
+momentum = 0.3
+name = "side"
+[[model.layers]]
+type = "conv2d"
+out = 8
+padding = 1
+inputs = ["a"]
+[[model.layers]]
+type = "batchnorm"
+name = "bn2"
+[[model.layers]]
+type = "add"
+inputs = ["bn2", "a"]
+[[model.layers]]
+type = "relu"
+name = "r"
+[[model.layers]]
+type = "concat"
+inputs = ["r", "side"]
+[[model.layers]]
+type = "maxpool"
+[[model.layers]]
+type = "globalavgpool"
+[[model.layers]]
+type = "batchnorm"
+eps = 1e-3
+[[model.layers]]
+type = "dropout"
+rate = 0.25
+[[model.layers]]
+type = "linear"
+out = 10
+[train]
+batch_size = 64
+lr = 0.1
+momentum = 0.9
+EOF
+} >"$TMP/graph.toml"
+G=$TMP/graph
+if "$CONFLUX" train --config "$TMP/graph.toml" --set cluster.trainers=1 --set data.train_limit=512 \
+  --set data.test_limit=64 --set train.epochs=1 --set train.log_every=0 --set "run.dir=$G" \
+  >"$G.log" 2>&1 &&
+  "$CONFLUX" export --model "$G/model.h5" --config "$G/config.toml" --output "$G/onnx/model.onnx" \
+    --test-samples 64 >>"$G.log" 2>&1 &&
+  "$PY" "$TOOL" "$G" --torchscript "$G/model.ts" >"$G.torch.log" 2>&1 &&
+  "$PY" - "$G" "$TOOL" >>"$G.torch.log" 2>&1 <<'PY'; then
+import importlib.util, sys, numpy as np, onnx, torch
+from onnx import numpy_helper
+run, tool = sys.argv[1], sys.argv[2]
+spec = importlib.util.spec_from_file_location("c2t", tool)
+c2t = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(c2t)
+module = c2t.load_model(f"{run}/model.h5", f"{run}/config.toml")
+assert isinstance(module, torch.fx.GraphModule) and not module.training
+assert isinstance(getattr(module, "1"), torch.nn.BatchNorm2d)
+assert isinstance(getattr(module, "12"), torch.nn.BatchNorm1d) and getattr(module, "12").eps == 1e-3
+assert getattr(module, "4").momentum == 0.3 and getattr(module, "13").p == 0.25
+def tensor(name):
+    proto = onnx.TensorProto()
+    proto.ParseFromString(open(f"{run}/onnx/test_data_set_0/{name}.pb", "rb").read())
+    return numpy_helper.to_array(proto)
+x, expected = tensor("input_0"), tensor("output_0")
+assert x.shape == (64, 3, 30, 30) and expected.shape == (64, 10)
+# The running statistics moved in training (eval must use them, not the initial 0 and 1).
+assert float(module.state_dict()["1.running_var"].sub(1).abs().max()) > 1e-3
+with torch.no_grad():
+    for which, m in (("fx", module), ("torchscript", torch.jit.load(f"{run}/model.ts"))):
+        got = m(torch.from_numpy(x.copy())).numpy()
+        diff = float(np.abs(got - expected).max())
+        # float32 sums in another order: within 1e-5 of the largest logit, and the same classes.
+        assert diff <= 1e-5 * float(np.abs(expected).max()) + 1e-6, f"{which}: max diff {diff}"
+        assert (got.argmax(1) == expected.argmax(1)).all(), f"{which}: classes differ"
+        print(f"{which}: 64 logits rows, max |torch - conflux| = {diff:.3g}")
+PY
+  ok "graph (batchnorm, add, concat, dropout): torch and TorchScript give conflux's logits ($(grep -o 'max |.*' "$G.torch.log" | head -1))"
+else
+  not_ok "the graph model in PyTorch" "$(cat "$G.log" "$G.torch.log" 2>/dev/null | tail -30)"
+fi
+cp "$G/model.h5" "$TMP/no_stats.h5"
+"$PY" -c 'import h5py, sys
+with h5py.File(sys.argv[1], "r+") as f: del f["params/layer12.batchnorm.running_var"]' "$TMP/no_stats.h5"
+expect_fail "a model.h5 without a running statistic" 2 \
+  "$TMP/no_stats.h5: parameter layer12.batchnorm.running_var is missing" -- \
+  "$PY" "$TOOL" --model "$TMP/no_stats.h5" --config "$G/config.toml"
+sed "s/^inputs = \[ 'r' \]$/inputs = [ 'rr' ]/" "$G/config.toml" >"$TMP/bad_input.toml"
+expect_fail "an input naming no layer" 2 "layer 3 (conv2d): input 'rr' is not the name of another layer" -- \
+  "$PY" "$TOOL" --model "$G/model.h5" --config "$TMP/bad_input.toml"
 
 # --- bad inputs: exit 2 naming the tensor ---------------------------------------------------
 expect_fail "model.h5 with another architecture's config" 2 \
