@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "conflux/core/error.hpp"
+#include "conflux/model/im2col.hpp"
 #include "conflux/model/pooling.hpp"
 
 namespace conflux::model {
@@ -72,21 +73,11 @@ void backward_2x2(const float* dy, const std::int32_t* arg, std::size_t planes, 
   }
 }
 
-// A plane's pooling geometry, for the padded pool.
-struct PaddedPool {
-  int height = 0;
-  int width = 0;
-  int kernel = 1;
-  int stride = 1;
-  int padding = 0;
-  int out_height = 0;
-  int out_width = 0;
-};
-
 // The padded pool, window by window: each window is clipped to the image, which is what -infinity
 // padding computes, since padding <= kernel / 2 leaves a real element in every window. The
-// first real element starts the scan, as in PyTorch, so ties go to the first maximum.
-void forward_padded(const float* in, std::size_t planes, const PaddedPool& s, float* out,
+// first real element starts the scan, as in PyTorch, so ties go to the first maximum. The
+// window geometry is a convolution's, one channel per plane.
+void forward_padded(const float* in, std::size_t planes, const ConvGeometry& s, float* out,
                     std::int32_t* arg) {
   for (std::size_t p = 0; p < planes; ++p) {
     const float* x = in + p * static_cast<std::size_t>(s.height) * s.width;
@@ -149,13 +140,14 @@ void MaxPool2d::forward(const Tensor& in, Tensor& out) {
   float* y = out.data.data();
   std::int32_t* arg = argmax_.data();
   if (padding_ > 0) {
-    const PaddedPool shape{.height = h,
-                           .width = w,
-                           .kernel = kernel_,
-                           .stride = stride_,
-                           .padding = padding_,
-                           .out_height = oh_count,
-                           .out_width = ow_count};
+    const ConvGeometry shape{.channels = 1,
+                             .height = h,
+                             .width = w,
+                             .kernel = kernel_,
+                             .stride = stride_,
+                             .padding = padding_,
+                             .out_height = oh_count,
+                             .out_width = ow_count};
     forward_padded(in.data.data(), planes, shape, y, arg);
     return;
   }
