@@ -95,7 +95,10 @@ std::vector<LayerKeySpec> make_layer_keys() {
        "2-D convolution (im2col + OpenBLAS sgemm)."},
       {"maxpool",
        {layer_key("kernel", &LayerSpec::kernel, in(1, 64), "2", "Window size."),
-        layer_key("stride", &LayerSpec::stride, in(0, 64), "0", "Stride; 0 = same as the window.")},
+        layer_key("stride", &LayerSpec::stride, in(0, 64), "0", "Stride; 0 = same as the window."),
+        layer_key("padding", &LayerSpec::padding, in(0, 32), "0",
+                  "Implicit -infinity padding on each side (never the maximum); at most half "
+                  "the window, as in PyTorch.")},
        "Max pooling."},
       {"avgpool",
        {layer_key("kernel", &LayerSpec::kernel, in(1, 64), "2", "Window size."),

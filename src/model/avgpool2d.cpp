@@ -30,7 +30,7 @@ std::string AvgPool2d::describe() const {
 }
 
 SampleShape AvgPool2d::output_shape(const SampleShape& input) const {
-  return pooled_shape(kernel_, stride_, input);
+  return pooled_shape(kernel_, stride_, 0, input);
 }
 
 void AvgPool2d::forward(const Tensor& in, Tensor& out) {

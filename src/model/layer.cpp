@@ -45,8 +45,7 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec) {
     return std::make_unique<Conv2d>(spec.out, spec.kernel, spec.stride, spec.padding);
   }
   if (spec.type == "maxpool") {
-    CONFLUX_REQUIRE(spec.padding == 0, "maxpool: padding is not supported, got {}", spec.padding);
-    return std::make_unique<MaxPool2d>(spec.kernel, spec.stride);
+    return std::make_unique<MaxPool2d>(spec.kernel, spec.stride, spec.padding);
   }
   if (spec.type == "avgpool") {
     CONFLUX_REQUIRE(spec.padding == 0, "avgpool: padding is not supported, got {}", spec.padding);

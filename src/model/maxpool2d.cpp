@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "conflux/core/error.hpp"
+#include "conflux/model/im2col.hpp"
 #include "conflux/model/pooling.hpp"
 
 namespace conflux::model {
@@ -72,33 +73,84 @@ void backward_2x2(const float* dy, const std::int32_t* arg, std::size_t planes, 
   }
 }
 
+// The padded pool, window by window: each window is clipped to the image, which is what -infinity
+// padding computes, since padding <= kernel / 2 leaves a real element in every window. The
+// first real element starts the scan, as in PyTorch, so ties go to the first maximum. The
+// window geometry is a convolution's, one channel per plane.
+void forward_padded(const float* in, std::size_t planes, const ConvGeometry& s, float* out,
+                    std::int32_t* arg) {
+  for (std::size_t p = 0; p < planes; ++p) {
+    const float* x = in + p * static_cast<std::size_t>(s.height) * s.width;
+    for (int oh = 0; oh < s.out_height; ++oh) {
+      const int h0 = oh * s.stride - s.padding;
+      const int h_begin = std::max(h0, 0);
+      const int h_end = std::min(h0 + s.kernel, s.height);
+      for (int ow = 0; ow < s.out_width; ++ow) {
+        const int w0 = ow * s.stride - s.padding;
+        const int w_begin = std::max(w0, 0);
+        const int w_end = std::min(w0 + s.kernel, s.width);
+        int best = h_begin * s.width + w_begin;
+        float best_value = x[best];
+        for (int ih = h_begin; ih < h_end; ++ih) {
+          for (int iw = w_begin; iw < w_end; ++iw) {
+            const int at = ih * s.width + iw;
+            if (x[at] > best_value) {
+              best_value = x[at];
+              best = at;
+            }
+          }
+        }
+        *out++ = best_value;
+        *arg++ = best;
+      }
+    }
+  }
+}
+
 }  // namespace
 
-MaxPool2d::MaxPool2d(int kernel, int stride)
-    : kernel_(kernel), stride_(pool_stride(kernel, stride)) {
+MaxPool2d::MaxPool2d(int kernel, int stride, int padding)
+    : kernel_(kernel), stride_(pool_stride(kernel, stride)), padding_(padding) {
   CONFLUX_REQUIRE(kernel >= 1, "maxpool: kernel must be >= 1, got {}", kernel);
   CONFLUX_REQUIRE(stride >= 0, "maxpool: stride must be >= 0 (0 = same as kernel), got {}", stride);
+  CONFLUX_REQUIRE(padding >= 0 && padding <= kernel / 2,
+                  "maxpool: padding must be between 0 and half the kernel ({} for kernel {}), "
+                  "got {}",
+                  kernel / 2, kernel, padding);
 }
 
 SampleShape MaxPool2d::output_shape(const SampleShape& input) const {
-  return pooled_shape(kernel_, stride_, input);
+  return pooled_shape(kernel_, stride_, padding_, input);
 }
 
 void MaxPool2d::forward(const Tensor& in, Tensor& out) {
-  CONFLUX_CHECK(in.shape.size() == 4 && in.shape[2] >= kernel_ && in.shape[3] >= kernel_,
+  CONFLUX_CHECK(in.shape.size() == 4 && in.shape[2] + 2 * padding_ >= kernel_ &&
+                    in.shape[3] + 2 * padding_ >= kernel_,
                 "{} got input [{}]", describe(), fmt::join(in.shape, ","));
   const int n = in.batch();
   const int c = in.shape[1];
   const int h = in.shape[2];
   const int w = in.shape[3];
-  const int oh_count = (h - kernel_) / stride_ + 1;
-  const int ow_count = (w - kernel_) / stride_ + 1;
+  const int oh_count = (h + 2 * padding_ - kernel_) / stride_ + 1;
+  const int ow_count = (w + 2 * padding_ - kernel_) / stride_ + 1;
   out.resize({n, c, oh_count, ow_count});
   argmax_.resize(out.size());
   const std::size_t planes = static_cast<std::size_t>(n) * c;
   const std::size_t in_plane = static_cast<std::size_t>(h) * w;
   float* y = out.data.data();
   std::int32_t* arg = argmax_.data();
+  if (padding_ > 0) {
+    const ConvGeometry shape{.channels = 1,
+                             .height = h,
+                             .width = w,
+                             .kernel = kernel_,
+                             .stride = stride_,
+                             .padding = padding_,
+                             .out_height = oh_count,
+                             .out_width = ow_count};
+    forward_padded(in.data.data(), planes, shape, y, arg);
+    return;
+  }
   if (kernel_ == 2 && stride_ == 2) {
     forward_2x2(in.data.data(), planes, h, w, y, arg);
     return;
@@ -135,7 +187,7 @@ void MaxPool2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_
                 fmt::join(grad_out.shape, ","));
   grad_in.resize(in.shape);
   const std::size_t planes = static_cast<std::size_t>(in.shape[0]) * in.shape[1];
-  if (kernel_ == 2 && stride_ == 2) {
+  if (kernel_ == 2 && stride_ == 2 && padding_ == 0) {
     backward_2x2(grad_out.data.data(), argmax_.data(), planes, in.shape[2], in.shape[3],
                  grad_in.data.data());
     return;
@@ -155,7 +207,8 @@ void MaxPool2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_
 }
 
 std::string MaxPool2d::describe() const {
-  return fmt::format("maxpool k{} s{}", kernel_, stride_);
+  return padding_ > 0 ? fmt::format("maxpool k{} s{} p{}", kernel_, stride_, padding_)
+                      : fmt::format("maxpool k{} s{}", kernel_, stride_);
 }
 
 }  // namespace conflux::model

@@ -104,10 +104,13 @@ void add_layer(onnx::GraphProto& graph, const Model& model, std::size_t index,
     add_ints(node, "strides", {spec.stride, spec.stride});
     add_ints(node, "pads", {spec.padding, spec.padding, spec.padding, spec.padding});
   } else if (spec.type == "maxpool") {
-    node.set_op_type("MaxPool");  // no padding, floor: conflux's only mode
+    node.set_op_type("MaxPool");  // floor, padded positions never win: ONNX's default too
     const int stride = pool_stride(spec.kernel, spec.stride);
     add_ints(node, "kernel_shape", {spec.kernel, spec.kernel});
     add_ints(node, "strides", {stride, stride});
+    if (spec.padding > 0) {
+      add_ints(node, "pads", {spec.padding, spec.padding, spec.padding, spec.padding});
+    }
   } else if (spec.type == "avgpool") {
     node.set_op_type("AveragePool");  // no padding, floor, like conflux's avgpool
     const int stride = pool_stride(spec.kernel, spec.stride);

@@ -58,12 +58,17 @@ DeviceChoice choose_device(const Config& config, const comm::Communicator& train
   if (const int layer = gpu::first_layer_without_gpu_kernel(config.layers()); layer >= 0) {
     const LayerSpec& spec = config.layers()[static_cast<std::size_t>(layer)];
     const std::string what =
-        gpu::has_gpu_kernel(spec.type)
+        !gpu::has_gpu_kernel(spec.type)
+            ? fmt::format("model.layers[{}] (type = \"{}\") has no GPU kernel", layer, spec.type)
+        : !gpu::gpu_kernel_covers(spec)
             ? fmt::format(
+                  "model.layers[{}] (type = \"{}\", padding = {}) has no GPU kernel: the "
+                  "GPU max pool has no padding",
+                  layer, spec.type, spec.padding)
+            : fmt::format(
                   "model.layers[{}] (type = \"{}\") takes inputs other than the previous "
                   "layer's output, and the GPU path runs straight lists only",
-                  layer, spec.type)
-            : fmt::format("model.layers[{}] (type = \"{}\") has no GPU kernel", layer, spec.type);
+                  layer, spec.type);
     CONFLUX_REQUIRE(setting != "gpu", "{}: {}; set train.device = \"cpu\" (or \"auto\")",
                     config.where("model.layers"), what);
     if (log != nullptr && trainers.rank() == 0) log->info("{}: trainers compute on the CPU", what);

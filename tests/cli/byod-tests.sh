@@ -328,4 +328,25 @@ else
   not_ok "configs/imagefolder_cnn.toml: exit $rc" "$out"
 fi
 
+# configs/imagefolder_resnet18.toml (blocks, padded max pool): config check at full size
+# resolves its 68 layers (4 stem, 2 x 7 in stage 1, 3 x (9 + 7) in stages 2-4, pool, linear);
+# shrunk to 32 px crops, 48 samples, batch 8 and one epoch, it trains with a worker to a digest.
+out=$("$CONFLUX" config check --config configs/imagefolder_resnet18.toml --set data.path="$TMP/var" 2>&1)
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$(grep -c '^\[\[model.layers\]\]' <<<"$out")" -eq 68 ]; then
+  ok "config check on configs/imagefolder_resnet18.toml: exit 0, 68 layers"
+else
+  not_ok "config check on configs/imagefolder_resnet18.toml: exit $rc" "$out"
+fi
+out=$("${MPIRUN[@]}" -np 2 "$CONFLUX" train --config configs/imagefolder_resnet18.toml \
+  --set data.path="$TMP/var" --set run.dir="$TMP/runs/resnet18" --set transform.resized_crop=32 \
+  --set data.train_limit=48 --set data.test_limit=16 --set train.batch_size=8 \
+  --set train.epochs=1 --set data.audit=true 2>&1)
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "audit: all 48 samples used exactly once" <<<"$out" && [ -n "$(digest_of <(echo "$out"))" ]; then
+  ok "configs/imagefolder_resnet18.toml at 32 px trains with a worker, audited, digest $(digest_of <(echo "$out"))"
+else
+  not_ok "configs/imagefolder_resnet18.toml at 32 px: exit $rc" "$out"
+fi
+
 cli_summary

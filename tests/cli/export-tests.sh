@@ -14,8 +14,8 @@ if ! "$PY" -c 'import onnx, numpy' 2>/dev/null; then
 fi
 
 # A CNN that uses every image layer type with its options: conv2d with stride and padding,
-# maxpool with an explicit stride and with the default one, avgpool, globalavgpool, linear (the
-# MLP has flatten).
+# maxpool with an explicit stride and padding and with the default stride, avgpool,
+# globalavgpool, linear (the MLP has flatten).
 cat >"$TMP/cnn.toml" <<'EOF'
 [run]
 name = "export_cnn"
@@ -45,6 +45,7 @@ type = "relu"
 type = "maxpool"
 kernel = 3
 stride = 2
+padding = 1
 [[model.layers]]
 type = "conv2d"
 out = 16

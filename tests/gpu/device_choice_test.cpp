@@ -99,6 +99,13 @@ TEST(GpuDeviceChoice, GraphWiringAndLayersWithoutKernelsAreNamed) {
   norm.insert(norm.begin() + 1, LayerSpec{.type = "batchnorm"});
   norm[2].inputs.clear();
   EXPECT_EQ(gpu::first_layer_without_gpu_kernel(norm), 1);
+  // The GPU max pool has no padding: a padded one is refused, an unpadded one runs.
+  std::vector<LayerSpec> pooled = chain;
+  pooled.insert(pooled.begin(), LayerSpec{.type = "maxpool", .kernel = 3, .stride = 2});
+  pooled[1].inputs.clear();
+  EXPECT_EQ(gpu::first_layer_without_gpu_kernel(pooled), -1);
+  pooled[0].padding = 1;
+  EXPECT_EQ(gpu::first_layer_without_gpu_kernel(pooled), 0);
 }
 
 }  // namespace

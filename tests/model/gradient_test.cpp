@@ -122,6 +122,15 @@ TEST(ModelGradient, MaxPoolOverlappingWindowsOddSize) {
   check_layer({.type = "maxpool", .kernel = 3, .stride = 2}, {2, 2, 7, 7}, Fill::kDistinct, 1e-2f);
 }
 
+TEST(ModelGradient, MaxPoolPadded) {
+  // ResNet's stem pool (kernel 3, stride 2, padding 1): edge windows are clipped by the padding.
+  check_layer({.type = "maxpool", .kernel = 3, .stride = 2, .padding = 1}, {2, 2, 7, 6},
+              Fill::kDistinct, 1e-2f);
+  // A padded 2x2 / stride 2 pool must not take the unpadded 2x2 fast path.
+  check_layer({.type = "maxpool", .kernel = 2, .stride = 2, .padding = 1}, {2, 2, 5, 6},
+              Fill::kDistinct, 1e-2f);
+}
+
 TEST(ModelGradient, AvgPool2x2) {
   check_layer({.type = "avgpool", .kernel = 2, .stride = 0}, {2, 3, 6, 7}, Fill::kUniform, 1e-2f);
 }

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "../support/bound_layer.hpp"
@@ -46,7 +47,16 @@ TEST(ModelLayers, MakeLayerValidatesSpecs) {
                InputError);
   EXPECT_THROW(make_layer({.type = "maxpool", .kernel = 0}), InputError);
   EXPECT_THROW(make_layer({.type = "maxpool", .kernel = 2, .stride = -1}), InputError);
-  EXPECT_THROW(make_layer({.type = "maxpool", .kernel = 2, .stride = 2, .padding = 1}), InputError);
+  EXPECT_THROW(make_layer({.type = "maxpool", .kernel = 2, .stride = 2, .padding = -1}),
+               InputError);
+  // PyTorch's rule: padding at most half the kernel, so every window holds a real element.
+  try {
+    make_layer({.type = "maxpool", .kernel = 3, .stride = 2, .padding = 2});
+    FAIL() << "maxpool padding 2 with kernel 3 accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "maxpool: padding must be between 0 and half the kernel (1 for kernel 3), got 2");
+  }
   EXPECT_THROW(make_layer({.type = "avgpool", .kernel = 0}), InputError);
   EXPECT_THROW(make_layer({.type = "avgpool", .kernel = 2, .stride = 2, .padding = 1}), InputError);
   try {
@@ -96,6 +106,10 @@ TEST(ModelLayers, MaxPoolStrideRule) {
   EXPECT_EQ(MaxPool2d(2, 3).stride(), 3);
   EXPECT_EQ(MaxPool2d(3, 2).output_shape({1, 7, 7}), SampleShape({1, 3, 3}));
   EXPECT_EQ(MaxPool2d(2, 1).output_shape({1, 7, 5}), SampleShape({1, 6, 4}));
+  // Padded: H' = (H + 2 padding - kernel) / stride + 1, ResNet's stem pool 112 -> 56.
+  EXPECT_EQ(MaxPool2d(3, 2, 1).output_shape({64, 112, 112}), SampleShape({64, 56, 56}));
+  EXPECT_EQ(MaxPool2d(3, 2, 1).output_shape({1, 7, 6}), SampleShape({1, 4, 3}));
+  EXPECT_EQ(MaxPool2d(2, 0, 1).output_shape({1, 3, 3}), SampleShape({1, 2, 2}));
 }
 
 TEST(ModelLayers, LinearForwardMatchesReference) {
@@ -224,6 +238,50 @@ TEST(ModelLayers, MaxPoolForwardMatchesReference) {
             for (int j = 0; j < k; ++j)
               ref = std::max(ref, x.data[(p * h + oh * s + i) * w + ow * s + j]);
           EXPECT_EQ(y.data[(p * oh_count + oh) * ow_count + ow], ref);
+        }
+  }
+}
+
+// Padding is -infinity, not zero: on all-negative inputs the edge windows still give the
+// largest real element (zero padding would give 0), and backward routes to it.
+TEST(ModelLayers, MaxPoolPaddedByHand) {
+  BoundLayer b = bind_layer({.type = "maxpool", .kernel = 3, .stride = 2, .padding = 1}, {1, 4, 4});
+  Tensor x{.shape = {1, 1, 4, 4},
+           .data = {-1, -2, -3, -4,     //
+                    -5, -6, -7, -8,     //
+                    -9, -10, -11, -12,  //
+                    -13, -14, -15, -16}};
+  Tensor y, dx;
+  b.layer->forward(x, y);
+  EXPECT_EQ(y.shape, (std::vector<int>{1, 1, 2, 2}));
+  // Windows: rows {0,1} or {1,2,3} by columns {0,1} or {1,2,3}.
+  EXPECT_EQ(y.data, (std::vector<float>{-1, -2, -5, -6}));
+  const Tensor dy{.shape = {1, 1, 2, 2}, .data = {1, 2, 4, 8}};
+  b.layer->backward(x, dy, dx);
+  EXPECT_EQ(dx.data, (std::vector<float>{1, 2, 0, 0, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+}
+
+// Padded pools against a reference that skips padded positions, with ties to the first maximum.
+TEST(ModelLayers, MaxPoolPaddedMatchesReference) {
+  for (const auto& [k, s, p, h, w] : std::vector<std::array<int, 5>>{
+           {3, 2, 1, 7, 6}, {2, 2, 1, 5, 6}, {3, 1, 1, 4, 5}, {5, 3, 2, 8, 9}, {4, 2, 2, 6, 6}}) {
+    BoundLayer b =
+        bind_layer({.type = "maxpool", .kernel = k, .stride = s, .padding = p}, {3, h, w});
+    Rng rng{8, 10};
+    const Tensor x = random_tensor({2, 3, h, w}, rng);
+    Tensor y;
+    b.layer->forward(x, y);
+    const int oh_count = (h + 2 * p - k) / s + 1, ow_count = (w + 2 * p - k) / s + 1;
+    ASSERT_EQ(y.shape, std::vector<int>({2, 3, oh_count, ow_count}));
+    for (int plane = 0; plane < 6; ++plane)
+      for (int oh = 0; oh < oh_count; ++oh)
+        for (int ow = 0; ow < ow_count; ++ow) {
+          float ref = -std::numeric_limits<float>::infinity();
+          for (int i = oh * s - p; i < oh * s - p + k; ++i)
+            for (int j = ow * s - p; j < ow * s - p + k; ++j)
+              if (i >= 0 && i < h && j >= 0 && j < w)
+                ref = std::max(ref, x.data[(plane * h + i) * w + j]);
+          EXPECT_EQ(y.data[(plane * oh_count + oh) * ow_count + ow], ref) << k << s << p;
         }
   }
 }

@@ -64,6 +64,7 @@ TEST(OnnxExport, OneNodePerLayerWithTheWeightsAsInitializers) {
   EXPECT_EQ(ints_of(g.node(0), "pads"), (std::vector<std::int64_t>{1, 1, 1, 1}));
   EXPECT_EQ(g.node(2).op_type(), "MaxPool");
   EXPECT_EQ(ints_of(g.node(2), "strides"), (std::vector<std::int64_t>{2, 2}));  // 0: the kernel
+  EXPECT_TRUE(ints_of(g.node(2), "pads").empty());
   EXPECT_EQ(g.node(3).op_type(), "Flatten");
   EXPECT_EQ(g.node(4).op_type(), "Gemm");
   EXPECT_EQ(g.node(4).output(0), "logits");
@@ -84,6 +85,23 @@ TEST(OnnxExport, OneNodePerLayerWithTheWeightsAsInitializers) {
   EXPECT_EQ(in.dim(0).dim_param(), "batch");
   EXPECT_EQ(in.dim(1).dim_value(), 3);
   EXPECT_EQ(g.output(0).type().tensor_type().shape().dim(1).dim_value(), 5);
+}
+
+// ONNX's MaxPool pads with -infinity like conflux's (its default), so padding maps to `pads`.
+TEST(OnnxExport, PaddedMaxPoolGetsPads) {
+  const Model model({{.type = "maxpool", .kernel = 3, .stride = 2, .padding = 1},
+                     {.type = "flatten"},
+                     {.type = "linear", .out = 5}},
+                    {3, 8, 8}, 5, 42);
+  const fs::path path = temp_path("padded.onnx");
+  write_onnx_model(path, model, {.graph_name = "padded"});
+  onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(read_file(path)));
+  fs::remove(path);
+  const onnx::NodeProto& pool = proto.graph().node(0);
+  EXPECT_EQ(pool.op_type(), "MaxPool");
+  EXPECT_EQ(ints_of(pool, "kernel_shape"), (std::vector<std::int64_t>{3, 3}));
+  EXPECT_EQ(ints_of(pool, "pads"), (std::vector<std::int64_t>{1, 1, 1, 1}));
 }
 
 TEST(OnnxExport, TensorFileHoldsShapeAndValues) {

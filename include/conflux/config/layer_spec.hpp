@@ -16,7 +16,7 @@ struct LayerSpec {
   int out = 0;            ///< linear: output features; conv2d: output channels
   int kernel = 3;         ///< conv2d kernel size (square); maxpool and avgpool window
   int stride = 1;         ///< conv2d stride; maxpool and avgpool stride (0 = same as kernel)
-  int padding = 0;        ///< conv2d zero padding
+  int padding = 0;        ///< conv2d zero padding, maxpool -infinity padding
   double rate = 0.5;      ///< dropout: probability of zeroing an element
   double momentum = 0.1;  ///< batchnorm: weight of the batch in the running statistics
   double eps = 1e-5;      ///< batchnorm: added to the variance

@@ -50,6 +50,12 @@ inline bool has_gpu_kernel(std::string_view type) {
   return std::find(kGpuLayerTypes.begin(), kGpuLayerTypes.end(), type) != kGpuLayerTypes.end();
 }
 
+/// True when the GPU kernel of the layer's type covers its options: the GPU max pool has no
+/// padding (the CPU's does).
+inline bool gpu_kernel_covers(const LayerSpec& spec) {
+  return spec.type != "maxpool" || spec.padding == 0;
+}
+
 /// True when layer `i` takes the previous layer's output (the model's input for the first),
 /// the only wiring the GPU model runs.
 inline bool takes_previous_output(const std::vector<LayerSpec>& specs, std::size_t i) {
@@ -58,11 +64,12 @@ inline bool takes_previous_output(const std::vector<LayerSpec>& specs, std::size
   return specs[i].inputs.size() == 1 && !previous.empty() && specs[i].inputs[0] == previous;
 }
 
-/// Index of the first layer of `specs` the GPU cannot run (no kernel for its type, or graph
-/// wiring), or -1 when the GPU runs them all.
+/// Index of the first layer of `specs` the GPU cannot run (no kernel for its type or its
+/// options, or graph wiring), or -1 when the GPU runs them all.
 inline int first_layer_without_gpu_kernel(const std::vector<LayerSpec>& specs) {
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    if (!has_gpu_kernel(specs[i].type) || !takes_previous_output(specs, i)) {
+    if (!has_gpu_kernel(specs[i].type) || !gpu_kernel_covers(specs[i]) ||
+        !takes_previous_output(specs, i)) {
       return static_cast<int>(i);
     }
   }

@@ -78,9 +78,13 @@ inline std::vector<LayerPlan> plan_layers(const std::vector<LayerSpec>& specs,
                                    .padding = spec.padding};
       p.conv.compute_output();
     } else if (type == "maxpool") {
+      const auto& pool = dynamic_cast<const model::MaxPool2d&>(*layer);
+      // The shared math (layer_math.hpp) has no padding; choose_device refuses it first.
+      CONFLUX_REQUIRE(pool.padding() == 0, "the GPU model has no padded maxpool (padding = {})",
+                      pool.padding());
       p.kind = LayerKind::kMaxPool;
       p.pool_kernel = spec.kernel;
-      p.pool_stride = dynamic_cast<const model::MaxPool2d&>(*layer).stride();
+      p.pool_stride = pool.stride();
     } else if (type == "relu") {
       p.kind = LayerKind::kRelu;
     } else if (type == "flatten") {

@@ -1,7 +1,7 @@
 #pragma once
 /// @file pooling.hpp
-/// The window geometry maxpool and avgpool share: no padding, floor (a partial last window is
-/// dropped, as in PyTorch), stride 0 meaning the kernel.
+/// The window geometry maxpool and avgpool share: floor (a partial last window is dropped, as in
+/// PyTorch), stride 0 meaning the kernel, padding on each side (maxpool only; avgpool has none).
 
 #include "conflux/model/layer.hpp"
 
@@ -12,8 +12,8 @@ inline int pool_stride(int kernel, int stride) noexcept {
   return stride == 0 ? kernel : stride;
 }
 
-/// [C, H', W'] with H' = (H - kernel) / stride + 1 for an image [C, H, W]; InputError when the
-/// input is not an image or the window does not fit it.
-SampleShape pooled_shape(int kernel, int stride, const SampleShape& input);
+/// [C, H', W'] with H' = (H + 2 padding - kernel) / stride + 1 for an image [C, H, W];
+/// InputError when the input is not an image or the window does not fit the padded input.
+SampleShape pooled_shape(int kernel, int stride, int padding, const SampleShape& input);
 
 }  // namespace conflux::model
