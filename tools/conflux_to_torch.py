@@ -51,7 +51,7 @@ INPUT_NAME = "input"
 # Each layer type's keys with conflux's defaults (docs/config.md, model layers).
 LAYER_DEFAULTS = {
     "linear": {}, "conv2d": {"kernel": 3, "stride": 1, "padding": 0},
-    "maxpool": {"kernel": 2, "stride": 0}, "avgpool": {"kernel": 2, "stride": 0},
+    "maxpool": {"kernel": 2, "stride": 0, "padding": 0}, "avgpool": {"kernel": 2, "stride": 0},
     "batchnorm": {"momentum": 0.1, "eps": 1e-5}, "dropout": {"rate": 0.5},
     "relu": {}, "flatten": {}, "globalavgpool": {}, "add": {}, "concat": {},
 }
@@ -95,7 +95,7 @@ def layer_specs(config, where):
         spec.update({k: v for k, v in layer.items() if k != "type"})
         if kind in ("maxpool", "avgpool") and spec["stride"] == 0:
             spec["stride"] = spec["kernel"]  # "same as the window"
-        if kind in ("maxpool", "avgpool") and spec.get("padding", 0) != 0:
+        if kind == "avgpool" and spec.get("padding", 0) != 0:
             raise InputError(f"{where}: layer {i} ({kind}): padding is not supported")
         specs.append((kind, spec))
     return specs
@@ -265,8 +265,9 @@ def layer_module(kind, spec, shape):
         return nn.Conv2d(shape[0], spec["out"], spec["kernel"], stride=spec["stride"],
                          padding=spec["padding"])
     if kind in ("maxpool", "avgpool"):
-        pool = nn.MaxPool2d if kind == "maxpool" else nn.AvgPool2d
-        return pool(spec["kernel"], stride=spec["stride"])
+        if kind == "maxpool":  # conflux pads with -inf, as PyTorch does
+            return nn.MaxPool2d(spec["kernel"], stride=spec["stride"], padding=spec["padding"])
+        return nn.AvgPool2d(spec["kernel"], stride=spec["stride"])
     if kind == "batchnorm":  # momentum as PyTorch's: the weight of the batch
         norm = nn.BatchNorm2d if len(shape) == 3 else nn.BatchNorm1d
         return norm(shape[0], eps=spec["eps"], momentum=spec["momentum"])

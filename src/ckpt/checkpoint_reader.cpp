@@ -106,10 +106,14 @@ void read_optimizer(const h5::File& file, TrainingState& s) {
     model::OptimizerBuffer& b = o.buffers.emplace_back();
     b.name = name;
     b.values = file.read_vector<float>(path);
-    // The trainable parameters come first in the model's state (running statistics after).
-    if (b.values.size() > s.params.size()) {
-      CONFLUX_CORRUPT("{}: {} has {} elements but the model's state has {}", file.label(), path,
-                      b.values.size(), s.params.size());
+    // Every buffer covers the trainable parameters, which come first in the model's state
+    // (running statistics after them).
+    const std::size_t trainable = o.buffers.front().values.size();
+    if (b.values.size() != trainable || trainable > s.params.size()) {
+      CONFLUX_CORRUPT(
+          "{}: {} has {} elements but {} has {} (the optimiser's buffers cover the "
+          "same trainable parameters, at most the model's {} parameters and buffers)",
+          file.label(), path, b.values.size(), o.buffers.front().name, trainable, s.params.size());
     }
   }
   const std::uint64_t links = o.buffers.empty() ? 0 : file.link_count("/optimizer/buffers");

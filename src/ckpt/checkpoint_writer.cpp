@@ -53,11 +53,14 @@ void check_writable(const fs::path& path, const TrainingState& state) {
                 state.params.size());
   // Optimiser buffers cover the trainable parameters, which come first; the model's own
   // buffers (running statistics) follow them and have no optimiser state.
+  const std::size_t trainable =
+      state.optimizer.buffers.empty() ? 0 : state.optimizer.buffers.front().values.size();
   for (const model::OptimizerBuffer& b : state.optimizer.buffers) {
-    CONFLUX_CHECK(valid_tensor_name(b.name) && b.values.size() <= state.params.size(),
-                  "cannot write checkpoint {}: optimiser buffer '{}' has {} elements for a model "
-                  "state of {} (or an invalid name)",
-                  name, b.name, b.values.size(), state.params.size());
+    CONFLUX_CHECK(valid_tensor_name(b.name) && b.values.size() == trainable &&
+                      trainable <= state.params.size(),
+                  "cannot write checkpoint {}: optimiser buffer '{}' has {} elements, the first "
+                  "{}, for a model state of {} (or an invalid name)",
+                  name, b.name, b.values.size(), trainable, state.params.size());
   }
 }
 

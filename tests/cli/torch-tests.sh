@@ -26,7 +26,7 @@ if [ ! -d "$DATA/mnist" ] || [ ! -d "$DATA/cifar-10" ]; then
   exit
 fi
 
-# A small CNN with every image layer type: conv k3 s2 p1, overlapping maxpool k3 s2, conv p1,
+# A small CNN with every image layer type: conv k3 s2 p1, overlapping maxpool k3 s2 p1, conv p1,
 # maxpool k2 with the default stride, avgpool k2 s1, globalavgpool, linear (the MLP has flatten);
 # eval centre-crops 30 of 32 pixels (offset 1).
 cat >"$TMP/cnn.toml" <<'EOF'
@@ -50,6 +50,7 @@ type = "relu"
 type = "maxpool"
 kernel = 3
 stride = 2
+padding = 1
 [[model.layers]]
 type = "conv2d"
 out = 16
