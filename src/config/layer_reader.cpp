@@ -19,7 +19,7 @@ namespace conflux {
 namespace {
 
 // The name that stands for the enclosing scope's input (the model's, or a block instance's).
-constexpr const char* kInputName = "input";
+constexpr const char* kInputName = kModelInputName;
 // Keys every layer table may have besides those of its type.
 const std::vector<std::string> kGraphKeys = {"type", "name", "inputs"};
 // Keys of a block instance besides its arguments.

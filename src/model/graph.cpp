@@ -13,8 +13,7 @@
 namespace conflux::model {
 namespace {
 
-// The reserved name of the model's input (config/layer_reader uses the same word).
-constexpr const char* kInputName = "input";
+constexpr const char* kInputName = kModelInputName;
 
 // Name -> layer index; InputError for a name given twice.
 std::map<std::string, std::size_t> index_names(const std::vector<LayerSpec>& specs) {

@@ -220,7 +220,7 @@ const Tensor& Model::forward(const Tensor& input, const Pass& pass) {
       fmt::join(input.shape, ","));
   last_input_ = &input;
   last_pass_ = pass;
-  std::vector<const Tensor*> ins;
+  std::vector<const Tensor*>& ins = inputs_scratch_;
   for (const std::size_t i : order_) {
     ins.clear();
     for (const std::size_t in : inputs_[i])
@@ -251,8 +251,11 @@ void Model::backward(const Tensor& grad_logits) {
 // gradient in place; later ones write scratch that is added to it, in that fixed order.
 void Model::backward_layer(std::size_t i, const Tensor& grad_out) {
   const std::vector<std::size_t>& inputs = inputs_[i];
-  std::vector<const Tensor*> ins;
-  std::vector<Tensor*> grad_ins;
+  // Reused from layer to layer and step to step: no allocation on the step's path.
+  std::vector<const Tensor*>& ins = inputs_scratch_;
+  std::vector<Tensor*>& grad_ins = grad_inputs_scratch_;
+  ins.clear();
+  grad_ins.clear();
   if (scratch_.size() < inputs.size()) scratch_.resize(inputs.size());
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     const std::size_t in = inputs[k];

@@ -94,7 +94,8 @@ TEST(OnnxExport, PaddedMaxPoolGetsPads) {
                      {.type = "linear", .out = 5}},
                     {3, 8, 8}, 5, 42);
   const fs::path path = temp_path("padded.onnx");
-  write_onnx_model(path, model, {.graph_name = "padded"});
+  write_onnx_model(path, model,
+                   {.producer_version = "9.9", .graph_name = "padded", .metadata = {}});
   onnx::ModelProto proto;
   ASSERT_TRUE(proto.ParseFromString(read_file(path)));
   fs::remove(path);

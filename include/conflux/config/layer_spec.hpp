@@ -8,6 +8,10 @@
 
 namespace conflux {
 
+/// The name that stands for the model's input in `inputs` (inside a block: the block
+/// instance's input). No layer may take it.
+inline constexpr const char* kModelInputName = "input";
+
 /// Layer description as it comes from the config. The defaults are those of a conv2d layer
 /// (the schema's layer keys show them); the loader fills every key a type uses, so that a
 /// maxpool from the config never sees the conv2d kernel.

@@ -60,7 +60,7 @@ inline bool gpu_kernel_covers(const LayerSpec& spec) {
 /// the only wiring the GPU model runs.
 inline bool takes_previous_output(const std::vector<LayerSpec>& specs, std::size_t i) {
   if (specs[i].inputs.empty()) return true;
-  const std::string previous = i == 0 ? "input" : specs[i - 1].name;
+  const std::string previous = i == 0 ? kModelInputName : specs[i - 1].name;
   return specs[i].inputs.size() == 1 && !previous.empty() && specs[i].inputs[0] == previous;
 }
 

@@ -127,10 +127,12 @@ class Model {
   std::size_t num_params_ = 0;
   std::vector<float> state_;  // parameters, then buffers
   std::vector<float> grads_;
-  std::vector<Tensor> activations_;  // activations_[i] = output of layer i
-  std::vector<Tensor> gradients_;    // gradients_[i] = dL/d(output of layer i)
-  std::vector<Tensor> scratch_;      // a merge's input gradients, added to shared ones
-  std::vector<bool> written_;        // backward: gradients_[i] holds a first contribution
+  std::vector<Tensor> activations_;            // activations_[i] = output of layer i
+  std::vector<Tensor> gradients_;              // gradients_[i] = dL/d(output of layer i)
+  std::vector<Tensor> scratch_;                // a merge's input gradients, added to shared ones
+  std::vector<bool> written_;                  // backward: gradients_[i] holds a first contribution
+  std::vector<const Tensor*> inputs_scratch_;  // one layer call's inputs
+  std::vector<Tensor*> grad_inputs_scratch_;   // one backward call's input gradients
   SampleShape input_shape_;
   const Tensor* last_input_ = nullptr;
   Pass last_pass_;
