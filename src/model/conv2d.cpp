@@ -26,6 +26,11 @@ float sum(const float* x, int n) {
   return total;
 }
 
+// Sample i of a batch [N, C, H, W].
+std::span<const float> sample(const Tensor& in, const ConvGeometry& g, int i) {
+  return std::span<const float>(in.data).subspan(i * g.image_size(), g.image_size());
+}
+
 }  // namespace
 
 Conv2d::Conv2d(int out_channels, int kernel, int stride, int padding)
@@ -94,62 +99,64 @@ ConvGeometry Conv2d::geometry_for(const Tensor& in) const {
   return g;
 }
 
+// Both passes unfold one sample at a time into col_, which stays in the caches, and the
+// backward pass unfolds it again: keeping the whole batch's patch matrices (k*k times the
+// input) meant writing them to memory and reading them back, measured slower than unfolding
+// twice with the plane-copy im2col (docs/speed.md), and it held hundreds of MB for a ResNet.
 void Conv2d::forward(const Tensor& in, Tensor& out) {
   const ConvGeometry g = geometry_for(in);
   const int n = in.batch();
   const int rows = static_cast<int>(g.col_rows());  // C*k*k
   const int cols = static_cast<int>(g.col_cols());  // H'*W'
-  const std::size_t col_size = g.col_rows() * g.col_cols();
   out.resize({n, out_, g.out_height, g.out_width});
-  col_.resize(static_cast<std::size_t>(n) * col_size);
+  col_.resize(g.col_rows() * g.col_cols());
   const std::size_t out_size = static_cast<std::size_t>(out_) * cols;
   for (int i = 0; i < n; ++i) {
-    const std::span<float> col(col_.data() + i * col_size, col_size);
-    im2col(std::span<const float>(in.data).subspan(i * g.image_size(), g.image_size()), g, col);
+    im2col(sample(in, g, i), g, col_);
     float* y = out.data.data() + i * out_size;
     // Bias first, then the GEMM accumulates onto it (beta = 1).
     for (int o = 0; o < out_; ++o)
       std::fill_n(y + static_cast<std::size_t>(o) * cols, cols, bias_[o]);
     // Y_i = W [out, C*k*k] x col_i [C*k*k, H'*W']
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out_, cols, rows, 1.0f, weight_.data(),
-                rows, col.data(), cols, 1.0f, y, cols);
+                rows, col_.data(), cols, 1.0f, y, cols);
   }
 }
 
+// One pass over the samples: each sample's patch matrix and dY_i are used for its
+// weight-gradient product and then its input-gradient product while they are in the caches.
+// Every product and sum runs in the same order as two separate passes would.
 void Conv2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) {
   const ConvGeometry g = geometry_for(in);
   const int n = in.batch();
   const int rows = static_cast<int>(g.col_rows());
   const int cols = static_cast<int>(g.col_cols());
-  const std::size_t col_size = g.col_rows() * g.col_cols();
   const std::size_t out_size = static_cast<std::size_t>(out_) * cols;
-  CONFLUX_CHECK(grad_out.shape == std::vector<int>({n, out_, g.out_height, g.out_width}) &&
-                    col_.size() >= static_cast<std::size_t>(n) * col_size,
-                "{}: backward gradient [{}] does not match the last forward", describe(),
-                fmt::join(grad_out.shape, ","));
+  CONFLUX_CHECK(grad_out.shape == std::vector<int>({n, out_, g.out_height, g.out_width}),
+                "{}: backward gradient [{}] does not match the input [{}]", describe(),
+                fmt::join(grad_out.shape, ","), fmt::join(in.shape, ","));
   const float* dy = grad_out.data.data();
-
+  col_.resize(g.col_rows() * g.col_cols());
+  if (input_grad_needed_) {
+    grad_in.resize(in.shape);
+    dcol_.resize(col_.size());
+  } else {
+    grad_in.resize({0});
+  }
   // Parameter gradients: dW = sum_i dY_i col_i^T, db = sum over batch and pixels of dY.
   std::fill(bias_grad_.begin(), bias_grad_.end(), 0.0f);
   if (n == 0) std::fill(weight_grad_.begin(), weight_grad_.end(), 0.0f);
   for (int i = 0; i < n; ++i) {
     const float* dy_i = dy + i * out_size;
+    im2col(sample(in, g, i), g, col_);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, out_, rows, cols, 1.0f, dy_i, cols,
-                col_.data() + i * col_size, cols, i == 0 ? 0.0f : 1.0f, weight_grad_.data(), rows);
+                col_.data(), cols, i == 0 ? 0.0f : 1.0f, weight_grad_.data(), rows);
     for (int o = 0; o < out_; ++o)
       bias_grad_[o] += sum(dy_i + static_cast<std::size_t>(o) * cols, cols);
-  }
-
-  if (!input_grad_needed_) {
-    grad_in.resize({0});
-    return;
-  }
-  grad_in.resize(in.shape);
-  dcol_.resize(col_size);
-  for (int i = 0; i < n; ++i) {
+    if (!input_grad_needed_) continue;
     // dcol_i = W^T [C*k*k, out] x dY_i [out, H'*W'], folded back onto the image.
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rows, cols, out_, 1.0f, weight_.data(),
-                rows, dy + i * out_size, cols, 0.0f, dcol_.data(), cols);
+                rows, dy_i, cols, 0.0f, dcol_.data(), cols);
     col2im(dcol_, g, std::span<float>(grad_in.data).subspan(i * g.image_size(), g.image_size()));
   }
 }

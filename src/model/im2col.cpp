@@ -1,6 +1,7 @@
 #include "conflux/model/im2col.hpp"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace conflux::model {
 namespace {
@@ -24,9 +25,58 @@ ColumnRange valid_columns(const ConvGeometry& g, int kj) noexcept {
   return {lo, hi};
 }
 
+// Stride 1 with "same" output width (2p = k - 1: the 3x3 pad 1 and 1x1 pad 0 convolutions
+// of CNNs and ResNets): a patch row (c, ki, kj) is the channel plane shifted by
+// (ki - p) * W + (kj - p), so each row is one long copy of the plane instead of H' copies of
+// W floats; the columns that wrapped around from the neighbouring image row, and the rows
+// above or below the image, are then zeroed. Writes exactly what the general loop writes.
+bool is_same_stride1(const ConvGeometry& g) noexcept {
+  return g.stride == 1 && g.out_width == g.width && g.out_height == g.height;
+}
+
+void im2col_same_stride1(const float* image, const ConvGeometry& g, float* dst) {
+  const int k = g.kernel;
+  const int p = g.padding;
+  const int h = g.height;
+  const int w = g.width;
+  const std::size_t plane_size = static_cast<std::size_t>(h) * w;
+  for (int c = 0; c < g.channels; ++c) {
+    const float* plane = image + c * plane_size;
+    for (int ki = 0; ki < k; ++ki) {
+      // Output rows whose input row oh - p + ki lies inside the image.
+      const int oh_lo = std::max(0, p - ki);
+      const int oh_hi = std::min(h, h + p - ki);
+      for (int kj = 0; kj < k; ++kj, dst += plane_size) {
+        const auto [lo, hi] = valid_columns(g, kj);
+        if (oh_lo >= oh_hi || lo >= hi) {
+          std::fill(dst, dst + plane_size, 0.0f);
+          continue;
+        }
+        // From (oh_lo, lo) to (oh_hi - 1, hi - 1): every source index lies inside the plane.
+        // Written front to back (the destination is usually too large for the caches).
+        const std::size_t first = static_cast<std::size_t>(oh_lo) * w + lo;
+        const std::size_t last = static_cast<std::size_t>(oh_hi - 1) * w + hi;
+        const float* src = plane + (static_cast<std::ptrdiff_t>(oh_lo - p + ki) * w + lo + kj - p);
+        std::fill(dst, dst + first, 0.0f);
+        std::copy(src, src + (last - first), dst + first);
+        std::fill(dst + last, dst + plane_size, 0.0f);
+        for (int oh = oh_lo; oh < oh_hi; ++oh) {
+          float* row = dst + static_cast<std::size_t>(oh) * w;
+          std::fill(row, row + lo, 0.0f);
+          std::fill(row + hi, row + w, 0.0f);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void im2col(std::span<const float> image, const ConvGeometry& g, std::span<float> col) {
+  if (is_same_stride1(g)) {
+    im2col_same_stride1(image.data(), g, col.data());
+    return;
+  }
   const int k = g.kernel;
   const int s = g.stride;
   const int p = g.padding;

@@ -220,6 +220,43 @@ TEST(ModelLayers, Im2colAndCol2imAreAdjoint) {
   }
 }
 
+TEST(ModelLayers, Im2colMatchesItsDefinition) {
+  // Every entry against the definition (row (c*k + ki)*k + kj, column oh*W' + ow holds pixel
+  // (c, oh*s - p + ki, ow*s - p + kj), 0 outside), for the stride-1 "same" shapes that take
+  // the plane-copy path (3x3 p1, 1x1 p0, 5x5 p2, images of one row or column) and others.
+  Rng rng{11, 12};
+  for (const ConvCase cc : {ConvCase{1, 3, 8, 8, 0, 3, 1, 1}, ConvCase{1, 2, 5, 9, 0, 3, 1, 1},
+                            ConvCase{1, 2, 1, 6, 0, 3, 1, 1}, ConvCase{1, 2, 6, 1, 0, 3, 1, 1},
+                            ConvCase{1, 4, 3, 4, 0, 1, 1, 0}, ConvCase{1, 2, 7, 6, 0, 5, 1, 2},
+                            ConvCase{1, 1, 2, 2, 0, 5, 1, 2}, ConvCase{1, 2, 7, 6, 0, 3, 2, 1},
+                            ConvCase{1, 2, 6, 6, 0, 3, 1, 0}, ConvCase{1, 1, 4, 4, 0, 3, 1, 3}}) {
+    ConvGeometry g{.channels = cc.c,
+                   .height = cc.h,
+                   .width = cc.w,
+                   .kernel = cc.k,
+                   .stride = cc.s,
+                   .padding = cc.p};
+    g.compute_output();
+    const Tensor x = random_tensor({int(g.image_size())}, rng);
+    std::vector<float> col(g.col_rows() * g.col_cols(), -7.0f);
+    im2col(x.data, g, col);
+    std::size_t at = 0;
+    for (int c = 0; c < g.channels; ++c)
+      for (int ki = 0; ki < g.kernel; ++ki)
+        for (int kj = 0; kj < g.kernel; ++kj)
+          for (int oh = 0; oh < g.out_height; ++oh)
+            for (int ow = 0; ow < g.out_width; ++ow, ++at) {
+              const int ih = oh * g.stride - g.padding + ki;
+              const int iw = ow * g.stride - g.padding + kj;
+              const bool inside = ih >= 0 && ih < g.height && iw >= 0 && iw < g.width;
+              const float want = inside ? x.data[(c * g.height + ih) * g.width + iw] : 0.0f;
+              ASSERT_EQ(col[at], want) << "k" << g.kernel << " p" << g.padding << " s" << g.stride
+                                       << " " << g.height << "x" << g.width << " at c" << c << " ki"
+                                       << ki << " kj" << kj << " oh" << oh << " ow" << ow;
+            }
+  }
+}
+
 TEST(ModelLayers, MaxPoolForwardMatchesReference) {
   for (const auto& [k, s, h, w] : std::vector<std::array<int, 4>>{
            {2, 2, 6, 6}, {2, 2, 7, 5}, {3, 2, 7, 7}, {3, 3, 9, 10}, {2, 1, 5, 6}}) {

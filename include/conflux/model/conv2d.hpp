@@ -37,8 +37,8 @@ class Conv2d final : public Layer {
   int padding_;
   int in_channels_ = 0;  // known once bound
   std::span<float> weight_, bias_, weight_grad_, bias_grad_;
-  // Patch matrices of the whole last forward batch ([N][C*k*k][H'*W']): backward reuses them
-  // for the weight gradient instead of unfolding the input again.
+  // One sample's patch matrix [C*k*k][H'*W'], small enough for the caches; backward unfolds
+  // each sample again rather than keeping the batch's.
   std::vector<float> col_;
   std::vector<float> dcol_;  // one sample's patch-matrix gradient, reused across calls
   bool input_grad_needed_ = true;
