@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "conflux/core/error.hpp"
+#include "conflux/model/relu.hpp"
 
 namespace conflux::model {
 
@@ -77,8 +78,9 @@ struct ChannelMap {
   const float* r;  // unused without dy
 };
 
+// `relu` (forward only) applies a fused ReLU to each row right after writing it.
 void apply_map(const Layout& l, const ChannelMap& k, const float* __restrict x,
-               const float* __restrict dy, float* __restrict out) {
+               const float* __restrict dy, float* __restrict out, bool relu = false) {
   const std::size_t c_count = l.c;
   const std::size_t s_count = l.s;
   for (std::size_t n = 0; n < static_cast<std::size_t>(l.n); ++n) {
@@ -87,6 +89,7 @@ void apply_map(const Layout& l, const ChannelMap& k, const float* __restrict x,
       if (dy == nullptr) {
         for (std::size_t c = 0; c < c_count; ++c)
           out[row + c] = (x[row + c] - k.m[c]) * k.p[c] + k.q[c];
+        if (relu) relu_in_place(out + row, c_count);
       } else {
         for (std::size_t c = 0; c < c_count; ++c)
           out[row + c] = (x[row + c] - k.m[c]) * k.p[c] + k.q[c] + dy[row + c] * k.r[c];
@@ -98,6 +101,7 @@ void apply_map(const Layout& l, const ChannelMap& k, const float* __restrict x,
       const float m = k.m[c], p = k.p[c], q = k.q[c];
       if (dy == nullptr) {
         for (std::size_t s = 0; s < s_count; ++s) out[base + s] = (x[base + s] - m) * p + q;
+        if (relu) relu_in_place(out + base, s_count);
       } else {
         const float r = k.r[c];
         for (std::size_t s = 0; s < s_count; ++s)
@@ -209,7 +213,8 @@ void BatchNorm::run_forward(bool training, StatReducer* reducer, const Tensor& i
   for (int c = 0; c < l.c; ++c) coef_a_[c] = weight_[c] * invstd_[c];
   out.resize(in.shape);
   apply_map(l, {.m = mean_.data(), .p = coef_a_.data(), .q = bias_.data(), .r = nullptr},
-            in.data.data(), nullptr, out.data.data());
+            in.data.data(), nullptr, out.data.data(), relu_);
+  last_out_ = &out;
 }
 
 void BatchNorm::batch_statistics(StatReducer* reducer, const Tensor& in) {
@@ -237,9 +242,12 @@ void BatchNorm::batch_statistics(StatReducer* reducer, const Tensor& in) {
   }
 }
 
-void BatchNorm::run_backward(StatReducer* reducer, const Tensor& in, const Tensor& grad_out,
+void BatchNorm::run_backward(StatReducer* reducer, const Tensor& in, const Tensor& given_grad_out,
                              Tensor* grad_in) {
   const Layout l = layout_of(in, channels_);
+  // A fused ReLU gates the gradient first, in one pass as the ReLU layer's backward did
+  // (both later passes read it, so gating inside them would do the work twice).
+  const Tensor& grad_out = relu_ ? gate_relu(given_grad_out) : given_grad_out;
   CONFLUX_CHECK(grad_out.shape == in.shape && mean_.size() == static_cast<std::size_t>(l.c),
                 "batchnorm {}: backward gradient [{}] does not match the last forward", channels_,
                 fmt::join(grad_out.shape, ","));
@@ -272,6 +280,14 @@ void BatchNorm::run_backward(StatReducer* reducer, const Tensor& in, const Tenso
   grad_in->resize(in.shape);
   apply_map(l, {.m = mean_.data(), .p = coef_b_.data(), .q = coef_c_.data(), .r = coef_a_.data()},
             in.data.data(), grad_out.data.data(), grad_in->data.data());
+}
+
+const Tensor& BatchNorm::gate_relu(const Tensor& grad_out) {
+  CONFLUX_CHECK(last_out_ != nullptr && last_out_->shape == grad_out.shape,
+                "batchnorm {}: fused ReLU without the output of the last forward", channels_);
+  dy_gated_.resize(grad_out.shape);
+  relu_gate(last_out_->data.data(), grad_out.data.data(), grad_out.size(), dy_gated_.data.data());
+  return dy_gated_;
 }
 
 }  // namespace conflux::model

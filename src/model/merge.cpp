@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "conflux/core/error.hpp"
+#include "conflux/model/relu.hpp"
 
 namespace conflux::model {
 namespace {
@@ -47,8 +48,13 @@ void Add::forward_pass(const Pass& /*pass*/, Inputs in, Tensor& out) {
     CONFLUX_CHECK(in[k]->size() == count, "add: input {} has {} values, input 0 has {}", k,
                   in[k]->size(), count);
     const float* x = in[k]->data.data();
-    for (std::size_t i = 0; i < count; ++i) y[i] += x[i];
+    if (relu_ && k + 1 == in.size()) {
+      for (std::size_t i = 0; i < count; ++i) y[i] = relu_value(y[i] + x[i]);
+    } else {
+      for (std::size_t i = 0; i < count; ++i) y[i] += x[i];
+    }
   }
+  last_out_ = &out;
 }
 
 void Add::backward_pass(const Pass& /*pass*/, Inputs in, const Tensor& grad_out,
@@ -56,7 +62,14 @@ void Add::backward_pass(const Pass& /*pass*/, Inputs in, const Tensor& grad_out,
   for (std::size_t k = 0; k < in.size(); ++k) {
     if (grad_in[k] == nullptr) continue;
     grad_in[k]->resize(in[k]->shape);
-    std::memcpy(grad_in[k]->data.data(), grad_out.data.data(), grad_out.size() * sizeof(float));
+    if (relu_) {
+      CONFLUX_CHECK(last_out_ != nullptr && last_out_->shape == grad_out.shape,
+                    "add: fused ReLU without the output of the last forward");
+      relu_gate(last_out_->data.data(), grad_out.data.data(), grad_out.size(),
+                grad_in[k]->data.data());
+    } else {
+      std::memcpy(grad_in[k]->data.data(), grad_out.data.data(), grad_out.size() * sizeof(float));
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "conflux/core/error.hpp"
 #include "conflux/model/dropout.hpp"
@@ -143,6 +144,7 @@ Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape
   input_shapes_ = std::move(w.input_shapes);
   bind_and_init(lay_out_state(), seed);
   tell_unneeded_input_grads();
+  fuse_relus(w.wiring.consumers);
   activations_.resize(layers_.size());
   gradients_.resize(layers_.size());
   written_.assign(layers_.size(), false);
@@ -156,6 +158,22 @@ void Model::tell_unneeded_input_grads() {
     if (layers_[i]->arity() != 1) continue;
     const std::size_t in = inputs_[i][0];
     if (in == kModelInput || !needs_grad_[in]) layers_[i]->set_input_grad_needed(false);
+  }
+}
+
+// A ReLU whose input feeds nothing else runs inside the layer that makes that input
+// (Layer::fuse_relu): its forward map and backward gate then touch each value while the
+// producing layer has it in the caches (per sample for conv2d), instead of in two more passes
+// over the whole batch. The same operations in the same order: the same bits. The ReLU layer
+// stays in the model (names, summary, export) but is not called.
+void Model::fuse_relus(const std::vector<std::vector<std::size_t>>& consumers) {
+  holder_.resize(layers_.size());
+  std::iota(holder_.begin(), holder_.end(), std::size_t{0});
+  for (std::size_t i = 0; i + 1 < layers_.size(); ++i) {
+    if (layers_[i]->type() != "relu" || inputs_[i].size() != 1) continue;
+    const std::size_t in = inputs_[i][0];
+    if (in == kModelInput || consumers[in].size() != 1) continue;
+    if (layers_[in]->fuse_relu()) holder_[i] = in;
   }
 }
 
@@ -222,9 +240,10 @@ const Tensor& Model::forward(const Tensor& input, const Pass& pass) {
   last_pass_ = pass;
   std::vector<const Tensor*>& ins = inputs_scratch_;
   for (const std::size_t i : order_) {
+    if (holder(i) != i) continue;  // a fused ReLU
     ins.clear();
     for (const std::size_t in : inputs_[i])
-      ins.push_back(in == kModelInput ? &input : &activations_[in]);
+      ins.push_back(in == kModelInput ? &input : &activations_[holder(in)]);
     if (observer_ != nullptr) observer_->begin(i, false);
     layers_[i]->forward_pass(pass, ins, activations_[i]);
     if (observer_ != nullptr) observer_->end(i, false);
@@ -242,7 +261,7 @@ void Model::backward(const Tensor& grad_logits) {
   // gradients would be thrown away).
   for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
     const std::size_t i = *it;
-    if (!needs_grad_[i]) continue;
+    if (!needs_grad_[i] || holder(i) != i) continue;
     backward_layer(i, i + 1 == layers_.size() ? grad_logits : gradients_[i]);
   }
 }
@@ -258,7 +277,7 @@ void Model::backward_layer(std::size_t i, const Tensor& grad_out) {
   grad_ins.clear();
   if (scratch_.size() < inputs.size()) scratch_.resize(inputs.size());
   for (std::size_t k = 0; k < inputs.size(); ++k) {
-    const std::size_t in = inputs[k];
+    const std::size_t in = inputs[k] == kModelInput ? kModelInput : holder(inputs[k]);
     ins.push_back(in == kModelInput ? last_input_ : &activations_[in]);
     if (in == kModelInput || !needs_grad_[in]) {
       grad_ins.push_back(nullptr);
@@ -273,7 +292,7 @@ void Model::backward_layer(std::size_t i, const Tensor& grad_out) {
   layers_[i]->backward_pass(last_pass_, ins, grad_out, grad_ins);
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     if (grad_ins[k] != &scratch_[k]) continue;
-    Tensor& sum = gradients_[inputs[k]];
+    Tensor& sum = gradients_[holder(inputs[k])];
     const float* add = scratch_[k].data.data();
     for (std::size_t e = 0; e < sum.size(); ++e) sum.data[e] += add[e];
   }

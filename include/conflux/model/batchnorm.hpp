@@ -38,6 +38,7 @@ class BatchNorm final : public Layer {
   /// Sets weight, bias and the running statistics; draws nothing from `rng`.
   void init_params(Rng& rng) override;
   void set_input_grad_needed(bool needed) noexcept override { input_grad_needed_ = needed; }
+  bool fuse_relu() noexcept override { return relu_ = true; }
 
   /// Evaluation pass.
   void forward(const Tensor& in, Tensor& out) override;
@@ -52,6 +53,8 @@ class BatchNorm final : public Layer {
   void batch_statistics(StatReducer* reducer, const Tensor& in);
   void run_backward(StatReducer* reducer, const Tensor& in, const Tensor& grad_out,
                     Tensor* grad_in);
+  // dy_gated_ = grad_out where the last output is positive, else 0 (the fused ReLU).
+  const Tensor& gate_relu(const Tensor& grad_out);
 
   double momentum_;
   double eps_;
@@ -59,6 +62,9 @@ class BatchNorm final : public Layer {
   std::span<float> weight_, bias_, weight_grad_, bias_grad_;
   std::span<float> running_mean_, running_var_;
   bool input_grad_needed_ = true;
+  bool relu_ = false;                 // a fused ReLU (Layer::fuse_relu)
+  const Tensor* last_out_ = nullptr;  // the last forward's output: the fused ReLU's gate
+  Tensor dy_gated_;                   // the gated output gradient
 
   // The last forward: its mode, the global count and the statistics it normalised with.
   bool trained_ = false;

@@ -26,6 +26,7 @@ class Conv2d final : public Layer {
   void backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) override;
 
   void set_input_grad_needed(bool needed) noexcept override { input_grad_needed_ = needed; }
+  bool fuse_relu() noexcept override { return relu_ = true; }
   std::string describe() const override;
 
  private:
@@ -42,6 +43,9 @@ class Conv2d final : public Layer {
   std::vector<float> col_;
   std::vector<float> dcol_;  // one sample's patch-matrix gradient, reused across calls
   bool input_grad_needed_ = true;
+  bool relu_ = false;                 // a fused ReLU (Layer::fuse_relu)
+  const Tensor* last_out_ = nullptr;  // the last forward's output: the fused ReLU's gate
+  std::vector<float> dy_gated_;       // one sample's gated output gradient
 };
 
 }  // namespace conflux::model

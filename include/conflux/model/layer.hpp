@@ -94,6 +94,13 @@ class Layer {
   virtual void backward_pass(const Pass& pass, Inputs in, const Tensor& grad_out,
                              InputGrads grad_in);
 
+  /// Asks the layer to apply a ReLU to its own output: the model fuses a ReLU that alone reads
+  /// this layer's output, so that the ReLU's passes touch values while they are in the
+  /// caches. Forward then writes relu(y); backward takes dL/d(relu output) and gates it by
+  /// output > 0, the same operations as a separate ReLU (the same bits). The output tensor of
+  /// the last forward must stay alive until backward. Returns false (the default) where the
+  /// layer does not support it.
+  virtual bool fuse_relu() noexcept { return false; }
   /// Non-trained state tensors (batch norm's running statistics) for `input`; none by
   /// default. They follow the parameters in model.h5 and checkpoints but get no gradient.
   virtual std::vector<ParamInfo> buffer_layout(const SampleShape& /*input*/) const { return {}; }

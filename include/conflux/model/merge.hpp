@@ -27,6 +27,11 @@ class Add final : public MergeLayer {
   void forward_pass(const Pass& pass, Inputs in, Tensor& out) override;
   void backward_pass(const Pass& pass, Inputs in, const Tensor& grad_out,
                      InputGrads grad_in) override;
+  bool fuse_relu() noexcept override { return relu_ = true; }
+
+ private:
+  bool relu_ = false;                 // a fused ReLU (Layer::fuse_relu)
+  const Tensor* last_out_ = nullptr;  // the last forward's output: the fused ReLU's gate
 };
 
 /// Inputs [C_i, H, W] (or [F_i]) joined into [sum C_i, H, W], in input order.

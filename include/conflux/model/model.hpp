@@ -112,6 +112,10 @@ class Model {
   std::vector<std::size_t> lay_out_state();
   void bind_and_init(const std::vector<std::size_t>& layer_begin, std::uint64_t seed);
   void tell_unneeded_input_grads();
+  void fuse_relus(const std::vector<std::vector<std::size_t>>& consumers);
+  // Where layer i's output lives: activations_[holder_[i]] (itself, or for a fused ReLU the
+  // layer it runs in); likewise its gradient.
+  std::size_t holder(std::size_t i) const noexcept { return holder_[i]; }
   // Backward steps.
   void backward_layer(std::size_t i, const Tensor& grad_out);
 
@@ -120,6 +124,7 @@ class Model {
   std::vector<std::vector<std::size_t>> inputs_;        // per layer (model/graph.hpp)
   std::vector<std::size_t> order_;                      // execution order
   std::vector<bool> needs_grad_;                        // its output's gradient is needed
+  std::vector<std::size_t> holder_;                     // per layer: see holder()
   std::vector<std::vector<SampleShape>> input_shapes_;  // per layer, one per input
   std::vector<SampleShape> output_shapes_;              // per layer; back() is the model's
   std::vector<ParamInfo> param_infos_;

@@ -2,11 +2,22 @@
 /// @file relu.hpp
 /// Rectified linear unit, element-wise.
 
+#include <cstddef>
 #include <string>
 
 #include "conflux/model/layer.hpp"
 
 namespace conflux::model {
+
+/// The ReLU of one value: x > 0 ? x : 0 (so -0 and NaN give +0).
+inline float relu_value(float x) noexcept {
+  return x > 0.0f ? x : 0.0f;
+}
+/// y[i] = relu_value(y[i]), in place; the one ReLU forward map (Relu and fused layers).
+void relu_in_place(float* y, std::size_t count) noexcept;
+/// dx[i] = x[i] > 0 ? dy[i] : 0, the one ReLU backward map; `x` may be the ReLU's input or its
+/// output (positive at the same places). dx may be dy.
+void relu_gate(const float* x, const float* dy, std::size_t count, float* dx) noexcept;
 
 /// y = max(x, 0); the gradient is taken as 0 at x <= 0 (as in PyTorch). Any input shape.
 class Relu final : public Layer {
