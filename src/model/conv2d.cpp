@@ -145,7 +145,6 @@ void Conv2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in)
   if (relu_) dy_gated_.resize(out_size);
   if (input_grad_needed_) {
     grad_in.resize(in.shape);
-    dcol_.resize(col_.size());
   } else {
     grad_in.resize({0});
   }
@@ -164,10 +163,12 @@ void Conv2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in)
     for (int o = 0; o < out_; ++o)
       bias_grad_[o] += sum(dy_i + static_cast<std::size_t>(o) * cols, cols);
     if (!input_grad_needed_) continue;
-    // dcol_i = W^T [C*k*k, out] x dY_i [out, H'*W'], folded back onto the image.
+    // dcol_i = W^T [C*k*k, out] x dY_i [out, H'*W'], folded back onto the image. It takes
+    // col_i's place (dead once the weight gradient has it): one patch-sized buffer in the
+    // caches instead of two.
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rows, cols, out_, 1.0f, weight_.data(),
-                rows, dy_i, cols, 0.0f, dcol_.data(), cols);
-    col2im(dcol_, g, std::span<float>(grad_in.data).subspan(i * g.image_size(), g.image_size()));
+                rows, dy_i, cols, 0.0f, col_.data(), cols);
+    col2im(col_, g, std::span<float>(grad_in.data).subspan(i * g.image_size(), g.image_size()));
   }
 }
 

@@ -41,7 +41,6 @@ class Conv2d final : public Layer {
   // One sample's patch matrix [C*k*k][H'*W'], small enough for the caches; backward unfolds
   // each sample again rather than keeping the batch's.
   std::vector<float> col_;
-  std::vector<float> dcol_;  // one sample's patch-matrix gradient, reused across calls
   bool input_grad_needed_ = true;
   bool relu_ = false;                 // a fused ReLU (Layer::fuse_relu)
   const Tensor* last_out_ = nullptr;  // the last forward's output: the fused ReLU's gate

@@ -24,7 +24,8 @@ struct LayerFootprint {
 };
 
 /// What a model needs in memory, estimated before anything is allocated (Model::footprint).
-/// A lower bound: layer scratch (conv2d's im2col), the input batch and the data are not in it.
+/// Layer scratch (conv2d's one-sample patch buffer), the input batch and the data are not in
+/// it; a fused ReLU's output and gradient (which share its input layer's) are.
 struct ModelFootprint {
   std::vector<LayerFootprint> layers;  ///< in model order
   /// All parameters; equals Model::params().size() of the model the specs build.
