@@ -43,16 +43,18 @@ else
   not_ok "reference run: exit $rc" "$(cat "$TMP/ref.log")"
 fi
 
-# kill_rank DIR LOG PATTERN: waits for the first checkpoint of the run in DIR, sleeps 0-1.5 s
-# and kill -9's the rank whose start line in LOG matches PATTERN ("r1 trainer 1/2": the rank
-# and its role, as in "[conflux r1 <time>] trainer 1/2 (host H, pid P, ...").
+# kill_rank DIR LOG PATTERN: waits until the run in DIR has checkpointed at a random global
+# step between 20 and 200 (of 470), then kill -9's the rank whose start line in LOG matches
+# PATTERN ("r1 trainer 1/2": the rank and its role, as in "[conflux r1 <time>] trainer 1/2
+# (host H, pid P, ..."). Keyed to the run's progress, not to a sleep: on a fast CPU the whole
+# run takes about a second, and a random sleep after the first checkpoint outlasted it.
 kill_rank() {
-  local dir=$1 log=$2 pattern=$3 pid=""
-  for _ in $(seq 1 600); do
-    compgen -G "$dir/checkpoints/ckpt-*.h5" >/dev/null && break
-    sleep 0.05
+  local dir=$1 log=$2 pattern=$3 pid="" step target=$((20 * (1 + RANDOM % 10)))
+  for _ in $(seq 1 3000); do
+    step=$(sed -n 's/^ckpt-0*\([0-9][0-9]*\)\.h5$/\1/p' "$dir/checkpoints/latest" 2>/dev/null)
+    [ -n "$step" ] && [ "$step" -ge "$target" ] && break
+    sleep 0.02
   done
-  sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.3f", (r % 1501) / 1000 }')"
   pid=$(grep -oP "^\[conflux ${pattern%% *} [^]]*\] ${pattern#* } \(host \S+, pid \K[0-9]+" "$log" | head -1)
   if [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; then
     echo "killed $pattern (pid $pid), newest checkpoint then $(cat "$dir/checkpoints/latest" 2>/dev/null)" >"$dir.killed"
