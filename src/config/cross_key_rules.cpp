@@ -138,6 +138,7 @@ std::string gpu_unsupported_key(const Config& config) {
   if (t.nesterov) return "train.nesterov";
   if (t.label_smoothing != 0.0) return "train.label_smoothing";
   if (t.clip_grad_norm != 0.0) return "train.clip_grad_norm";
+  if (t.noise_scale) return "train.noise_scale";
   return "";
 }
 

@@ -71,19 +71,23 @@ std::size_t optimizer_state_buffers(const std::string& name) noexcept {
   return name == "adam" || name == "adamw" ? 2 : 1;
 }
 
-float clip_grad_norm(std::span<float> grads, float max_norm) noexcept {
+double sum_of_squares(std::span<const float> values) noexcept {
   // Four interleaved partial sums in a fixed order: the same bits on every replica, and the
   // additions are not one dependent chain.
   double part[4] = {0.0, 0.0, 0.0, 0.0};
-  const std::size_t n = grads.size();
+  const std::size_t n = values.size();
   std::size_t i = 0;
   for (; i + 4 <= n; i += 4) {
     for (std::size_t k = 0; k < 4; ++k) {
-      part[k] += static_cast<double>(grads[i + k]) * static_cast<double>(grads[i + k]);
+      part[k] += static_cast<double>(values[i + k]) * static_cast<double>(values[i + k]);
     }
   }
-  for (; i < n; ++i) part[0] += static_cast<double>(grads[i]) * static_cast<double>(grads[i]);
-  const auto norm = static_cast<float>(std::sqrt((part[0] + part[1]) + (part[2] + part[3])));
+  for (; i < n; ++i) part[0] += static_cast<double>(values[i]) * static_cast<double>(values[i]);
+  return (part[0] + part[1]) + (part[2] + part[3]);
+}
+
+float clip_grad_norm(std::span<float> grads, float max_norm) noexcept {
+  const auto norm = static_cast<float>(std::sqrt(sum_of_squares(grads)));
   // As torch.nn.utils.clip_grad_norm_: coefficient in float, clamped to 1 (a product with 1 is
   // exact, so it is skipped).
   const float coef = max_norm / (norm + 1e-6f);

@@ -78,6 +78,7 @@ class CpuBackend final : public ComputeBackend {
   comm::Merged exchange() override { return sync_->exchange(model_.grads()); }
   bool drain() override { return sync_->drain(model_.grads()); }
   void progress() override { sync_->progress(); }
+  double gradient_sum_of_squares() override { return model::sum_of_squares(model_.grads()); }
   void apply(double lr) override {
     // The merged gradient is the same on every replica, so every replica clips alike.
     if (clip_norm_ > 0.0f) model::clip_grad_norm(model_.grads(), clip_norm_);

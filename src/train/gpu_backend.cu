@@ -167,6 +167,13 @@ class GpuBackend final : public ComputeBackend {
     if (host_sync_) host_sync_->progress();
   }
 
+  // Never called: train.noise_scale is one of the keys the GPU path refuses
+  // (config::gpu_unsupported_key), so such a run computes on the CPU.
+  double gradient_sum_of_squares() override {
+    CONFLUX_CHECK(false, "the gradient noise scale is not implemented on the GPU path");
+    return 0.0;
+  }
+
   void apply(double lr) override {
     model_.sgd_step(static_cast<float>(lr));
     ++sgd_steps_;

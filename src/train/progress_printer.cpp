@@ -39,6 +39,16 @@ void ProgressPrinter::on_epoch_end(const EpochReport& r) {
         r.audited ? fmt::format("; audit: all {} samples used exactly once", r.samples)
                   : std::string());
   }
+  print_noise_scale(r);
+}
+
+void ProgressPrinter::print_noise_scale(const EpochReport& r) {
+  if (r.noise_steps == 0) return;
+  log_.info(
+      "epoch {}/{} gradient noise scale: B_noise {:.1f} (tr(Sigma) {:.4g} / |G|^2 {:.4g}, "
+      "{} steps){}",
+      r.epoch + 1, r.epochs, r.noise_scale, r.grad_trace, r.grad_norm2, r.noise_steps,
+      std::isnan(r.noise_scale) ? ": too noisy to tell (|G|^2 or tr(Sigma) not positive)" : "");
 }
 
 void ProgressPrinter::on_train_end(const model::Model&, const TrainSummary& s) {

@@ -79,17 +79,25 @@ std::string steps_json_line(const StepReport& r) {
 }
 
 std::string metrics_json_line(const EpochReport& r) {
+  // The noise scale's fields only when it was measured (train.noise_scale).
+  const std::string noise =
+      r.noise_steps == 0 ? std::string()
+                         : fmt::format(
+                               ", \"noise_steps\": {}, \"noise_scale\": {}, \"grad_norm2\": {}, "
+                               "\"grad_trace\": {}",
+                               r.noise_steps, json_number(r.noise_scale), json_number(r.grad_norm2),
+                               json_number(r.grad_trace));
   return fmt::format(
       "{{\"epoch\": {}, \"train_loss\": {}, \"train_accuracy\": {}, \"test_loss\": {}, "
       "\"test_accuracy\": {}, \"samples\": {}, \"samples_per_s\": {}, "
       "\"epoch_seconds\": {}, \"eval_seconds\": {}, \"elapsed_seconds\": {}, "
       "\"local_batches\": {}, \"worker_batches\": {}, \"fallback_batches\": {}, "
-      "\"audited\": {}}}",
+      "\"audited\": {}{}}}",
       r.epoch + 1, json_number(r.train_loss), json_number(r.train_accuracy),
       json_number(r.test_loss), json_number(r.test_accuracy), r.samples,
       json_number(r.samples_per_s), json_number(r.epoch_seconds), json_number(r.eval_seconds),
       json_number(r.elapsed_seconds), r.local_batches, r.worker_batches, r.fallback_batches,
-      r.audited);
+      r.audited, noise);
 }
 
 void RunRecorder::on_resume(const ckpt::TrainingState& state) {

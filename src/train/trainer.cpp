@@ -57,6 +57,15 @@ Trainer::Trainer(const TrainerSetup& setup)
                                        trainers_.rank() == 0 ? log_ : nullptr),
                             timeout_, batch_split().max_batch(trainers_.rank()))) {
   progress_.offload.set_ratio(offload::offload_settings(config_, trainers_.rank()).start_ratio);
+  if (config_.train().noise_scale) {
+    if (trainers_.size() >= 2) {
+      noise_.emplace(trainers_, timeout_);
+    } else if (log_ != nullptr) {
+      log_->warn(
+          "train.noise_scale needs 2 or more trainers (it compares each trainer's "
+          "gradient with the merged one): not measured");
+    }
+  }
 }
 
 Trainer::~Trainer() = default;
@@ -286,16 +295,23 @@ Trainer::Clock::time_point Trainer::train_step() {
                 batch.step, p.epoch, p.step);
   if (audit_.audit) audit_.audit->record(batch);
   const std::size_t samples = batch.labels.size();
+  const std::size_t step_samples = batch.step_samples;
   // Scale by the global step size so that the sum over trainers is the global mean.
-  const float grad_scale = 1.0f / static_cast<float>(batch.step_samples);
+  const float grad_scale = 1.0f / static_cast<float>(step_samples);
   if (!staged) backend_->stage(batch);
   backend_->compute(grad_scale, p.global_step);
   // While the device computes, the epoch's next batch is fetched (invalidates `batch`).
   const double next_batch_wait = stage_ahead(p.step + 1 < steps_per_epoch);
   const model::LossResult result = backend_->loss();
   const auto t_backward = Clock::now();
+  const double local_sq = noise_ ? backend_->gradient_sum_of_squares() : 0.0;
   const comm::Merged merged = backend_->exchange();
   const auto t_sync = Clock::now();
+  if (noise_) {
+    const bool current = merged == comm::Merged::kCurrent;
+    noise_->record(local_sq, samples, step_samples, current,
+                   current ? backend_->gradient_sum_of_squares() : 0.0);
+  }
   if (merged == comm::Merged::kCurrent) apply_merged(p.global_step);
   if (merged == comm::Merged::kPrevious) apply_merged(p.global_step - 1);
   const auto t_end = Clock::now();
@@ -411,6 +427,13 @@ EpochReport Trainer::finish_epoch(const data::LoaderStats& stats_before) {
           "corrupt (data.on_corrupt = \"skip\")",
           report.epoch, audited.skipped);
     }
+  }
+  if (noise_) {
+    report.noise_steps = noise_->epoch().steps();
+    report.noise_scale = noise_->epoch().noise_scale();
+    report.grad_norm2 = noise_->epoch().gradient_norm2();
+    report.grad_trace = noise_->epoch().trace();
+    noise_->start_epoch();
   }
   report.test_loss = report.test_accuracy = std::numeric_limits<double>::quiet_NaN();
   if (cfg.eval) {

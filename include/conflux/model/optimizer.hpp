@@ -72,6 +72,9 @@ std::unique_ptr<Optimizer> make_optimizer(const TrainSection& train, std::size_t
 /// 2), for memory estimates.
 std::size_t optimizer_state_buffers(const std::string& name) noexcept;
 
+/// Sum of the squares of `values`, in double and in a fixed order (the same on every replica).
+double sum_of_squares(std::span<const float> values) noexcept;
+
 /// torch.nn.utils.clip_grad_norm_ over the whole buffer: when its L2 norm exceeds `max_norm`,
 /// scales it by max_norm / (norm + 1e-6). Returns the norm before clipping. The sum of
 /// squares is taken in double in a fixed order, so every replica clips identically.

@@ -55,6 +55,12 @@ struct EpochReport {
   std::size_t worker_batches = 0;    ///< batches built by worker ranks
   std::size_t fallback_batches = 0;  ///< batches built by trainers after a worker timed out
   bool audited = false;              ///< data.audit verified every sample was used once
+  /// train.noise_scale: the epoch's steps that estimated the gradient noise scale (0: not
+  /// measured), B_noise = tr(Sigma) / |G|^2 (NaN when not positive), and its two parts.
+  std::size_t noise_steps = 0;
+  double noise_scale = 0;
+  double grad_norm2 = 0;
+  double grad_trace = 0;
 };
 
 /// The end of training.

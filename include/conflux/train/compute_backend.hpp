@@ -76,6 +76,10 @@ class ComputeBackend {
   virtual bool drain() = 0;
   /// comm::GradientSync::progress.
   virtual void progress() = 0;
+  /// Sum of squares of the gradient buffer as it is now (model::sum_of_squares): before
+  /// exchange() this trainer's contribution, after it the merged gradient. For the gradient
+  /// noise scale (train.noise_scale), which the GPU path does not implement.
+  virtual double gradient_sum_of_squares() = 0;
   /// One optimiser step from the (merged) gradients with learning rate `lr`, after clipping
   /// them to train.clip_grad_norm when set.
   virtual void apply(double lr) = 0;

@@ -18,6 +18,7 @@ class ProgressPrinter final : public TrainingCallback {
   void on_train_end(const model::Model& model, const TrainSummary& s) override;
 
  private:
+  void print_noise_scale(const EpochReport& r);
   const Logger& log_;
 };
 

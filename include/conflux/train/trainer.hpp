@@ -28,6 +28,7 @@
 #include "conflux/train/compute_backend.hpp"
 #include "conflux/train/device_choice.hpp"
 #include "conflux/train/evaluation.hpp"
+#include "conflux/train/noise_scale.hpp"
 #include "conflux/train/sample_audit.hpp"
 
 namespace conflux::train {
@@ -159,6 +160,7 @@ class Trainer {
   StepInFlight step_;
   Reporting reporting_;
   AuditState audit_;
+  std::optional<NoiseScaleMeter> noise_;  // train.noise_scale with 2 or more trainers
   // Built by run(); after progress_, whose offload schedule it uses.
   std::unique_ptr<data::BatchLoader> loader_;
 };
