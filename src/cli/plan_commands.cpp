@@ -188,7 +188,8 @@ struct PlanArgs {
   std::string emit_config, emit_sbatch;
   std::string margin = "auto";
   std::string lr_scaling = "linear";
-  double deadline = 0;
+  std::string reference;
+  double deadline = 0, target_accuracy = 0, target_loss = 0;
   int epochs = 0, alternatives = 5;
   bool all_points = false;
   plan::PlanSpace space;
@@ -207,7 +208,16 @@ bool parse_plan_args(const std::vector<std::string>& args, PlanArgs& a) {
       "target", po::value(&a.target),
       "lambda (default: K-Reduce over S3) or slurm (MPI allreduce)")(
       "arch", po::value(&a.arch), "Lambda architecture: x86 (default) or arm")(
-      "epochs", po::value(&a.epochs), "epochs to train (default: train.epochs of the config)")(
+      "epochs", po::value(&a.epochs),
+      "epochs to train (default: train.epochs of the config); a fixed amount of work, which "
+      "ignores that larger batches need more epochs for the same accuracy")(
+      "target-accuracy", po::value(&a.target_accuracy),
+      "plan the steps each global batch needs to reach this test accuracy (with --reference)")(
+      "target-loss", po::value(&a.target_loss),
+      "plan the steps each global batch needs to reach this training loss (with --reference)")(
+      "reference", po::value(&a.reference),
+      "run directory of a `conflux train` run with train.noise_scale = true on 2+ trainers: its "
+      "steps to the target and its gradient noise scale give S(B) = S_min (1 + B_noise / B)")(
       "max-workers", po::value(&a.space.max_workers), "largest W (default 64)")(
       "min-memory", po::value(&a.space.min_memory_mb), "smallest M in MB (default 128)")(
       "max-memory", po::value(&a.space.max_memory_mb), "largest M in MB (default 10240)")(
@@ -238,6 +248,18 @@ bool parse_plan_args(const std::vector<std::string>& args, PlanArgs& a) {
   CONFLUX_REQUIRE(a.lr_scaling == "linear" || a.lr_scaling == "sqrt" || a.lr_scaling == "none",
                   "--lr-scaling must be linear, sqrt or none, not '{}'", a.lr_scaling);
   if (!a.batches.empty()) a.space.batch_sizes = int_list(a.batches, "batches");
+  const bool target = a.target_accuracy != 0 || a.target_loss != 0;
+  CONFLUX_REQUIRE(a.target_accuracy == 0 || a.target_loss == 0,
+                  "give --target-accuracy or --target-loss, not both");
+  CONFLUX_REQUIRE(!target || a.epochs == 0,
+                  "--epochs fixes the work; a --target-accuracy or --target-loss derives it: give "
+                  "one of them");
+  CONFLUX_REQUIRE(!target || !a.reference.empty(),
+                  "--target-accuracy and --target-loss need --reference RUN_DIR: a run with "
+                  "train.noise_scale = true on 2 or more trainers (the noise scale and the steps "
+                  "to the target come from it)");
+  CONFLUX_REQUIRE(target || a.reference.empty(),
+                  "--reference needs --target-accuracy or --target-loss");
   return true;
 }
 
@@ -279,7 +301,7 @@ void emit_plan_files(const PlanArgs& a, const plan::PlanResult& result, const pl
                                                              : plan::LrScaling::kNone;
     const std::int64_t batch =
         static_cast<std::int64_t>(plan::CostModel::samples_per_iteration(best));
-    const std::vector<Setting> lr =
+    std::vector<Setting> lr =
         plan::scaled_lr_settings(config, batch, scaling, cost.model().epoch_samples);
     fmt::print(
         "learning rate for the global batch {} (config: {}): {}\n", batch,
@@ -291,6 +313,16 @@ void emit_plan_files(const PlanArgs& a, const plan::PlanResult& result, const pl
                           lr.size() > 1 ? fmt::format(", warm-up {} steps",
                                                       std::get<std::int64_t>(lr.back().value))
                                         : std::string()));
+    if (cost.options().to_target != nullptr) {
+      // Whole epochs covering the planned steps to the target.
+      const auto samples = static_cast<double>(prediction.iterations) * static_cast<double>(batch);
+      const auto epochs = static_cast<std::int64_t>(
+          std::ceil(samples / static_cast<double>(cost.model().epoch_samples) - 1e-9));
+      lr.push_back({.key = "train.epochs", .value = std::max<std::int64_t>(1, epochs)});
+      fmt::print("epochs for {} steps of {} samples to {}: {}\n", prediction.iterations, batch,
+                 cost.options().to_target->target.describe(),
+                 std::get<std::int64_t>(lr.back().value));
+    }
     // The user's config (with its --set overrides) with the chosen keys set: ready to run.
     publish_text_file(a.emit_config, plan::emit_config(best, cost.options().target, config, lr));
     fmt::print("configuration written to {}\n", a.emit_config);
@@ -315,12 +347,22 @@ int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sou
     s3 = plan::S3TransferTable::load(a.s3_dir.empty() ? plan::S3TransferTable::installed_dir()
                                                       : std::filesystem::path(a.s3_dir));
   }
+  std::optional<plan::StepsToTarget> to_target;
+  if (!a.reference.empty()) {
+    const plan::TrainingTarget target =
+        a.target_loss != 0 ? plan::TrainingTarget{.kind = plan::TrainingTarget::Kind::kTrainingLoss,
+                                                  .value = a.target_loss}
+                           : plan::TrainingTarget{.kind = plan::TrainingTarget::Kind::kTestAccuracy,
+                                                  .value = a.target_accuracy};
+    to_target = plan::steps_to_target_from_run(a.reference, target);
+  }
   const plan::CostModel cost(plan::CostModelOptions{
       .model = &model,
       .prices = config.prices(),
       .target = a.target == "lambda" ? plan::Target::kLambda : plan::Target::kSlurm,
       .arch = a.arch == "arm" ? plan::LambdaArch::kArm : plan::LambdaArch::kX86,
       .epochs = a.epochs > 0 ? a.epochs : config.train().epochs,
+      .to_target = to_target ? &*to_target : nullptr,
       .threads = config.cluster().blas_threads,
       .s3 = s3 ? &*s3 : nullptr});
   const plan::DeadlineMargin margin = deadline_margin(a, model);

@@ -94,6 +94,7 @@ std::uint64_t CostModel::samples_per_iteration(const Candidate& c) noexcept {
 
 std::uint64_t CostModel::iterations(const Candidate& c) const noexcept {
   const std::uint64_t s = samples_per_iteration(c);
+  if (options_.to_target != nullptr) return options_.to_target->steps(static_cast<double>(s));
   const std::uint64_t n = options_.model->epoch_samples;
   return static_cast<std::uint64_t>(options_.epochs) * ((n + s - 1) / s);
 }

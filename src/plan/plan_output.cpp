@@ -173,6 +173,21 @@ std::string render_why(const PlanResult& result, const PlanRequest& request) {
 
 }  // namespace
 
+// How the steps to the target were derived, and what they are at a few global batches.
+static std::string steps_to_target_text(const StepsToTarget& t) {
+  std::string out = fmt::format(
+      "statistical efficiency: steps to the target S(B) = S_min (1 + B_noise / B) with "
+      "B_noise {:.0f} and S_min {:.1f}, from the reference run {} (global batch {:.0f}: {:.0f} "
+      "steps)\n  S(B):",
+      t.b_noise, t.s_min, t.source, t.reference_batch, t.reference_steps);
+  for (const double b : {32.0, 128.0, 512.0, 2048.0, 8192.0})
+    out += fmt::format("  {:.0f}: {} steps ({:.2f} x the fewest samples)", b, t.steps(b),
+                       1.0 + b / t.b_noise);
+  return out +
+         "\n  larger batches need fewer steps but more samples; beyond B_noise the steps "
+         "stop falling\n";
+}
+
 std::string render_plan_report(const PlanResult& result, const CostModel& model,
                                const PlanRequest& request) {
   CONFLUX_REQUIRE(result.feasible && !result.ranked.empty(), "{}",
@@ -180,12 +195,18 @@ std::string render_plan_report(const PlanResult& result, const CostModel& model,
   const CostModelOptions& o = model.options();
   const PerformanceModel& m = model.model();
   const bool lambda = o.target == Target::kLambda;
-  std::string out = fmt::format("conflux plan: {}{}, {} epoch{} of {} samples, deadline {}{}\n",
-                                to_string(o.target),
+  const std::string work =
+      o.to_target != nullptr
+          ? fmt::format("until {}", o.to_target->target.describe())
+          : fmt::format(
+                "{} epoch{} of {} samples (a fixed amount of work: the accuracy a "
+                "batch reaches is not modelled)",
+                o.epochs, o.epochs == 1 ? "" : "s", m.epoch_samples);
+  std::string out = fmt::format("conflux plan: {}{}, {}, deadline {}{}\n", to_string(o.target),
                                 lambda ? fmt::format(" ({}, K-Reduce over S3)", to_string(o.arch))
                                        : std::string(" (MPI allreduce)"),
-                                o.epochs, o.epochs == 1 ? "" : "s", m.epoch_samples,
-                                format_seconds(request.deadline_s), margin_text(request));
+                                work, format_seconds(request.deadline_s), margin_text(request));
+  if (o.to_target != nullptr) out += steps_to_target_text(*o.to_target);
   if (!m.source.empty()) out += fmt::format("model: {}\n", m.source);
   out += fmt::format(
       "compute: {} thread{} per rank (cluster.blas_threads): T_train stops falling above {:.0f} "

@@ -94,6 +94,39 @@ if grep -q '^batch rules: Ba = 32, global batch <= 1024' <<<"$out" && grep -q '^
 else
   not_ok "plan with batch rules" "$out"
 fi
+# --- planning for a target: a reference run with the gradient noise scale -------------------
+# 2 trainers, 2 epochs of 12000 samples: about 2 s. Its epoch-2 test accuracy is the target.
+"${MPIRUN[@]}" -np 2 "$CONFLUX" train --config "$CONFIG" --set data.train_limit=12000 \
+  --set train.epochs=2 --set train.noise_scale=true --set run.dir=\""$TMP/ref"\" >"$TMP/ref.log" 2>&1
+acc=$(python3 -c "import json; print(json.loads(open('$TMP/ref/metrics.jsonl').readlines()[-1])['test_accuracy'])" 2>/dev/null)
+if [ -n "$acc" ] && grep -q 'gradient noise scale: B_noise [0-9.]* (tr(Sigma)' "$TMP/ref.log" &&
+  grep -q '"noise_scale": [0-9]' "$TMP/ref/metrics.jsonl"; then
+  ok "train.noise_scale: B_noise per epoch in the log and metrics.jsonl (test accuracy $acc)"
+else
+  not_ok "train.noise_scale" "$(cat "$TMP/ref.log")"
+fi
+target=$(python3 -c "print(f'{$acc - 0.0005:.4f}')" 2>/dev/null)
+if out=$("$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 \
+  --target slurm --target-accuracy "$target" --reference "$TMP/ref" --emit-config "$TMP/target.toml" 2>&1) &&
+  grep -q "until test accuracy >= $target, deadline" <<<"$out" &&
+  grep -q "^statistical efficiency: steps to the target S(B) = S_min (1 + B_noise / B)" <<<"$out" &&
+  grep -qP "global batch 128: (94|188) steps" <<<"$out" &&
+  grep -qP '^epochs for [0-9]+ steps of [0-9]+ samples to test accuracy >= ' <<<"$out" &&
+  grep -qP '^epochs = [0-9]+' "$TMP/target.toml"; then
+  ok "plan --target-accuracy $target --reference: steps to the target from B_noise, epochs emitted"
+else
+  not_ok "plan --target-accuracy" "$out"
+fi
+expect_fail "plan: a target without a reference run" 2 "need --reference RUN_DIR" -- \
+  "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 --target-accuracy 0.9
+expect_fail "plan: a target above what the reference reached" 2 "never reached test accuracy >= 0.999 (best test accuracy" -- \
+  "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 --target-accuracy 0.999 --reference "$TMP/ref"
+cp -r "$TMP/ref" "$TMP/ref-quiet" && sed -i 's/, "noise_steps".*}$/}/' "$TMP/ref-quiet/metrics.jsonl"
+expect_fail "plan: a reference without noise-scale data" 2 "holds no gradient noise scale for epoch" -- \
+  "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 --target-loss 5 --reference "$TMP/ref-quiet"
+expect_fail "plan: --epochs with a target" 2 "give one of them" -- \
+  "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 --epochs 3 --target-loss 0.2 --reference "$TMP/ref"
+
 expect_fail "plan: a global batch cap below the smallest batch" 2 \
   "the global batch cap 8 is below the smallest batch a worker can take (16)" -- \
   "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 --max-global-batch 8

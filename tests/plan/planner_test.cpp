@@ -67,6 +67,7 @@ struct Instance {
   PerformanceModel model;
   std::optional<S3TransferTable> s3;
   std::optional<CostModel> cost;
+  std::optional<StepsToTarget> to_target;  // when planning for a target (statistical efficiency)
   PlanRequest request;
   std::string description;
 };
@@ -244,6 +245,52 @@ TEST(Planner, MatchesExhaustiveSearchUnderBatchRules) {
           EXPECT_LE(CostModel::samples_per_iteration(c),
                     static_cast<std::uint64_t>(s.max_global_batch));
         }
+      }
+    }
+  }
+  EXPECT_GE(feasible, 50);
+}
+
+// The time-to-target objective: each candidate trains for S(B) = S_min (1 + B_noise / B)
+// steps of its global batch B (with FasDL's batch rules sometimes): still the exhaustive
+// answer, and the steps are those of the candidate's own global batch.
+TEST(Planner, MatchesExhaustiveSearchForATarget) {
+  std::mt19937_64 rng(20261127);
+  int feasible = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    Instance in;
+    make_random(rng, in);
+    std::uniform_real_distribution<double> u(0, 1);
+    in.to_target =
+        StepsToTarget{.target = {.kind = TrainingTarget::Kind::kTestAccuracy, .value = 0.9},
+                      .s_min = 10 + 5000 * u(rng),
+                      .b_noise = 1 + 2000 * u(rng)};
+    CostModelOptions options = in.cost->options();
+    options.to_target = &*in.to_target;
+    in.cost.emplace(options);
+    PlanSpace& s = in.request.space;
+    if (rng() % 2 == 0) {
+      s.aggregator_batch = s.batch_sizes[rng() % s.batch_sizes.size()];
+      s.nonaggregator_batch_ratio = 1;
+      s.max_global_batch = s.aggregator_batch + static_cast<int>(rng() % 200);
+    }
+    PlanRequest probe = in.request;
+    probe.deadline_s = 1e300;
+    const PlanResult all = exhaustive_plan(*in.cost, probe);
+    if (all.ranked.empty()) continue;
+    in.request.deadline_s = all.ranked.back().second.total_s * (0.5 + rng() % 100 / 50.0);
+    if (!(in.request.deadline_s > 0)) in.request.deadline_s = 1;
+    for (const bool distinct : {true, false}) {
+      in.request.distinct = distinct;
+      const PlanResult want = exhaustive_plan(*in.cost, in.request);
+      expect_same(plan(*in.cost, in.request), want,
+                  fmt::format("trial {}: {} S_min {} B_noise {}", trial, in.description,
+                              in.to_target->s_min, in.to_target->b_noise));
+      if (::testing::Test::HasFailure()) return;
+      feasible += want.feasible && distinct;
+      for (const Scored& x : want.ranked) {
+        const double b = static_cast<double>(CostModel::samples_per_iteration(x.first));
+        EXPECT_EQ(x.second.iterations, in.to_target->steps(b));
       }
     }
   }

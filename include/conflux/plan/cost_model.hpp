@@ -11,6 +11,7 @@
 #include "conflux/config/config.hpp"
 #include "conflux/plan/performance_model.hpp"
 #include "conflux/plan/s3_transfer.hpp"
+#include "conflux/plan/steps_to_target.hpp"
 
 namespace conflux::plan {
 
@@ -73,7 +74,10 @@ struct CostModelOptions {
   PricesSection prices{};                   ///< [prices] of the config
   Target target = Target::kLambda;          ///< where the job would run
   LambdaArch arch = LambdaArch::kX86;       ///< Lambda only: which GB-second price
-  int epochs = 1;                           ///< epochs to train
+  int epochs = 1;                           ///< epochs to train (without to_target)
+  /// When set, a candidate trains for the steps its global batch needs to reach the target
+  /// (statistical efficiency) instead of `epochs`; must outlive the CostModel.
+  const StepsToTarget* to_target = nullptr;
   /// CPU threads a rank's compute runs (cluster.blas_threads): a share beyond that many vCPUs
   /// cannot be used, so T_train stops falling at threads x mb_per_vcpu MB.
   int threads = 1;
@@ -93,7 +97,8 @@ class CostModel {
   void validate(const Candidate& c, const PlanSpace& space) const;
   /// K Ba + (W - K) Bn.
   static std::uint64_t samples_per_iteration(const Candidate& c) noexcept;
-  /// epochs x ceil(epoch samples / samples per iteration).
+  /// epochs x ceil(epoch samples / samples per iteration), or with to_target the steps that
+  /// the global batch K Ba + (W - K) Bn needs to reach the target.
   std::uint64_t iterations(const Candidate& c) const noexcept;
   /// Object-store traffic price of one iteration (Lambda; 0 on SLURM).
   double storage_cost_per_iteration(const Candidate& c) const noexcept;
