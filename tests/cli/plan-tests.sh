@@ -105,6 +105,16 @@ if [ -n "$acc" ] && grep -q 'gradient noise scale: B_noise [0-9.]* (tr(Sigma)' "
 else
   not_ok "train.noise_scale" "$(cat "$TMP/ref.log")"
 fi
+# Measuring it leaves the weights alone: the same run without it has the same digest.
+"${MPIRUN[@]}" -np 2 "$CONFLUX" train --config "$CONFIG" --set data.train_limit=12000 \
+  --set train.epochs=2 --set run.dir=\""$TMP/ref-off"\" >"$TMP/ref-off.log" 2>&1
+d_on=$(sed -n 's/^model digest: //p' "$TMP/ref.log")
+d_off=$(sed -n 's/^model digest: //p' "$TMP/ref-off.log")
+if [ -n "$d_on" ] && [ "$d_on" = "$d_off" ]; then
+  ok "train.noise_scale leaves the weights alone: same digest with and without it"
+else
+  not_ok "train.noise_scale changed the digest: '$d_on' vs '$d_off'" "$(cat "$TMP/ref-off.log")"
+fi
 target=$(python3 -c "print(f'{$acc - 0.0005:.4f}')" 2>/dev/null)
 if out=$("$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 \
   --target slurm --target-accuracy "$target" --reference "$TMP/ref" --emit-config "$TMP/target.toml" 2>&1) &&

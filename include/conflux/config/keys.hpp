@@ -233,9 +233,10 @@
       "With train.init_from: keep the output layer (the last layer with parameters) randomly "  \
       "initialised instead of loading it, e.g. for another number of classes.")                 \
   KEY(train, noise_scale, bool, false, unbounded, (),                                           \
-      "Estimate the gradient noise scale B_noise = tr(Sigma) / |G|^2 (McCandlish et al. "       \
-      "2018) from each step's per-trainer and merged gradients (2 or more trainers; "           \
-      "docs/planning.md); reported per epoch. CPU path only.")                                  \
+      "Estimate the gradient noise scale B_noise (McCandlish et al. 2018: the gradient "       \
+      "variance's trace over the squared norm of the mean gradient) from each step's "          \
+      "per-trainer and merged gradients (2 or more trainers; docs/planning.md); reported per "  \
+      "epoch, for conflux plan --target-accuracy. CPU path only.")                              \
   KEY(train, log_every, int, 100, in(0, kIntMax), (),                                           \
       "Print a progress line every N steps on rank 0 (0 = only per epoch).")                    \
   KEY(train, eval, bool, true, unbounded, (),                                                   \
