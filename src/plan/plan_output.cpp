@@ -115,13 +115,15 @@ std::string render_ranked(const PlanResult& result, const PlanRequest& request) 
   std::string out;
   out += request.distinct ? "\nranked: distinct (W, K, Ba, Bn), each at its cheapest memory size\n"
                           : "\nranked: all points of the space\n";
-  out += fmt::format("{:>4} {:>4} {:>6} {:>4} {:>5} {:>5} {:>12} {:>12} {:>10}\n", "rank", "W",
-                     "M MB", "K", "Ba", "Bn", "time", "cost", "vs best");
+  out +=
+      fmt::format("{:>4} {:>4} {:>6} {:>4} {:>5} {:>5} {:>7} {:>11} {:>12} {:>12} {:>10}\n", "rank",
+                  "W", "M MB", "K", "Ba", "Bn", "global", "iterations", "time", "cost", "vs best");
   for (std::size_t i = 0; i < result.ranked.size(); ++i) {
     const auto& [c, q] = result.ranked[i];
-    out += fmt::format("{:>4} {:>4} {:>6} {:>4} {:>5} {:>5} {:>12} {:>12} {:>10}\n", i + 1,
-                       c.workers, c.memory_mb, c.aggregators, c.aggregator_batch,
-                       c.nonaggregator_batch, format_seconds(q.total_s), format_usd(q.cost_usd),
+    out += fmt::format("{:>4} {:>4} {:>6} {:>4} {:>5} {:>5} {:>7} {:>11} {:>12} {:>12} {:>10}\n",
+                       i + 1, c.workers, c.memory_mb, c.aggregators, c.aggregator_batch,
+                       c.nonaggregator_batch, q.samples_per_iteration, grouped(q.iterations),
+                       format_seconds(q.total_s), format_usd(q.cost_usd),
                        i == 0 ? "best" : percent(q.cost_usd, p.cost_usd));
   }
 
@@ -146,6 +148,35 @@ std::string margin_text(const PlanRequest& request) {
   if (request.margin <= 0) return "";
   return fmt::format(", margin {:.1f} % (predicted within {})", 100 * request.margin,
                      format_seconds(request.budget_s()));
+}
+
+// With a target: the best-ranked configurations with a smaller and with a larger global batch
+// than the choice, and where each loses.
+std::string render_batch_why(const PlanResult& result) {
+  const Prediction& p = result.ranked.front().second;
+  const Scored* smaller = nullptr;
+  const Scored* larger = nullptr;
+  for (std::size_t i = 1; i < result.ranked.size(); ++i) {
+    const Prediction& q = result.ranked[i].second;
+    if (smaller == nullptr && q.samples_per_iteration < p.samples_per_iteration)
+      smaller = &result.ranked[i];
+    if (larger == nullptr && q.samples_per_iteration > p.samples_per_iteration)
+      larger = &result.ranked[i];
+  }
+  std::string out;
+  const auto line = [&](const Scored& x, const char* why) {
+    const Prediction& q = x.second;
+    out += fmt::format("\n  global batch {}: {} iterations x {} = {}, {} dearer: {}",
+                       q.samples_per_iteration, grouped(q.iterations),
+                       format_seconds(q.iteration_s), format_seconds(q.total_s),
+                       percent(q.cost_usd, p.cost_usd, /*sign=*/false), why);
+  };
+  if (smaller != nullptr) line(*smaller, "more iterations than its shorter iterations make up for");
+  if (larger != nullptr)
+    line(*larger,
+         "fewer iterations, but not in proportion to the batch (S(B) flattens towards "
+         "B_noise), so more samples, and each iteration costs more");
+  return out.empty() ? "" : "\nsmaller and larger batches, to the target:" + out + "\n";
 }
 
 // Why the choice wins, and what the search cost.
@@ -216,6 +247,7 @@ std::string render_plan_report(const PlanResult& result, const CostModel& model,
   out += render_chosen(result.ranked.front(), model, request);
   out += render_ranked(result, request);
   out += render_why(result, request);
+  if (o.to_target != nullptr) out += render_batch_why(result);
   return out;
 }
 

@@ -121,6 +121,8 @@ if out=$("$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline
   grep -q "until test accuracy >= $target, deadline" <<<"$out" &&
   grep -q "^statistical efficiency: steps to the target S(B) = S_min (1 + B_noise / B)" <<<"$out" &&
   grep -qP "global batch 128: (94|188) steps" <<<"$out" &&
+  grep -qP '^rank +W +M MB +K +Ba +Bn +global +iterations' <<<"$out" &&
+  grep -q "^smaller and larger batches, to the target:" <<<"$out" &&
   grep -qP '^epochs for [0-9]+ steps of [0-9]+ samples to test accuracy >= ' <<<"$out" &&
   grep -qP '^epochs = [0-9]+' "$TMP/target.toml"; then
   ok "plan --target-accuracy $target --reference: steps to the target from B_noise, epochs emitted"
