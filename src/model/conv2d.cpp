@@ -168,7 +168,8 @@ void Conv2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in)
     // caches instead of two.
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rows, cols, out_, 1.0f, weight_.data(),
                 rows, dy_i, cols, 0.0f, col_.data(), cols);
-    col2im(col_, g, std::span<float>(grad_in.data).subspan(i * g.image_size(), g.image_size()));
+    col2im(col_, g, std::span<float>(grad_in.data).subspan(i * g.image_size(), g.image_size()),
+           col2im_masks_);
   }
 }
 

@@ -136,4 +136,67 @@ void col2im(std::span<const float> col, const ConvGeometry& g, std::span<float> 
   }
 }
 
+namespace {
+
+void build_masks(const ConvGeometry& g, Col2imMasks& masks) {
+  if (masks.height == g.height && masks.width == g.width && masks.kernel == g.kernel &&
+      masks.padding == g.padding)
+    return;
+  const std::size_t plane_size = static_cast<std::size_t>(g.height) * g.width;
+  masks.values.assign(static_cast<std::size_t>(g.kernel) * plane_size, 0.0f);
+  for (int kj = 0; kj < g.kernel; ++kj) {
+    const auto [lo, hi] = valid_columns(g, kj);
+    float* m = masks.values.data() + kj * plane_size;
+    for (int row = 0; row < g.height; ++row)
+      std::fill(m + row * g.width + lo, m + row * g.width + hi, 1.0f);
+  }
+  masks.height = g.height;
+  masks.width = g.width;
+  masks.kernel = g.kernel;
+  masks.padding = g.padding;
+}
+
+}  // namespace
+
+// Each patch row (c, ki, kj) adds to the channel plane shifted by (ki - p) W + (kj - p), in
+// one pass over the valid rows. The entries of the columns that wrap around to the
+// neighbouring image row are multiplied by a 0 mask: they add +-0, which leaves every sum's
+// bits as the row-by-row loop leaves them (a sum that starts at +0 can never become -0, and
+// x + -0 = x + +0 = x for any other x). The per-pixel order of the additions, (ki, kj), is
+// the same, so the result is bit-identical.
+void col2im(std::span<const float> col, const ConvGeometry& g, std::span<float> image,
+            Col2imMasks& masks) {
+  if (!is_same_stride1(g)) {
+    col2im(col, g, image);
+    return;
+  }
+  build_masks(g, masks);
+  std::fill(image.begin(), image.end(), 0.0f);
+  const int k = g.kernel;
+  const int p = g.padding;
+  const int w = g.width;
+  const std::size_t plane_size = static_cast<std::size_t>(g.height) * w;
+  const float* src = col.data();
+  for (int c = 0; c < g.channels; ++c) {
+    float* plane = image.data() + c * plane_size;
+    for (int ki = 0; ki < k; ++ki) {
+      const int oh_lo = std::max(0, p - ki);
+      const int oh_hi = std::min(g.height, g.height + p - ki);
+      for (int kj = 0; kj < k; ++kj, src += plane_size) {
+        const auto [lo, hi] = valid_columns(g, kj);
+        if (oh_lo >= oh_hi || lo >= hi) continue;
+        // From (oh_lo, lo) to (oh_hi - 1, hi - 1): every target index lies inside the plane.
+        const std::size_t first = static_cast<std::size_t>(oh_lo) * w + lo;
+        const std::size_t last = static_cast<std::size_t>(oh_hi - 1) * w + hi;
+        const std::ptrdiff_t shift = static_cast<std::ptrdiff_t>(ki - p) * w + (kj - p);
+        float* dst = plane + (static_cast<std::ptrdiff_t>(first) + shift);
+        const float* from = src + first;
+        const float* mask = masks.values.data() + kj * plane_size + first;
+        const std::size_t count = last - first;
+        for (std::size_t i = 0; i < count; ++i) dst[i] += from[i] * mask[i];
+      }
+    }
+  }
+}
+
 }  // namespace conflux::model

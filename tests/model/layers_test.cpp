@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <array>
 #include <cmath>
 #include <limits>
@@ -254,6 +256,34 @@ TEST(ModelLayers, Im2colMatchesItsDefinition) {
                                        << " " << g.height << "x" << g.width << " at c" << c << " ki"
                                        << ki << " kj" << kj << " oh" << oh << " ow" << ow;
             }
+  }
+}
+
+TEST(ModelLayers, Col2imWithMasksEqualsCol2imBitForBit) {
+  // The contiguous, masked path of the stride-1 "same" geometries (and the fallback of the
+  // others) against the row-by-row col2im, with exact zeros and negative zeros in the input;
+  // one Col2imMasks reused across geometries, as a layer would across calls.
+  Rng rng{13, 14};
+  Col2imMasks masks;
+  for (const ConvCase cc : {ConvCase{1, 3, 8, 8, 0, 3, 1, 1}, ConvCase{1, 2, 5, 9, 0, 3, 1, 1},
+                            ConvCase{1, 2, 1, 6, 0, 3, 1, 1}, ConvCase{1, 4, 3, 4, 0, 1, 1, 0},
+                            ConvCase{1, 2, 7, 6, 0, 5, 1, 2}, ConvCase{1, 3, 8, 8, 0, 3, 1, 1},
+                            ConvCase{1, 2, 7, 6, 0, 3, 2, 1}, ConvCase{1, 1, 4, 4, 0, 3, 1, 3}}) {
+    ConvGeometry g{.channels = cc.c,
+                   .height = cc.h,
+                   .width = cc.w,
+                   .kernel = cc.k,
+                   .stride = cc.s,
+                   .padding = cc.p};
+    g.compute_output();
+    Tensor c = random_tensor({int(g.col_rows() * g.col_cols())}, rng);
+    for (std::size_t i = 0; i < c.size(); i += 7) c.data[i] = i % 2 == 0 ? 0.0f : -0.0f;
+    std::vector<float> plain(g.image_size(), 5.0f), masked(g.image_size(), -5.0f);
+    col2im(c.data, g, plain);
+    col2im(c.data, g, masked, masks);
+    EXPECT_EQ(std::memcmp(plain.data(), masked.data(), plain.size() * sizeof(float)), 0)
+        << "k" << g.kernel << " p" << g.padding << " s" << g.stride << " " << g.height << "x"
+        << g.width;
   }
 }
 

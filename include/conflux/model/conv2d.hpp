@@ -41,6 +41,7 @@ class Conv2d final : public Layer {
   // One sample's patch matrix [C*k*k][H'*W'], small enough for the caches; backward unfolds
   // each sample again rather than keeping the batch's.
   std::vector<float> col_;
+  Col2imMasks col2im_masks_;  // col2im's column masks for this layer's geometry
   bool input_grad_needed_ = true;
   bool relu_ = false;                 // a fused ReLU (Layer::fuse_relu)
   const Tensor* last_out_ = nullptr;  // the last forward's output: the fused ReLU's gate
