@@ -1,5 +1,7 @@
 #include "conflux/plan/sweep.hpp"
 
+#include <cblas.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -218,6 +220,10 @@ Sweep run_sweep(const SweepOptions& o) {
   check_grid(o);
   const Config& base = *o.config;
   const comm::Communicator& world = *o.world;
+  // The points must compute as `conflux train` will (train_job.cpp sets the same): OpenBLAS
+  // otherwise starts one thread per core, and the profile would time a rank that uses more
+  // CPU than cluster.blas_threads gives it in training (and than the plan assumes).
+  openblas_set_num_threads(base.cluster().blas_threads);
   const data::SourceSplits data = train::open_training_data(base);
   Sweep sweep;
   sweep.config_name = base.run().name;
