@@ -429,6 +429,13 @@ EpochReport Trainer::finish_epoch(const data::LoaderStats& stats_before) {
     }
   }
   if (noise_) {
+    if (noise_->epoch().steps() == 0 && log_ != nullptr && trainers_.rank() == 0) {
+      log_->warn(
+          "train.noise_scale: no step of epoch {} compared equal per-trainer batches with this "
+          "step's merged gradient (uneven batches, or stale K-Reduce non-aggregators): not "
+          "measured",
+          report.epoch + 1);
+    }
     report.noise_steps = noise_->epoch().steps();
     report.noise_scale = noise_->epoch().noise_scale();
     report.grad_norm2 = noise_->epoch().gradient_norm2();
