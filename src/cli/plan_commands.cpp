@@ -314,10 +314,12 @@ void emit_plan_files(const PlanArgs& a, const plan::PlanResult& result, const pl
                                                       std::get<std::int64_t>(lr.back().value))
                                         : std::string()));
     if (cost.options().to_target != nullptr) {
-      // Whole epochs covering the planned steps to the target.
-      const auto samples = static_cast<double>(prediction.iterations) * static_cast<double>(batch);
-      const auto epochs = static_cast<std::int64_t>(
-          std::ceil(samples / static_cast<double>(cost.model().epoch_samples) - 1e-9));
+      // Whole epochs covering the planned steps to the target (an epoch's last step may be
+      // a partial batch, so count steps, not samples).
+      const auto n = static_cast<std::int64_t>(cost.model().epoch_samples);
+      const std::int64_t steps_per_epoch = (n + batch - 1) / batch;
+      const auto steps = static_cast<std::int64_t>(prediction.iterations);
+      const std::int64_t epochs = (steps + steps_per_epoch - 1) / steps_per_epoch;
       lr.push_back({.key = "train.epochs", .value = std::max<std::int64_t>(1, epochs)});
       fmt::print("epochs for {} steps of {} samples to {}: {}\n", prediction.iterations, batch,
                  cost.options().to_target->target.describe(),
