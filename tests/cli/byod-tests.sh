@@ -119,6 +119,39 @@ else
     "$(cat "$TMP/pack-r1.log" "$TMP/arrays-r1.log")"
 fi
 
+# --- auto, worker timeouts and the timeline on decoding-heavy images ---------------------------
+# 200-500 px JPEGs cropped to 32 px: decoding dwarfs the small CNN, so the job is input-bound.
+make_images "$TMP/heavy" --train 320 --val 32 --size 200-500
+heavy=(--set "data.path=$TMP/heavy" --set train.epochs=3 --set data.audit=true)
+byod_train 1 heavy-r0 "${heavy[@]}"
+byod_train 3 heavy-auto "${heavy[@]}" --set 'data.offload_ratio="auto"' --set profile.initial_steps=2 \
+  --set profile.steps=4
+auto_ratio=$(grep -oP 'offload: trainer 0 at step \d+: ratio 0.00 -> \K[0-9.]+(?=: start-up profile over 4 steps: input-bound)' "$TMP/heavy-auto.log")
+workers_built=$(python3 -c "
+import json, sys
+t = json.load(open(sys.argv[1]))
+events = t['traceEvents'] if isinstance(t, dict) else t
+print(sum(1 for e in events if e.get('name') == 'build batch' and e.get('pid') in (1, 2)))" \
+  "$TMP/run-heavy-auto/timeline.json" 2>/dev/null)
+if [ -n "$(digest_of "$TMP/heavy-r0.log")" ] && [ "$(digest_of "$TMP/heavy-auto.log")" = "$(digest_of "$TMP/heavy-r0.log")" ] &&
+  audited "$TMP/heavy-auto.log" 320 3 && [ -n "$auto_ratio" ] && [ "$(served "$TMP/heavy-auto.log")" -gt 0 ] &&
+  [ "${workers_built:-0}" -gt 0 ]; then
+  ok "offload ratio auto on an image folder: input-bound, ratio 0 -> $auto_ratio, workers served $(served "$TMP/heavy-auto.log") batches ($workers_built 'build batch' events of ranks 1-2 in timeline.json), same digest as ratio 0, audit passes"
+else
+  not_ok "auto on an image folder: ratio '$auto_ratio', served $(served "$TMP/heavy-auto.log"), timeline '$workers_built'" \
+    "$(cat "$TMP/heavy-r0.log" "$TMP/heavy-auto.log")"
+fi
+# Worker 0 answers its first 2 requests, then holds every answer for 2 s; the deadline is 0.3 s.
+byod_train 3 heavy-slow "${heavy[@]}" --set data.offload_ratio=1 --set fault.worker=0 \
+  --set fault.mode=delay --set fault.delay_s=2 --set fault.after=2 --set data.worker_timeout_s=0.3
+if [ "$(digest_of "$TMP/heavy-slow.log")" = "$(digest_of "$TMP/heavy-r0.log")" ] && audited "$TMP/heavy-slow.log" 320 3 &&
+  grep -q 'worker 0 (rank 1) did not answer the request' "$TMP/heavy-slow.log" &&
+  grep -qP ', [1-9][0-9]* rebuilt after a worker timeout' "$TMP/heavy-slow.log"; then
+  ok "image folder, a worker slower than data.worker_timeout_s: the trainer rebuilds its batches, same digest, audit passes"
+else
+  not_ok "image folder with a slow worker" "$(cat "$TMP/heavy-slow.log")"
+fi
+
 # 2 trainers x 16 vs 1 trainer x 32: only the order of float additions differs, so the weights
 # agree within float tolerance (tests/mpi/training_test.cpp: max |diff| < 1e-4), not bit for bit;
 # 2 trainers with and without a worker agree exactly.
