@@ -5,10 +5,11 @@
 # with a quarter-epoch linear warm-up), measures each run's steps to a target training loss,
 # and compares them with the steps the model predicts from ONE reference run (its steps to
 # the target and its measured gradient noise scale, train.noise_scale). Writes a table and
-# bench-results/noise_scale_validation.json.
+# OUT/noise_scale_validation.json.
 #
 #   [BATCHES="32 64 128 256 512"] [REF=128] [TARGET_LOSS=0.15] [SEEDS="42 7"] [EPOCHS=8]
-#   [OUT=bench-results/noise-scale] benchmarks/noise_scale_validation.sh
+#   [OUT=bench-results/noise-scale] [LR_RULE=linear|noise] [BNOISE=1052]
+#   benchmarks/noise_scale_validation.sh
 #
 # Linear scaling held up to 512 here; at 2048 (learning rate 0.8 with momentum 0.9) training
 # diverged, so the default sizes stop at 512 (16x the smallest).
@@ -24,6 +25,8 @@ TARGET_LOSS=${TARGET_LOSS:-0.15}
 SEEDS=${SEEDS:-"42 7"}
 EPOCHS=${EPOCHS:-8}
 OUT=${OUT:-bench-results/noise-scale}
+LR_RULE=${LR_RULE:-linear}  # linear: 0.05 x B / 128; noise: 0.05 (1 + BNOISE/128) / (1 + BNOISE/B)
+BNOISE=${BNOISE:-1052}
 source tools/mpi-env.sh
 mkdir -p "$OUT"
 
@@ -31,7 +34,13 @@ for seed in $SEEDS; do
   for b in $BATCHES; do
     dir=$OUT/b$b-s$seed
     rm -rf "$dir"
-    lr=$(python3 -c "print(0.05 * $b / 128)")
+    if [ "$LR_RULE" = noise ]; then
+      # McCandlish et al.'s rate rule, lr(B) proportional to 1 / (1 + B_noise / B), through the
+      # recipe's 0.05 at 128: linear for B << B_noise, flat for B >> B_noise.
+      lr=$(python3 -c "print(round(0.05 * (1 + $BNOISE / 128) / (1 + $BNOISE / $b), 4))")
+    else
+      lr=$(python3 -c "print(0.05 * $b / 128)")
+    fi
     log_every=$(((2048 + b - 1) / b))
     warmup=$(python3 -c "import math; print(max(1, math.ceil(60000 / $b / 4)))")
     "${MPIRUN[@]}" -np 2 "$BIN/conflux" train --config configs/mnist_mlp.toml \
@@ -42,7 +51,7 @@ for seed in $SEEDS; do
   done
 done
 
-python3 - "$OUT" "$REF" "$TARGET_LOSS" "$BATCHES" "$SEEDS" <<'EOF'
+python3 - "$OUT" "$REF" "$TARGET_LOSS" "$BATCHES" "$SEEDS" "$LR_RULE" <<'EOF'
 import json, statistics, sys
 out, ref, target = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 batches = [int(b) for b in sys.argv[4].split()]
@@ -81,7 +90,7 @@ for seed in seeds:
                      "epoch": m["epoch"], "reference": b == ref,
                      "ref_b_noise": r["b_noise"], "s_min": s_min})
 
-print(f"target: training loss <= {target}; reference batch {ref}; learning rate 0.05 x B / 128")
+print(f"target: training loss <= {target}; reference batch {ref}; learning rate rule: {sys.argv[6]}")
 print(f"{'seed':>5} {'B':>6} {'measured steps':>15} {'predicted':>10} {'error':>8} {'B_noise (run)':>14}")
 for r in rows:
     if r["measured"] is None:
@@ -104,6 +113,6 @@ print(f"median |error| over the predicted (non-reference) runs: "
       f"target: {missing}")
 print(f"B_noise at the target over all runs: mean {summary['b_noise_mean']:.0f}, "
       f"stdev {summary['b_noise_stdev']:.0f}")
-with open("bench-results/noise_scale_validation.json", "w") as f:
+with open(f"{out}/noise_scale_validation.json", "w") as f:
     json.dump(summary, f, indent=1)
 EOF
