@@ -112,6 +112,14 @@ StepsToTarget steps_to_target_from_run(const std::filesystem::path& run_dir,
   });
   const double b_noise = epoch == epochs.end() ? std::numeric_limits<double>::quiet_NaN()
                                                : epoch->number_or("noise_scale", -1);
+  // Measured, but not positive (JSON null): too few or too noisy steps to tell.
+  CONFLUX_REQUIRE(epoch == epochs.end() || epoch->number_or("noise_steps", 0) == 0 ||
+                      (b_noise > 0 && std::isfinite(b_noise)),
+                  "reference run {}: the gradient noise scale of epoch {} (where it reached {}) "
+                  "could not be told from its {} steps (tr(Sigma) or |G|^2 not positive); use a "
+                  "target the run reached in a later epoch, or a reference with longer epochs",
+                  run_dir.string(), reached.epoch, target.describe(),
+                  epoch->number_or("noise_steps", 0));
   CONFLUX_REQUIRE(
       b_noise > 0 && std::isfinite(b_noise),
       "reference run {}: {} holds no gradient noise scale for epoch {}, where it reached {}; "

@@ -101,6 +101,12 @@ TEST(StepsToTarget, ReferencesThatCannotGiveItAreClearErrors) {
   const std::string noise = error_of(quiet.path(), {.value = 0.9});
   EXPECT_NE(noise.find("no gradient noise scale for epoch 1"), std::string::npos) << noise;
   EXPECT_NE(noise.find("train.noise_scale=true"), std::string::npos) << noise;
+  TempDir noisy;
+  write_run(noisy.path());
+  write(noisy.path() / "metrics.jsonl",
+        "{\"epoch\": 1, \"test_accuracy\": 0.95, \"noise_steps\": 3, \"noise_scale\": null}\n");
+  const std::string told = error_of(noisy.path(), {.value = 0.9});
+  EXPECT_NE(told.find("could not be told from its 3 steps"), std::string::npos) << told;
   TempDir empty;
   EXPECT_NE(error_of(empty.path(), {.value = 0.9}).find("config.toml"), std::string::npos);
   EXPECT_NE(error_of(tmp.path(), {.value = 1.5}).find("accuracy in (0, 1]"), std::string::npos);
