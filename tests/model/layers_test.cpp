@@ -2,11 +2,11 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "../support/bound_layer.hpp"
@@ -151,6 +151,33 @@ struct ConvCase {
   int n, c, h, w, out, k, s, p;
 };
 
+// The geometry of one image of `cc`, its output size computed.
+ConvGeometry geometry_of(const ConvCase& cc) {
+  ConvGeometry g{.channels = cc.c,
+                 .height = cc.h,
+                 .width = cc.w,
+                 .kernel = cc.k,
+                 .stride = cc.s,
+                 .padding = cc.p};
+  g.compute_output();
+  return g;
+}
+
+// "k3 p1 s1 8x8", for failure messages.
+std::string describe(const ConvGeometry& g) {
+  return "k" + std::to_string(g.kernel) + " p" + std::to_string(g.padding) + " s" +
+         std::to_string(g.stride) + " " + std::to_string(g.height) + "x" + std::to_string(g.width);
+}
+
+// Geometries of the unfolding tests: the stride-1 "same" shapes that take the plane-copy and
+// contiguous paths (3x3 p1, 1x1 p0, 5x5 p2, images of one row or column) and others.
+const std::vector<ConvCase> kUnfoldCases{
+    ConvCase{1, 3, 8, 8, 0, 3, 1, 1}, ConvCase{1, 2, 5, 9, 0, 3, 1, 1},
+    ConvCase{1, 2, 1, 6, 0, 3, 1, 1}, ConvCase{1, 2, 6, 1, 0, 3, 1, 1},
+    ConvCase{1, 4, 3, 4, 0, 1, 1, 0}, ConvCase{1, 2, 7, 6, 0, 5, 1, 2},
+    ConvCase{1, 1, 2, 2, 0, 5, 1, 2}, ConvCase{1, 2, 7, 6, 0, 3, 2, 1},
+    ConvCase{1, 2, 6, 6, 0, 3, 1, 0}, ConvCase{1, 1, 4, 4, 0, 3, 1, 3}};
+
 class ModelConvForward : public ::testing::TestWithParam<ConvCase> {};
 
 TEST_P(ModelConvForward, MatchesDirectConvolution) {
@@ -203,13 +230,7 @@ TEST(ModelLayers, Im2colAndCol2imAreAdjoint) {
   Rng rng{6, 7};
   for (const ConvCase cc : {ConvCase{1, 2, 7, 6, 0, 3, 2, 1}, ConvCase{1, 3, 5, 5, 0, 3, 1, 2},
                             ConvCase{1, 1, 8, 7, 0, 2, 3, 0}}) {
-    ConvGeometry g{.channels = cc.c,
-                   .height = cc.h,
-                   .width = cc.w,
-                   .kernel = cc.k,
-                   .stride = cc.s,
-                   .padding = cc.p};
-    g.compute_output();
+    const ConvGeometry g = geometry_of(cc);
     const Tensor x = random_tensor({int(g.image_size())}, rng);
     const Tensor c = random_tensor({int(g.col_rows() * g.col_cols())}, rng);
     std::vector<float> col(c.size()), img(x.size());
@@ -224,21 +245,10 @@ TEST(ModelLayers, Im2colAndCol2imAreAdjoint) {
 
 TEST(ModelLayers, Im2colMatchesItsDefinition) {
   // Every entry against the definition (row (c*k + ki)*k + kj, column oh*W' + ow holds pixel
-  // (c, oh*s - p + ki, ow*s - p + kj), 0 outside), for the stride-1 "same" shapes that take
-  // the plane-copy path (3x3 p1, 1x1 p0, 5x5 p2, images of one row or column) and others.
+  // (c, oh*s - p + ki, ow*s - p + kj), 0 outside).
   Rng rng{11, 12};
-  for (const ConvCase cc : {ConvCase{1, 3, 8, 8, 0, 3, 1, 1}, ConvCase{1, 2, 5, 9, 0, 3, 1, 1},
-                            ConvCase{1, 2, 1, 6, 0, 3, 1, 1}, ConvCase{1, 2, 6, 1, 0, 3, 1, 1},
-                            ConvCase{1, 4, 3, 4, 0, 1, 1, 0}, ConvCase{1, 2, 7, 6, 0, 5, 1, 2},
-                            ConvCase{1, 1, 2, 2, 0, 5, 1, 2}, ConvCase{1, 2, 7, 6, 0, 3, 2, 1},
-                            ConvCase{1, 2, 6, 6, 0, 3, 1, 0}, ConvCase{1, 1, 4, 4, 0, 3, 1, 3}}) {
-    ConvGeometry g{.channels = cc.c,
-                   .height = cc.h,
-                   .width = cc.w,
-                   .kernel = cc.k,
-                   .stride = cc.s,
-                   .padding = cc.p};
-    g.compute_output();
+  for (const ConvCase& cc : kUnfoldCases) {
+    const ConvGeometry g = geometry_of(cc);
     const Tensor x = random_tensor({int(g.image_size())}, rng);
     std::vector<float> col(g.col_rows() * g.col_cols(), -7.0f);
     im2col(x.data, g, col);
@@ -252,9 +262,8 @@ TEST(ModelLayers, Im2colMatchesItsDefinition) {
               const int iw = ow * g.stride - g.padding + kj;
               const bool inside = ih >= 0 && ih < g.height && iw >= 0 && iw < g.width;
               const float want = inside ? x.data[(c * g.height + ih) * g.width + iw] : 0.0f;
-              ASSERT_EQ(col[at], want) << "k" << g.kernel << " p" << g.padding << " s" << g.stride
-                                       << " " << g.height << "x" << g.width << " at c" << c << " ki"
-                                       << ki << " kj" << kj << " oh" << oh << " ow" << ow;
+              ASSERT_EQ(col[at], want) << describe(g) << " at c" << c << " ki" << ki << " kj" << kj
+                                       << " oh" << oh << " ow" << ow;
             }
   }
 }
@@ -262,28 +271,21 @@ TEST(ModelLayers, Im2colMatchesItsDefinition) {
 TEST(ModelLayers, Col2imWithMasksEqualsCol2imBitForBit) {
   // The contiguous, masked path of the stride-1 "same" geometries (and the fallback of the
   // others) against the row-by-row col2im, with exact zeros and negative zeros in the input;
-  // one Col2imMasks reused across geometries, as a layer would across calls.
+  // one Col2imMasks reused across geometries (twice through the list, so that it is rebuilt
+  // for a geometry it held before), as a layer would across calls.
   Rng rng{13, 14};
   Col2imMasks masks;
-  for (const ConvCase cc : {ConvCase{1, 3, 8, 8, 0, 3, 1, 1}, ConvCase{1, 2, 5, 9, 0, 3, 1, 1},
-                            ConvCase{1, 2, 1, 6, 0, 3, 1, 1}, ConvCase{1, 4, 3, 4, 0, 1, 1, 0},
-                            ConvCase{1, 2, 7, 6, 0, 5, 1, 2}, ConvCase{1, 3, 8, 8, 0, 3, 1, 1},
-                            ConvCase{1, 2, 7, 6, 0, 3, 2, 1}, ConvCase{1, 1, 4, 4, 0, 3, 1, 3}}) {
-    ConvGeometry g{.channels = cc.c,
-                   .height = cc.h,
-                   .width = cc.w,
-                   .kernel = cc.k,
-                   .stride = cc.s,
-                   .padding = cc.p};
-    g.compute_output();
+  std::vector<ConvCase> twice = kUnfoldCases;
+  twice.insert(twice.end(), kUnfoldCases.begin(), kUnfoldCases.end());
+  for (const ConvCase& cc : twice) {
+    const ConvGeometry g = geometry_of(cc);
     Tensor c = random_tensor({int(g.col_rows() * g.col_cols())}, rng);
     for (std::size_t i = 0; i < c.size(); i += 7) c.data[i] = i % 2 == 0 ? 0.0f : -0.0f;
     std::vector<float> plain(g.image_size(), 5.0f), masked(g.image_size(), -5.0f);
     col2im(c.data, g, plain);
     col2im(c.data, g, masked, masks);
     EXPECT_EQ(std::memcmp(plain.data(), masked.data(), plain.size() * sizeof(float)), 0)
-        << "k" << g.kernel << " p" << g.padding << " s" << g.stride << " " << g.height << "x"
-        << g.width;
+        << describe(g);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <random>
 
@@ -205,6 +206,34 @@ TEST(Planner, MatchesExhaustiveSearchOnRandomInstances) {
   EXPECT_GE(slurm, 20);
 }
 
+// Gives the instance a deadline between half and 2.5 times its slowest candidate's time;
+// false when the space holds no candidate (batch rules may leave none).
+bool set_random_deadline(std::mt19937_64& rng, Instance& in) {
+  PlanRequest probe = in.request;
+  probe.deadline_s = 1e300;
+  const PlanResult all = exhaustive_plan(*in.cost, probe);
+  if (all.ranked.empty()) return false;
+  in.request.deadline_s = all.ranked.back().second.total_s * (0.5 + rng() % 100 / 50.0);
+  if (!(in.request.deadline_s > 0)) in.request.deadline_s = 1;
+  return true;
+}
+
+// plan() against exhaustive_plan() in distinct and all-points mode; `check` sees each
+// exhaustive answer. Returns whether the distinct answer is feasible.
+bool expect_exhaustive_in_both_modes(Instance& in, const std::string& what,
+                                     const std::function<void(const PlanResult&)>& check) {
+  bool feasible = false;
+  for (const bool distinct : {true, false}) {
+    in.request.distinct = distinct;
+    const PlanResult want = exhaustive_plan(*in.cost, in.request);
+    expect_same(plan(*in.cost, in.request), want, what);
+    if (::testing::Test::HasFailure()) return feasible;
+    feasible = feasible || (want.feasible && distinct);
+    check(want);
+  }
+  return feasible;
+}
+
 // FasDL's batch rules (a fixed aggregator batch, Bn tied to Ba, a global-batch cap) on random
 // instances: still the exhaustive answer, and every answer keeps the rules.
 TEST(Planner, MatchesExhaustiveSearchUnderBatchRules) {
@@ -219,20 +248,11 @@ TEST(Planner, MatchesExhaustiveSearchUnderBatchRules) {
     s.nonaggregator_batch_ratio = static_cast<int>(rng() % 3);
     const int floor = s.aggregator_batch > 0 ? s.aggregator_batch : smallest;
     s.max_global_batch = rng() % 4 == 0 ? 0 : floor + static_cast<int>(rng() % 300);
-    PlanRequest probe = in.request;
-    probe.deadline_s = 1e300;
-    const PlanResult all = exhaustive_plan(*in.cost, probe);
-    if (all.ranked.empty()) continue;  // the rules may leave nothing in the space
-    in.request.deadline_s = all.ranked.back().second.total_s * (0.5 + rng() % 100 / 50.0);
-    if (!(in.request.deadline_s > 0)) in.request.deadline_s = 1;
-    for (const bool distinct : {true, false}) {
-      in.request.distinct = distinct;
-      const PlanResult want = exhaustive_plan(*in.cost, in.request);
-      expect_same(plan(*in.cost, in.request), want,
-                  fmt::format("trial {}: {} Ba {} ratio {} cap {}", trial, in.description,
-                              s.aggregator_batch, s.nonaggregator_batch_ratio, s.max_global_batch));
-      if (::testing::Test::HasFailure()) return;
-      feasible += want.feasible && distinct;
+    if (!set_random_deadline(rng, in)) continue;  // the rules may leave nothing in the space
+    const std::string what =
+        fmt::format("trial {}: {} Ba {} ratio {} cap {}", trial, in.description, s.aggregator_batch,
+                    s.nonaggregator_batch_ratio, s.max_global_batch);
+    feasible += expect_exhaustive_in_both_modes(in, what, [&](const PlanResult& want) {
       for (const Scored& x : want.ranked) {
         const Candidate& c = x.first;
         if (s.aggregator_batch > 0) {
@@ -246,7 +266,8 @@ TEST(Planner, MatchesExhaustiveSearchUnderBatchRules) {
                     static_cast<std::uint64_t>(s.max_global_batch));
         }
       }
-    }
+    });
+    if (::testing::Test::HasFailure()) return;
   }
   EXPECT_GE(feasible, 50);
 }
@@ -274,25 +295,16 @@ TEST(Planner, MatchesExhaustiveSearchForATarget) {
       s.nonaggregator_batch_ratio = 1;
       s.max_global_batch = s.aggregator_batch + static_cast<int>(rng() % 200);
     }
-    PlanRequest probe = in.request;
-    probe.deadline_s = 1e300;
-    const PlanResult all = exhaustive_plan(*in.cost, probe);
-    if (all.ranked.empty()) continue;
-    in.request.deadline_s = all.ranked.back().second.total_s * (0.5 + rng() % 100 / 50.0);
-    if (!(in.request.deadline_s > 0)) in.request.deadline_s = 1;
-    for (const bool distinct : {true, false}) {
-      in.request.distinct = distinct;
-      const PlanResult want = exhaustive_plan(*in.cost, in.request);
-      expect_same(plan(*in.cost, in.request), want,
-                  fmt::format("trial {}: {} S_min {} B_noise {}", trial, in.description,
-                              in.to_target->s_min, in.to_target->b_noise));
-      if (::testing::Test::HasFailure()) return;
-      feasible += want.feasible && distinct;
+    if (!set_random_deadline(rng, in)) continue;
+    const std::string what = fmt::format("trial {}: {} S_min {} B_noise {}", trial, in.description,
+                                         in.to_target->s_min, in.to_target->b_noise);
+    feasible += expect_exhaustive_in_both_modes(in, what, [&](const PlanResult& want) {
       for (const Scored& x : want.ranked) {
         const double b = static_cast<double>(CostModel::samples_per_iteration(x.first));
         EXPECT_EQ(x.second.iterations, in.to_target->steps(b));
       }
-    }
+    });
+    if (::testing::Test::HasFailure()) return;
   }
   EXPECT_GE(feasible, 50);
 }

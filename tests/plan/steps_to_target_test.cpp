@@ -45,11 +45,16 @@ std::string error_of(const std::filesystem::path& dir, TrainingTarget t) {
   return "no error";
 }
 
-TEST(StepsToTarget, TrainingLossTargetFromTheFirstReportAtOrBelowIt) {
+// steps_to_target_from_run on the run of write_run().
+StepsToTarget from_reference(const TrainingTarget& t) {
   TempDir tmp;
   write_run(tmp.path());
-  const StepsToTarget s = steps_to_target_from_run(
-      tmp.path(), {.kind = TrainingTarget::Kind::kTrainingLoss, .value = 0.2});
+  return steps_to_target_from_run(tmp.path(), t);
+}
+
+TEST(StepsToTarget, TrainingLossTargetFromTheFirstReportAtOrBelowIt) {
+  const StepsToTarget s =
+      from_reference({.kind = TrainingTarget::Kind::kTrainingLoss, .value = 0.2});
   EXPECT_EQ(s.reference_steps, 150);
   EXPECT_EQ(s.reference_batch, 128);
   EXPECT_EQ(s.b_noise, 400);  // epoch 2's
@@ -62,10 +67,8 @@ TEST(StepsToTarget, TrainingLossTargetFromTheFirstReportAtOrBelowIt) {
 }
 
 TEST(StepsToTarget, AccuracyTargetFromTheEndOfTheFirstEpochThatReachesIt) {
-  TempDir tmp;
-  write_run(tmp.path());
-  const StepsToTarget s = steps_to_target_from_run(
-      tmp.path(), {.kind = TrainingTarget::Kind::kTestAccuracy, .value = 0.96});
+  const StepsToTarget s =
+      from_reference({.kind = TrainingTarget::Kind::kTestAccuracy, .value = 0.96});
   EXPECT_EQ(s.reference_steps, 200);
   EXPECT_EQ(s.b_noise, 400);
   EXPECT_EQ(s.target.describe(), "test accuracy >= 0.96");
