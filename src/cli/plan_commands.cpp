@@ -314,13 +314,10 @@ void emit_plan_files(const PlanArgs& a, const plan::PlanResult& result, const pl
                                                       std::get<std::int64_t>(lr.back().value))
                                         : std::string()));
     if (cost.options().to_target != nullptr) {
-      // Whole epochs covering the planned steps to the target (an epoch's last step may be
-      // a partial batch, so count steps, not samples).
-      const auto n = static_cast<std::int64_t>(cost.model().epoch_samples);
-      const std::int64_t steps_per_epoch = (n + batch - 1) / batch;
-      const auto steps = static_cast<std::int64_t>(prediction.iterations);
-      const std::int64_t epochs = (steps + steps_per_epoch - 1) / steps_per_epoch;
-      lr.push_back({.key = "train.epochs", .value = std::max<std::int64_t>(1, epochs)});
+      lr.push_back(
+          {.key = "train.epochs",
+           .value = plan::epochs_covering(prediction.iterations, cost.model().epoch_samples,
+                                          static_cast<std::uint64_t>(batch))});
       fmt::print("epochs for {} steps of {} samples to {}: {}\n", prediction.iterations, batch,
                  cost.options().to_target->target.describe(),
                  std::get<std::int64_t>(lr.back().value));

@@ -213,8 +213,8 @@ void BatchNorm::run_forward(bool training, StatReducer* reducer, const Tensor& i
   for (int c = 0; c < l.c; ++c) coef_a_[c] = weight_[c] * invstd_[c];
   out.resize(in.shape);
   apply_map(l, {.m = mean_.data(), .p = coef_a_.data(), .q = bias_.data(), .r = nullptr},
-            in.data.data(), nullptr, out.data.data(), relu_);
-  last_out_ = &out;
+            in.data.data(), nullptr, out.data.data(), relu_.on());
+  relu_.set_output(out);
 }
 
 void BatchNorm::batch_statistics(StatReducer* reducer, const Tensor& in) {
@@ -247,7 +247,7 @@ void BatchNorm::run_backward(StatReducer* reducer, const Tensor& in, const Tenso
   const Layout l = layout_of(in, channels_);
   // A fused ReLU gates the gradient first, in one pass as the ReLU layer's backward did
   // (both later passes read it, so gating inside them would do the work twice).
-  const Tensor& grad_out = relu_ ? gate_relu(given_grad_out) : given_grad_out;
+  const Tensor& grad_out = relu_.on() ? gate_relu(given_grad_out) : given_grad_out;
   CONFLUX_CHECK(grad_out.shape == in.shape && mean_.size() == static_cast<std::size_t>(l.c),
                 "batchnorm {}: backward gradient [{}] does not match the last forward", channels_,
                 fmt::join(grad_out.shape, ","));
@@ -283,10 +283,9 @@ void BatchNorm::run_backward(StatReducer* reducer, const Tensor& in, const Tenso
 }
 
 const Tensor& BatchNorm::gate_relu(const Tensor& grad_out) {
-  CONFLUX_CHECK(last_out_ != nullptr && last_out_->shape == grad_out.shape,
-                "batchnorm {}: fused ReLU without the output of the last forward", channels_);
+  const float* gate = relu_.output_for(grad_out, describe());
   dy_gated_.resize(grad_out.shape);
-  relu_gate(last_out_->data.data(), grad_out.data.data(), grad_out.size(), dy_gated_.data.data());
+  relu_gate(gate, grad_out.data.data(), grad_out.size(), dy_gated_.data.data());
   return dy_gated_;
 }
 

@@ -121,9 +121,9 @@ void Conv2d::forward(const Tensor& in, Tensor& out) {
     // Y_i = W [out, C*k*k] x col_i [C*k*k, H'*W']
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out_, cols, rows, 1.0f, weight_.data(),
                 rows, col_.data(), cols, 1.0f, y, cols);
-    if (relu_) relu_in_place(y, out_size);
+    if (relu_.on()) relu_in_place(y, out_size);
   }
-  last_out_ = &out;
+  relu_.set_output(out);
 }
 
 // One pass over the samples: each sample's patch matrix and dY_i are used for its
@@ -139,10 +139,9 @@ void Conv2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in)
                 "{}: backward gradient [{}] does not match the input [{}]", describe(),
                 fmt::join(grad_out.shape, ","), fmt::join(in.shape, ","));
   const float* dy = grad_out.data.data();
-  CONFLUX_CHECK(!relu_ || (last_out_ != nullptr && last_out_->shape == grad_out.shape),
-                "{}: fused ReLU without the output of the last forward", describe());
+  const float* gate = relu_.on() ? relu_.output_for(grad_out, describe()) : nullptr;
   col_.resize(g.col_rows() * g.col_cols());
-  if (relu_) dy_gated_.resize(out_size);
+  if (gate != nullptr) dy_gated_.resize(out_size);
   if (input_grad_needed_) {
     grad_in.resize(in.shape);
   } else {
@@ -153,8 +152,8 @@ void Conv2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in)
   if (n == 0) std::fill(weight_grad_.begin(), weight_grad_.end(), 0.0f);
   for (int i = 0; i < n; ++i) {
     const float* dy_i = dy + i * out_size;
-    if (relu_) {
-      relu_gate(last_out_->data.data() + i * out_size, dy_i, out_size, dy_gated_.data());
+    if (gate != nullptr) {
+      relu_gate(gate + i * out_size, dy_i, out_size, dy_gated_.data());
       dy_i = dy_gated_.data();
     }
     im2col(sample(in, g, i), g, col_);

@@ -34,36 +34,57 @@ bool is_same_stride1(const ConvGeometry& g) noexcept {
   return g.stride == 1 && g.out_width == g.width && g.out_height == g.height;
 }
 
-void im2col_same_stride1(const float* image, const ConvGeometry& g, float* dst) {
-  const int k = g.kernel;
+// Where patch row (ki, kj) of a stride-1 "same" geometry meets its channel plane: the patch
+// entries [first, last) (from output (oh_lo, lo) to (oh_hi - 1, hi - 1)) read or write plane
+// entries [first + shift, last + shift), all inside the plane; the columns outside [lo, hi)
+// of each row in between wrap around to the neighbouring image row. Empty when the patch row
+// reads only padding.
+struct PatchSpan {
+  bool empty = true;
+  std::size_t first = 0, last = 0;
+  std::ptrdiff_t shift = 0;
+  int oh_lo = 0, oh_hi = 0, lo = 0, hi = 0;
+};
+
+PatchSpan patch_span(const ConvGeometry& g, int ki, int kj) noexcept {
   const int p = g.padding;
-  const int h = g.height;
   const int w = g.width;
-  const std::size_t plane_size = static_cast<std::size_t>(h) * w;
+  PatchSpan s;
+  // Output rows whose input row oh - p + ki lies inside the image.
+  s.oh_lo = std::max(0, p - ki);
+  s.oh_hi = std::min(g.height, g.height + p - ki);
+  const auto [lo, hi] = valid_columns(g, kj);
+  s.lo = lo;
+  s.hi = hi;
+  s.empty = s.oh_lo >= s.oh_hi || lo >= hi;
+  if (s.empty) return s;
+  s.first = static_cast<std::size_t>(s.oh_lo) * w + lo;
+  s.last = static_cast<std::size_t>(s.oh_hi - 1) * w + hi;
+  s.shift = static_cast<std::ptrdiff_t>(ki - p) * w + (kj - p);
+  return s;
+}
+
+void im2col_same_stride1(const float* image, const ConvGeometry& g, float* dst) {
+  const int w = g.width;
+  const std::size_t plane_size = static_cast<std::size_t>(g.height) * w;
   for (int c = 0; c < g.channels; ++c) {
     const float* plane = image + c * plane_size;
-    for (int ki = 0; ki < k; ++ki) {
-      // Output rows whose input row oh - p + ki lies inside the image.
-      const int oh_lo = std::max(0, p - ki);
-      const int oh_hi = std::min(h, h + p - ki);
-      for (int kj = 0; kj < k; ++kj, dst += plane_size) {
-        const auto [lo, hi] = valid_columns(g, kj);
-        if (oh_lo >= oh_hi || lo >= hi) {
+    for (int ki = 0; ki < g.kernel; ++ki) {
+      for (int kj = 0; kj < g.kernel; ++kj, dst += plane_size) {
+        const PatchSpan s = patch_span(g, ki, kj);
+        if (s.empty) {
           std::fill(dst, dst + plane_size, 0.0f);
           continue;
         }
-        // From (oh_lo, lo) to (oh_hi - 1, hi - 1): every source index lies inside the plane.
-        // Written front to back (the destination is usually too large for the caches).
-        const std::size_t first = static_cast<std::size_t>(oh_lo) * w + lo;
-        const std::size_t last = static_cast<std::size_t>(oh_hi - 1) * w + hi;
-        const float* src = plane + (static_cast<std::ptrdiff_t>(oh_lo - p + ki) * w + lo + kj - p);
-        std::fill(dst, dst + first, 0.0f);
-        std::copy(src, src + (last - first), dst + first);
-        std::fill(dst + last, dst + plane_size, 0.0f);
-        for (int oh = oh_lo; oh < oh_hi; ++oh) {
+        // Written front to back (the destination may be too large for the caches).
+        const float* src = plane + (static_cast<std::ptrdiff_t>(s.first) + s.shift);
+        std::fill(dst, dst + s.first, 0.0f);
+        std::copy(src, src + (s.last - s.first), dst + s.first);
+        std::fill(dst + s.last, dst + plane_size, 0.0f);
+        for (int oh = s.oh_lo; oh < s.oh_hi; ++oh) {
           float* row = dst + static_cast<std::size_t>(oh) * w;
-          std::fill(row, row + lo, 0.0f);
-          std::fill(row + hi, row + w, 0.0f);
+          std::fill(row, row + s.lo, 0.0f);
+          std::fill(row + s.hi, row + w, 0.0f);
         }
       }
     }
@@ -172,27 +193,18 @@ void col2im(std::span<const float> col, const ConvGeometry& g, std::span<float> 
   }
   build_masks(g, masks);
   std::fill(image.begin(), image.end(), 0.0f);
-  const int k = g.kernel;
-  const int p = g.padding;
-  const int w = g.width;
-  const std::size_t plane_size = static_cast<std::size_t>(g.height) * w;
+  const std::size_t plane_size = static_cast<std::size_t>(g.height) * g.width;
   const float* src = col.data();
   for (int c = 0; c < g.channels; ++c) {
     float* plane = image.data() + c * plane_size;
-    for (int ki = 0; ki < k; ++ki) {
-      const int oh_lo = std::max(0, p - ki);
-      const int oh_hi = std::min(g.height, g.height + p - ki);
-      for (int kj = 0; kj < k; ++kj, src += plane_size) {
-        const auto [lo, hi] = valid_columns(g, kj);
-        if (oh_lo >= oh_hi || lo >= hi) continue;
-        // From (oh_lo, lo) to (oh_hi - 1, hi - 1): every target index lies inside the plane.
-        const std::size_t first = static_cast<std::size_t>(oh_lo) * w + lo;
-        const std::size_t last = static_cast<std::size_t>(oh_hi - 1) * w + hi;
-        const std::ptrdiff_t shift = static_cast<std::ptrdiff_t>(ki - p) * w + (kj - p);
-        float* dst = plane + (static_cast<std::ptrdiff_t>(first) + shift);
-        const float* from = src + first;
-        const float* mask = masks.values.data() + kj * plane_size + first;
-        const std::size_t count = last - first;
+    for (int ki = 0; ki < g.kernel; ++ki) {
+      for (int kj = 0; kj < g.kernel; ++kj, src += plane_size) {
+        const PatchSpan s = patch_span(g, ki, kj);
+        if (s.empty) continue;
+        float* dst = plane + (static_cast<std::ptrdiff_t>(s.first) + s.shift);
+        const float* from = src + s.first;
+        const float* mask = masks.values.data() + kj * plane_size + s.first;
+        const std::size_t count = s.last - s.first;
         for (std::size_t i = 0; i < count; ++i) dst[i] += from[i] * mask[i];
       }
     }

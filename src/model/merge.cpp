@@ -48,25 +48,23 @@ void Add::forward_pass(const Pass& /*pass*/, Inputs in, Tensor& out) {
     CONFLUX_CHECK(in[k]->size() == count, "add: input {} has {} values, input 0 has {}", k,
                   in[k]->size(), count);
     const float* x = in[k]->data.data();
-    if (relu_ && k + 1 == in.size()) {
+    if (relu_.on() && k + 1 == in.size()) {
       for (std::size_t i = 0; i < count; ++i) y[i] = relu_value(y[i] + x[i]);
     } else {
       for (std::size_t i = 0; i < count; ++i) y[i] += x[i];
     }
   }
-  last_out_ = &out;
+  relu_.set_output(out);
 }
 
 void Add::backward_pass(const Pass& /*pass*/, Inputs in, const Tensor& grad_out,
                         InputGrads grad_in) {
+  const float* gate = relu_.on() ? relu_.output_for(grad_out, "add") : nullptr;
   for (std::size_t k = 0; k < in.size(); ++k) {
     if (grad_in[k] == nullptr) continue;
     grad_in[k]->resize(in[k]->shape);
-    if (relu_) {
-      CONFLUX_CHECK(last_out_ != nullptr && last_out_->shape == grad_out.shape,
-                    "add: fused ReLU without the output of the last forward");
-      relu_gate(last_out_->data.data(), grad_out.data.data(), grad_out.size(),
-                grad_in[k]->data.data());
+    if (gate != nullptr) {
+      relu_gate(gate, grad_out.data.data(), grad_out.size(), grad_in[k]->data.data());
     } else {
       std::memcpy(grad_in[k]->data.data(), grad_out.data.data(), grad_out.size() * sizeof(float));
     }

@@ -17,6 +17,12 @@ void relu_gate(const float* x, const float* dy, std::size_t count, float* dx) no
   }
 }
 
+const float* FusedRelu::output_for(const Tensor& grad_out, std::string_view layer) const {
+  CONFLUX_CHECK(output_ != nullptr && output_->shape == grad_out.shape,
+                "{}: fused ReLU without the output of the last forward", layer);
+  return output_->data.data();
+}
+
 void Relu::forward(const Tensor& in, Tensor& out) {
   out.resize(in.shape);
   const float* x = in.data.data();

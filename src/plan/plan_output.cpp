@@ -202,10 +202,8 @@ std::string render_why(const PlanResult& result, const PlanRequest& request) {
   return out;
 }
 
-}  // namespace
-
 // How the steps to the target were derived, and what they are at a few global batches.
-static std::string steps_to_target_text(const StepsToTarget& t) {
+std::string steps_to_target_text(const StepsToTarget& t) {
   std::string out = fmt::format(
       "statistical efficiency: steps to the target S(B) = S_min (1 + B_noise / B) with "
       "B_noise {:.0f} and S_min {:.1f}, from the reference run {} (global batch {:.0f}: {:.0f} "
@@ -218,6 +216,8 @@ static std::string steps_to_target_text(const StepsToTarget& t) {
          "\n  larger batches need fewer steps but more samples; beyond B_noise the steps "
          "stop falling\n";
 }
+
+}  // namespace
 
 std::string render_plan_report(const PlanResult& result, const CostModel& model,
                                const PlanRequest& request) {

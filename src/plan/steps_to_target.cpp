@@ -92,6 +92,13 @@ std::uint64_t StepsToTarget::steps(double global_batch) const noexcept {
   return static_cast<std::uint64_t>(std::ceil(s_min * (1.0 + b_noise / global_batch)));
 }
 
+std::int64_t epochs_covering(std::uint64_t steps, std::uint64_t epoch_samples,
+                             std::uint64_t global_batch) noexcept {
+  const std::uint64_t per_epoch = std::max<std::uint64_t>(
+      1, (epoch_samples + global_batch - 1) / std::max<std::uint64_t>(1, global_batch));
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>((steps + per_epoch - 1) / per_epoch));
+}
+
 StepsToTarget steps_to_target_from_run(const std::filesystem::path& run_dir,
                                        const TrainingTarget& target) {
   CONFLUX_REQUIRE(target.value > 0 && std::isfinite(target.value) &&

@@ -74,6 +74,13 @@ TEST(StepsToTarget, AccuracyTargetFromTheEndOfTheFirstEpochThatReachesIt) {
   EXPECT_EQ(s.target.describe(), "test accuracy >= 0.96");
 }
 
+TEST(StepsToTarget, EpochsCoveringCountStepsPerEpochWithAPartialLastBatch) {
+  EXPECT_EQ(epochs_covering(1407, 60000, 128), 3);  // 469 steps per epoch, the last partial
+  EXPECT_EQ(epochs_covering(1408, 60000, 128), 4);
+  EXPECT_EQ(epochs_covering(0, 60000, 128), 1);
+  EXPECT_EQ(epochs_covering(10, 100, 1000), 10);  // one (partial) step per epoch
+}
+
 TEST(StepsToTarget, CostModelTrainsEachCandidateForItsGlobalBatchsSteps) {
   PerformanceModel m;
   m.train = {.a = 1, .b = 0, .m = 0, .c = 0.01};

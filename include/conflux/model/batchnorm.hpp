@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "conflux/model/layer.hpp"
+#include "conflux/model/relu.hpp"
 
 namespace conflux::model {
 
@@ -38,7 +39,7 @@ class BatchNorm final : public Layer {
   /// Sets weight, bias and the running statistics; draws nothing from `rng`.
   void init_params(Rng& rng) override;
   void set_input_grad_needed(bool needed) noexcept override { input_grad_needed_ = needed; }
-  bool fuse_relu() noexcept override { return relu_ = true; }
+  bool fuse_relu() noexcept override { return relu_.enable(); }
 
   /// Evaluation pass.
   void forward(const Tensor& in, Tensor& out) override;
@@ -62,9 +63,8 @@ class BatchNorm final : public Layer {
   std::span<float> weight_, bias_, weight_grad_, bias_grad_;
   std::span<float> running_mean_, running_var_;
   bool input_grad_needed_ = true;
-  bool relu_ = false;                 // a fused ReLU (Layer::fuse_relu)
-  const Tensor* last_out_ = nullptr;  // the last forward's output: the fused ReLU's gate
-  Tensor dy_gated_;                   // the gated output gradient
+  FusedRelu relu_;
+  Tensor dy_gated_;  // the gated output gradient
 
   // The last forward: its mode, the global count and the statistics it normalised with.
   bool trained_ = false;

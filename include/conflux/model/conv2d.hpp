@@ -8,6 +8,7 @@
 
 #include "conflux/model/im2col.hpp"
 #include "conflux/model/layer.hpp"
+#include "conflux/model/relu.hpp"
 
 namespace conflux::model {
 
@@ -26,7 +27,7 @@ class Conv2d final : public Layer {
   void backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) override;
 
   void set_input_grad_needed(bool needed) noexcept override { input_grad_needed_ = needed; }
-  bool fuse_relu() noexcept override { return relu_ = true; }
+  bool fuse_relu() noexcept override { return relu_.enable(); }
   std::string describe() const override;
 
  private:
@@ -43,9 +44,8 @@ class Conv2d final : public Layer {
   std::vector<float> col_;
   Col2imMasks col2im_masks_;  // col2im's column masks for this layer's geometry
   bool input_grad_needed_ = true;
-  bool relu_ = false;                 // a fused ReLU (Layer::fuse_relu)
-  const Tensor* last_out_ = nullptr;  // the last forward's output: the fused ReLU's gate
-  std::vector<float> dy_gated_;       // one sample's gated output gradient
+  FusedRelu relu_;
+  std::vector<float> dy_gated_;  // one sample's gated output gradient
 };
 
 }  // namespace conflux::model

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "conflux/model/layer.hpp"
+#include "conflux/model/relu.hpp"
 
 namespace conflux::model {
 
@@ -27,11 +28,10 @@ class Add final : public MergeLayer {
   void forward_pass(const Pass& pass, Inputs in, Tensor& out) override;
   void backward_pass(const Pass& pass, Inputs in, const Tensor& grad_out,
                      InputGrads grad_in) override;
-  bool fuse_relu() noexcept override { return relu_ = true; }
+  bool fuse_relu() noexcept override { return relu_.enable(); }
 
  private:
-  bool relu_ = false;                 // a fused ReLU (Layer::fuse_relu)
-  const Tensor* last_out_ = nullptr;  // the last forward's output: the fused ReLU's gate
+  FusedRelu relu_;
 };
 
 /// Inputs [C_i, H, W] (or [F_i]) joined into [sum C_i, H, W], in input order.

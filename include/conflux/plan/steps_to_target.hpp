@@ -21,15 +21,21 @@ struct TrainingTarget {
 
 /// Steps to a target as a function of the global batch.
 struct StepsToTarget {
-  TrainingTarget target;
+  TrainingTarget target{};
   double s_min = 0;            ///< steps an infinitely small-noise (large) batch would need
   double b_noise = 0;          ///< the gradient noise scale at the target
   double reference_batch = 0;  ///< the reference run's global batch
   double reference_steps = 0;  ///< ... and its steps to the target
-  std::string source;          ///< the reference run directory
+  std::string source{};        ///< the reference run directory
   /// S(B) = S_min (1 + B_noise / B), rounded up to whole steps; B > 0.
   std::uint64_t steps(double global_batch) const noexcept;
 };
+
+/// Whole epochs of `epoch_samples` that cover `steps` steps of `global_batch` (an epoch's last
+/// step may be a partial batch, so steps per epoch = ceil(epoch_samples / global_batch)); at
+/// least 1. For the emitted config's train.epochs.
+std::int64_t epochs_covering(std::uint64_t steps, std::uint64_t epoch_samples,
+                             std::uint64_t global_batch) noexcept;
 
 /// Reads a reference run (a `conflux train` run directory with train.noise_scale = true on 2 or
 /// more trainers): its global batch (config.toml), the first step that reached the target
