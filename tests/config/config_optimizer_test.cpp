@@ -68,6 +68,8 @@ TEST(ConfigOptimizer, GpuDeviceRefusesWhatTheGpuPathLacks) {
                 "--set train.optimizer=adam"});
   expect_error({"train.device=gpu", "train.clip_grad_norm=1"},
                {"train.clip_grad_norm = 1 is not implemented on the GPU path"});
+  expect_error({"train.device=gpu", "train.noise_scale=true"},
+               {"train.noise_scale = true is not implemented on the GPU path"});
   EXPECT_NO_THROW(load({"train.device=gpu", "train.lr_schedule=multistep",
                         "train.lr_milestones=[5]", "train.momentum=0.9"}));
   EXPECT_NO_THROW(load({"train.device=auto", "train.optimizer=adam"}));
