@@ -192,7 +192,7 @@ struct PlanArgs {
   double deadline = 0, target_accuracy = 0, target_loss = 0;
   int epochs = 0, alternatives = 5;
   bool all_points = false;
-  plan::PlanSpace space;
+  plan::PlanSpace space{.max_data_workers = -1};  // -1: by the model (see --max-data-workers)
   ConfigOption config_option;
 };
 
@@ -219,6 +219,9 @@ bool parse_plan_args(const std::vector<std::string>& args, PlanArgs& a) {
       "run directory of a `conflux train` run with train.noise_scale = true on 2+ trainers: its "
       "steps to the target and its gradient noise scale give S(B) = S_min (1 + B_noise / B)")(
       "max-workers", po::value(&a.space.max_workers), "largest W (default 64)")(
+      "max-data-workers", po::value(&a.space.max_data_workers),
+      "largest number D of data-service (preprocessing) ranks, each of cluster.worker_threads "
+      "cores (SLURM; default 8 when the model prices the input pipeline, else 0)")(
       "min-memory", po::value(&a.space.min_memory_mb), "smallest M in MB (default 128)")(
       "max-memory", po::value(&a.space.max_memory_mb), "largest M in MB (default 10240)")(
       "memory-step", po::value(&a.space.memory_step_mb), "M grid step in MB (default 1)")(
@@ -323,13 +326,14 @@ void emit_plan_files(const PlanArgs& a, const plan::PlanResult& result, const pl
                  std::get<std::int64_t>(lr.back().value));
     }
     // The user's config (with its --set overrides) with the chosen keys set: ready to run.
-    publish_text_file(a.emit_config, plan::emit_config(best, cost.options().target, config, lr));
+    publish_text_file(a.emit_config, plan::emit_config(best, cost.options().target, config, lr,
+                                                       prediction.offload_ratio));
     fmt::print("configuration written to {}\n", a.emit_config);
   }
   if (!a.emit_sbatch.empty()) {
-    publish_text_file(a.emit_sbatch,
-                      plan::emit_sbatch_header(best, prediction.total_s, config.run().name,
-                                               cost.model().mb_per_vcpu));
+    publish_text_file(a.emit_sbatch, plan::emit_sbatch_header(
+                                         best, prediction.total_s, config.run().name,
+                                         cost.model().mb_per_vcpu, cost.options().worker_threads));
     fmt::print("#SBATCH header written to {}\n", a.emit_sbatch);
   }
 }
@@ -363,7 +367,11 @@ int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sou
       .epochs = a.epochs > 0 ? a.epochs : config.train().epochs,
       .to_target = to_target ? &*to_target : nullptr,
       .threads = config.cluster().blas_threads,
+      .worker_threads = config.cluster().worker_threads,
       .s3 = s3 ? &*s3 : nullptr});
+  if (a.space.max_data_workers < 0) {
+    a.space.max_data_workers = a.target == "slurm" && model.prices_input() ? 8 : 0;
+  }
   const plan::DeadlineMargin margin = deadline_margin(a, model);
   const plan::PlanRequest request{.deadline_s = a.deadline,
                                   .margin = margin.fraction,

@@ -23,6 +23,8 @@ CostModel::CostModel(CostModelOptions options) : options_(options) {
   CONFLUX_REQUIRE(options_.epochs >= 1, "epochs must be at least 1, got {}", options_.epochs);
   CONFLUX_REQUIRE(options_.threads >= 1, "compute threads must be at least 1, got {}",
                   options_.threads);
+  CONFLUX_REQUIRE(options_.worker_threads >= 1, "data-worker threads must be at least 1, got {}",
+                  options_.worker_threads);
   CONFLUX_REQUIRE(m.epoch_samples >= 1, "the performance model ({}) has no training samples",
                   m.source);
   CONFLUX_REQUIRE(std::isfinite(m.mb_per_vcpu) && m.mb_per_vcpu > 0,
@@ -65,6 +67,15 @@ void CostModel::check_shape(const Candidate& c) const {
                   "with K = W = {} every worker aggregates: the non-aggregator batch {} must "
                   "equal the aggregator batch {}",
                   c.workers, c.nonaggregator_batch, c.aggregator_batch);
+  CONFLUX_REQUIRE(c.data_workers >= 0, "data workers must be >= 0, got {}", c.data_workers);
+  CONFLUX_REQUIRE(c.data_workers == 0 || options_.target == Target::kSlurm,
+                  "data-service workers are planned on the SLURM target only (a Lambda function "
+                  "preprocesses its own batches), got D = {}",
+                  c.data_workers);
+  CONFLUX_REQUIRE(c.data_workers == 0 || options_.model->prices_input(),
+                  "the performance model ({}) has no input-pipeline cost (a profile of an older "
+                  "conflux profile): it cannot price D = {} data workers; profile and fit again",
+                  options_.model->source, c.data_workers);
   CONFLUX_REQUIRE(options_.target != Target::kSlurm || c.aggregators == c.workers,
                   "the SLURM target synchronises with MPI allreduce: K must equal W = {}, got "
                   "K = {}",
@@ -83,6 +94,8 @@ void CostModel::validate(const Candidate& c, const PlanSpace& space) const {
   CONFLUX_REQUIRE(c.aggregators == c.workers || c.nonaggregator_batch >= c.aggregator_batch,
                   "the non-aggregator batch Bn = {} is smaller than the aggregator batch Ba = {}",
                   c.nonaggregator_batch, c.aggregator_batch);
+  CONFLUX_REQUIRE(c.data_workers <= space.max_data_workers,
+                  "D = {} data workers lies outside 0..{}", c.data_workers, space.max_data_workers);
 }
 
 std::uint64_t CostModel::samples_per_iteration(const Candidate& c) noexcept {
@@ -126,6 +139,27 @@ double CostModel::train_seconds(double batch, double memory_mb) const noexcept {
   return options_.model->train.seconds(batch, std::min(memory_mb, compute_cap_mb()));
 }
 
+double CostModel::compute_seconds(double batch, double memory_mb) const noexcept {
+  return options_.model->compute.seconds(batch, std::min(memory_mb, compute_cap_mb()));
+}
+
+double CostModel::data_workers_seconds(int trainers, int data_workers,
+                                       double batch) const noexcept {
+  return trainers * options_.model->input.seconds(batch) /
+         (static_cast<double>(data_workers) * options_.worker_threads);
+}
+
+CostModel::Offload CostModel::offload(int trainers, int data_workers, double batch,
+                                      double memory_mb) const noexcept {
+  const double local = train_seconds(batch, memory_mb);
+  const double delta = local - std::min(compute_seconds(batch, memory_mb), local);
+  if (data_workers == 0 || delta <= 0) return {0, local, 0};
+  // The trainer takes local - r delta, the workers r x: the step is least where they meet.
+  const double x = data_workers_seconds(trainers, data_workers, batch);
+  const double ratio = std::min(1.0, local / (x + delta));
+  return {ratio, std::max(local - ratio * delta, ratio * x), ratio * x};
+}
+
 Prediction CostModel::predict(const Candidate& c) const {
   check_shape(c);
   const PerformanceModel& m = *options_.model;
@@ -138,7 +172,11 @@ Prediction CostModel::predict(const Candidate& c) const {
   r.iterations = iterations(c);
   // MPI reduces the gradient in place: only a transfer through an object store serialises.
   r.transfer_s = options_.target == Target::kLambda ? m.transfer.seconds(mem) : 0.0;
-  const double train_a = train_seconds(c.aggregator_batch, mem);
+  const Offload split = offload(c.workers, c.data_workers, c.aggregator_batch, mem);
+  const double train_a = split.seconds;
+  r.offload_ratio = split.ratio;
+  r.local_s = train_seconds(c.aggregator_batch, mem);
+  r.data_worker_s = split.workers_s;
   double comm_a = 0;
   double comm_n = 0;
   if (options_.target == Target::kLambda) {
@@ -174,7 +212,9 @@ Prediction CostModel::predict(const Candidate& c) const {
     r.request_cost_usd = w * std::ceil(r.total_s / p.lambda_max_seconds) * p.lambda_request;
     r.storage_cost_usd = static_cast<double>(r.iterations) * storage_cost_per_iteration(c);
   } else {
-    r.compute_cost_usd = w * cores(c.memory_mb) * (r.total_s / 3600) * p.slurm_core_hour;
+    const double data_cores = static_cast<double>(c.data_workers) * options_.worker_threads;
+    r.compute_cost_usd =
+        (w * cores(c.memory_mb) + data_cores) * (r.total_s / 3600) * p.slurm_core_hour;
   }
   r.cost_usd = r.compute_cost_usd + r.request_cost_usd + r.storage_cost_usd;
   return r;

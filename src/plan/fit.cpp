@@ -312,6 +312,55 @@ SyncTimeTable fit_sync_table(const std::vector<SweepPoint>& pts, const TrainTime
   return table;
 }
 
+// The input cost P(B) = p0 + p1 B from the build times, by least squares on relative errors
+// with p0 >= 0 (one batch size: p0 = 0).
+InputCostModel fit_input_cost(const std::vector<BuildPoint>& builds) {
+  double s11 = 0, s1b = 0, sbb = 0, s1y = 0, sby = 0;
+  for (const BuildPoint& b : builds) {
+    const double w = 1.0 / (b.seconds * b.seconds);
+    s11 += w, s1b += w * b.batch, sbb += w * b.batch * b.batch;
+    s1y += w * b.seconds, sby += w * b.batch * b.seconds;
+  }
+  std::array<double, 2> x{};
+  if (solve<2>({{{s11, s1b}, {s1b, sbb}}}, {s1y, sby}, x) && x[0] >= 0 && x[1] > 0) {
+    return {x[0], x[1]};
+  }
+  return {0, sby / sbb};  // through the origin
+}
+
+// The compute alone at a profiled point. A rank of at most one vCPU runs its compute and its
+// own batch builds in turn out of one CPU budget: the measured compute time includes the
+// pauses the builds cost it, and the compute alone is T_train - P(B) / share (never above the
+// measured compute time). With more than a vCPU the builds overlap the compute, whose measured
+// time is then its own.
+double compute_alone(const SweepPoint& p, const InputCostModel& input, double mb_per_vcpu) {
+  const double share = p.memory_mb / mb_per_vcpu;
+  if (share > 1) return p.compute_s;
+  const double alone = p.iteration_s - input.seconds(p.batch) / share;
+  return std::clamp(alone, 0.05 * p.compute_s, p.compute_s);
+}
+
+// T_c and P(B) when the profile measured builds; otherwise the reason there are none.
+void fit_input(const Sweep& sweep, const std::vector<SweepPoint>& train_pts, FitResult& r) {
+  if (sweep.builds.empty()) {
+    r.input_note =
+        "the profile holds no batch-build times (an older conflux profile): no data "
+        "workers can be priced";
+    return;
+  }
+  r.model.input = fit_input_cost(sweep.builds);
+  std::vector<SweepPoint> compute = train_pts;
+  for (SweepPoint& p : compute) p.iteration_s = compute_alone(p, r.model.input, sweep.mb_per_vcpu);
+  try {
+    r.compute = fit_train(compute, r.chose_constant);
+  } catch (const InputError& e) {
+    r.input_note = fmt::format("T_c (the compute alone) could not be fitted: {}", e.what());
+    r.model.input = {};
+    return;
+  }
+  r.model.compute = r.compute->model;
+}
+
 }  // namespace
 
 FitResult fit_sweep(const Sweep& sweep, TrainForm form, const std::string& source) {
@@ -346,22 +395,50 @@ FitResult fit_sweep(const Sweep& sweep, TrainForm form, const std::string& sourc
   for (const PointError& e : (r.chose_constant ? r.with_constant : r.fasdl).quality.points) {
     if (std::isfinite(e.loo_error)) m.train_loo_errors.push_back(e.loo_error);
   }
+  fit_input(sweep, train_pts, r);
+  r.builds = sweep.builds;
   return r;
 }
 
+namespace {
+
+// T_c and P(B): what building batches costs a trainer and a data-service worker.
+std::string render_input_fit(const FitResult& r) {
+  if (!r.compute) return fmt::format("\ninput: {}\n", r.input_note);
+  const TrainFit& c = *r.compute;
+  const FitQuality& q = c.quality;
+  std::string out = fmt::format(
+      "\nT_c (compute alone, the kept form) = a (B + b) / (M + m) + c: a = {:.6g}, b = {:.4g}, "
+      "m = {:.4g}, c = {:.4g}; median |error| = {:.1f} %, leave-one-out median = {:.1f} %\n",
+      c.model.a, c.model.b, c.model.m, c.model.c, 100 * q.median_abs_error,
+      100 * q.loo_median_abs_error);
+  const InputCostModel& in = r.model.input;
+  out += fmt::format(
+      "P(B) (one batch on one preprocessing thread) = p0 + p1 B: p0 = {:.4g} ms, p1 = {:.4g} ms "
+      "per sample;",
+      1e3 * in.p0, 1e3 * in.p1);
+  for (const BuildPoint& b : r.builds) {
+    out += fmt::format(" B {} measured {:.2f} ms, fitted {:.2f} ms;", b.batch, 1e3 * b.seconds,
+                       1e3 * in.seconds(b.batch));
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
 std::string render_fit_report(const FitResult& r) {
   std::string out;
-  const auto form_block = [&](const TrainFit& f) {
+  const auto form_block = [&](const char* name, const TrainFit& f) {
     const FitQuality& q = f.quality;
     out += fmt::format(
-        "T_train = {}: a = {:.6g} s*MB/sample, b = {:.4g} samples, m = {:.4g} MB, c = {:.4g} s\n"
+        "{} = {}: a = {:.6g} s*MB/sample, b = {:.4g} samples, m = {:.4g} MB, c = {:.4g} s\n"
         "  R^2 = {:.4f}, RMSE = {:.3f} ms, median |error| = {:.1f} %, max = {:.1f} %, "
         "leave-one-out median = {:.1f} %\n",
-        f.form, f.model.a, f.model.b, f.model.m, f.model.c, q.r2, 1e3 * q.rmse_s,
+        name, f.form, f.model.a, f.model.b, f.model.m, f.model.c, q.r2, 1e3 * q.rmse_s,
         100 * q.median_abs_error, 100 * q.max_abs_error, 100 * q.loo_median_abs_error);
   };
-  form_block(r.fasdl);
-  form_block(r.with_constant);
+  form_block("T_train", r.fasdl);
+  form_block("T_train", r.with_constant);
   out += fmt::format("choice: {}\n\n", r.choice);
   const TrainFit& kept = r.chose_constant ? r.with_constant : r.fasdl;
   out += "   W  memory MB  batch  measured ms  fitted ms  error %  leave-one-out %\n";
@@ -386,7 +463,7 @@ std::string render_fit_report(const FitResult& r) {
     }
     out += " (interpolated linearly in M)\n";
   }
-  return out;
+  return out + render_input_fit(r);
 }
 
 }  // namespace conflux::plan

@@ -35,6 +35,13 @@ void write_fit_file(const std::filesystem::path& path, const PerformanceModel& m
   root.insert("train",
               toml::table{{"a", m.train.a}, {"b", m.train.b}, {"m", m.train.m}, {"c", m.train.c}});
   root.insert("transfer", toml::table{{"k1", m.transfer.k1}, {"k2", m.transfer.k2}});
+  if (m.prices_input()) {
+    root.insert(
+        "compute",
+        toml::table{
+            {"a", m.compute.a}, {"b", m.compute.b}, {"m", m.compute.m}, {"c", m.compute.c}});
+    root.insert("input", toml::table{{"p0", m.input.p0}, {"p1", m.input.p1}});
+  }
   toml::array rows;
   for (const auto& row : m.sync.rows) {
     rows.push_back(toml::table{{"workers", row.workers},
@@ -45,7 +52,8 @@ void write_fit_file(const std::filesystem::path& path, const PerformanceModel& m
   root.insert("validation", toml::table{{"train_loo_errors", doubles(m.train_loo_errors)}});
   std::ostringstream out;
   out << "# conflux performance model: T_train(B, M) = a (B + b) / (M + m) + c,\n"
-      << "# T_trans(M) = k1 M^k2, gradient sync interpolated in M per trainer count\n"
+      << "# T_trans(M) = k1 M^k2, gradient sync interpolated in M per trainer count;\n"
+      << "# T_c(B, M) (compute alone) as T_train, P(B) = p0 + p1 B (one batch, one thread)\n"
       << root << "\n";
   publish_text_file(path, out.str());
 }
@@ -84,6 +92,17 @@ PerformanceModel read_fit_file(const std::filesystem::path& path) {
                       name, t->source().begin.line);
       m.sync.rows.push_back(std::move(row));
     }
+  }
+  // Both absent in files of an older `conflux fit`: the planner then prices no data workers.
+  if (const toml::table* compute = root["compute"].as_table()) {
+    m.compute = {toml_number(*compute, "a", name), toml_number(*compute, "b", name),
+                 toml_number(*compute, "m", name), toml_number(*compute, "c", name)};
+    const toml::table& input = table_at(root, "input", name);
+    m.input = {toml_number(input, "p0", name), toml_number(input, "p1", name)};
+    CONFLUX_REQUIRE(m.prices_input() && m.input.p0 >= 0,
+                    "{}: [compute] and [input] need compute.a > 0, input.p1 > 0 and input.p0 >= "
+                    "0, got {}, {} and {}",
+                    name, m.compute.a, m.input.p1, m.input.p0);
   }
   // Absent in files of an older `conflux fit`: the planner then has no margin to derive.
   if (const toml::array* errors = root.at_path("validation.train_loo_errors").as_array()) {

@@ -31,9 +31,18 @@ std::int64_t global_batch(const Candidate& c) {
 }
 
 std::string describe(const Candidate& c) {
-  return fmt::format("{} worker{} x {} MB, K = {}, batches Ba = {}, Bn = {}", c.workers,
-                     c.workers == 1 ? "" : "s", c.memory_mb, c.aggregators, c.aggregator_batch,
-                     c.nonaggregator_batch);
+  std::string out = fmt::format("{} worker{} x {} MB, K = {}, batches Ba = {}, Bn = {}", c.workers,
+                                c.workers == 1 ? "" : "s", c.memory_mb, c.aggregators,
+                                c.aggregator_batch, c.nonaggregator_batch);
+  if (c.data_workers > 0) {
+    out += fmt::format(", {} data worker{}", c.data_workers, c.data_workers == 1 ? "" : "s");
+  }
+  return out;
+}
+
+// The offload ratio as emitted: three decimals (what the prediction used, to 0.0005).
+double emitted_ratio(double ratio) {
+  return std::round(ratio * 1000) / 1000;
 }
 
 // The change from `base` to `value` in per cent of `base`.
@@ -99,34 +108,51 @@ std::string render_chosen(const Scored& chosen, const CostModel& model,
                        format_seconds(p.nonaggregator_s));
   }
   out += "\n";
+  if (best.data_workers > 0) {
+    out += fmt::format(
+        "  input: {} data worker{} x {} thread{} build {:.1f} % of the batches (data.offload_ratio "
+        "{:.3f}) in {} per iteration; all built by the trainer, T_train would be {}\n",
+        best.data_workers, best.data_workers == 1 ? "" : "s", model.options().worker_threads,
+        model.options().worker_threads == 1 ? "" : "s", 100 * p.offload_ratio,
+        emitted_ratio(p.offload_ratio), format_seconds(p.data_worker_s), format_seconds(p.local_s));
+  }
   if (lambda) {
     out += fmt::format("  cost: {} = GB-seconds {} + requests {} + S3 requests {}\n",
                        format_usd(p.cost_usd), format_usd(p.compute_cost_usd),
                        format_usd(p.request_cost_usd), format_usd(p.storage_cost_usd));
   } else {
-    out += fmt::format("  cost: {} in core-hours\n", format_usd(p.cost_usd));
+    const int cores = best.workers * model.cores(best.memory_mb) +
+                      best.data_workers * model.options().worker_threads;
+    out += fmt::format("  cost: {} in core-hours ({} core{})\n", format_usd(p.cost_usd), cores,
+                       cores == 1 ? "" : "s");
   }
   return out;
 }
 
-// The ranked table, best first.
+// The ranked table, best first; with data workers in the space, D and the offload ratio too.
 std::string render_ranked(const PlanResult& result, const PlanRequest& request) {
   const Prediction& p = result.ranked.front().second;
+  const bool input = request.space.max_data_workers > 0;
   std::string out;
-  out += request.distinct ? "\nranked: distinct (W, K, Ba, Bn), each at its cheapest memory size\n"
+  out += request.distinct ? fmt::format(
+                                "\nranked: distinct (W, K, Ba, Bn{}), each at its cheapest "
+                                "memory size\n",
+                                input ? ", D" : "")
                           : "\nranked: all points of the space\n";
-  out +=
-      fmt::format("{:>4} {:>4} {:>6} {:>4} {:>5} {:>5} {:>7} {:>11} {:>12} {:>12} {:>10}\n", "rank",
-                  "W", "M MB", "K", "Ba", "Bn", "global", "iterations", "time", "cost", "vs best");
+  out += fmt::format("{:>4} {:>4} {:>6} {:>4} {:>5} {:>5} {:>7}", "rank", "W", "M MB", "K", "Ba",
+                     "Bn", "global");
+  if (input) out += fmt::format(" {:>3} {:>7}", "D", "offload");
+  out += fmt::format(" {:>11} {:>12} {:>12} {:>10}\n", "iterations", "time", "cost", "vs best");
   for (std::size_t i = 0; i < result.ranked.size(); ++i) {
     const auto& [c, q] = result.ranked[i];
-    out += fmt::format("{:>4} {:>4} {:>6} {:>4} {:>5} {:>5} {:>7} {:>11} {:>12} {:>12} {:>10}\n",
-                       i + 1, c.workers, c.memory_mb, c.aggregators, c.aggregator_batch,
-                       c.nonaggregator_batch, q.samples_per_iteration, grouped(q.iterations),
+    out += fmt::format("{:>4} {:>4} {:>6} {:>4} {:>5} {:>5} {:>7}", i + 1, c.workers, c.memory_mb,
+                       c.aggregators, c.aggregator_batch, c.nonaggregator_batch,
+                       q.samples_per_iteration);
+    if (input) out += fmt::format(" {:>3} {:>7.3f}", c.data_workers, q.offload_ratio);
+    out += fmt::format(" {:>11} {:>12} {:>12} {:>10}\n", grouped(q.iterations),
                        format_seconds(q.total_s), format_usd(q.cost_usd),
                        i == 0 ? "best" : percent(q.cost_usd, p.cost_usd));
   }
-
   return out;
 }
 
@@ -202,6 +228,22 @@ std::string render_why(const PlanResult& result, const PlanRequest& request) {
   return out;
 }
 
+// Whether and how the plan places preprocessing on data-service ranks.
+std::string input_text(const CostModel& model, const PlanSpace& space) {
+  const PerformanceModel& m = model.model();
+  if (space.max_data_workers == 0) {
+    if (model.options().target == Target::kLambda || m.prices_input()) return "";
+    return "input: no data workers (the model has no batch-build times: profile and fit again "
+           "to price them)\n";
+  }
+  return fmt::format(
+      "input: 0..{} data workers of {} thread{} (cluster.worker_threads, a core each); one "
+      "batch on one thread takes P(B) = {:.3g} ms + {:.3g} ms x B; offloading saves a trainer "
+      "T_train - T_c\n",
+      space.max_data_workers, model.options().worker_threads,
+      model.options().worker_threads == 1 ? "" : "s", 1e3 * m.input.p0, 1e3 * m.input.p1);
+}
+
 // How the steps to the target were derived, and what they are at a few global batches.
 std::string steps_to_target_text(const StepsToTarget& t) {
   std::string out = fmt::format(
@@ -243,6 +285,7 @@ std::string render_plan_report(const PlanResult& result, const CostModel& model,
       "compute: {} thread{} per rank (cluster.blas_threads): T_train stops falling above {:.0f} "
       "MB\n",
       o.threads, o.threads == 1 ? "" : "s", model.compute_cap_mb());
+  out += input_text(model, request.space);
   out += batch_rules_text(request.space);
   out += render_chosen(result.ranked.front(), model, request);
   out += render_ranked(result, request);
@@ -262,17 +305,22 @@ std::string render_infeasible(const PlanResult& result, const PlanRequest& reque
   return out;
 }
 
-std::vector<Setting> planned_settings(const Candidate& c, Target target) {
+std::vector<Setting> planned_settings(const Candidate& c, Target target, double offload_ratio) {
   // K = W is plain allreduce (also on Lambda: every worker aggregates its own chunk). The
   // allreduce keys are set explicitly so that a base's K-Reduce settings are cleared.
   const bool kreduce = target == Target::kLambda && c.aggregators < c.workers;
+  // The plan sizes the trainers by M and a data worker by its threads (one core each), so
+  // limits.memory_mb binds the trainers alone when there are data workers.
   return {{"cluster.trainers", c.workers},
+          {"cluster.workers", c.data_workers},
+          {"data.offload_ratio", c.data_workers > 0 ? emitted_ratio(offload_ratio) : 0.0},
           {"train.batch_size", global_batch(c)},
           {"comm.strategy", kreduce ? "kreduce" : "allreduce"},
           {"comm.aggregators", kreduce ? c.aggregators : 0},
           {"comm.nonaggregator_batch_size", kreduce ? c.nonaggregator_batch : 0},
           {"comm.stale_nonaggregators", kreduce},
-          {"limits.memory_mb", c.memory_mb}};
+          {"limits.memory_mb", c.memory_mb},
+          {"limits.ranks", c.data_workers > 0 ? "trainers" : "all"}};
 }
 
 std::vector<Setting> scaled_lr_settings(const Config& base, std::int64_t batch, LrScaling scaling,
@@ -292,8 +340,8 @@ std::vector<Setting> scaled_lr_settings(const Config& base, std::int64_t batch, 
 }
 
 std::string emit_config(const Candidate& c, Target target, const Config& base,
-                        const std::vector<Setting>& lr) {
-  std::vector<Setting> settings = planned_settings(c, target);
+                        const std::vector<Setting>& lr, double offload_ratio) {
+  std::vector<Setting> settings = planned_settings(c, target, offload_ratio);
   settings.insert(settings.end(), lr.begin(), lr.end());
   const Config planned = base.with(settings, "conflux plan");
   return fmt::format("# conflux plan ({}): {}\n", to_string(target), describe(c)) +
@@ -301,11 +349,12 @@ std::string emit_config(const Candidate& c, Target target, const Config& base,
 }
 
 std::string emit_sbatch_header(const Candidate& c, double predicted_total_s,
-                               std::string_view job_name, double mb_per_vcpu) {
-  CONFLUX_REQUIRE(mb_per_vcpu > 0 && std::isfinite(predicted_total_s) && predicted_total_s >= 0,
-                  "an #SBATCH header needs mb_per_vcpu > 0 and a predicted time >= 0, got {} "
-                  "and {} s",
-                  mb_per_vcpu, predicted_total_s);
+                               std::string_view job_name, double mb_per_vcpu, int worker_threads) {
+  CONFLUX_REQUIRE(mb_per_vcpu > 0 && std::isfinite(predicted_total_s) && predicted_total_s >= 0 &&
+                      worker_threads >= 1,
+                  "an #SBATCH header needs mb_per_vcpu > 0, a predicted time >= 0 and worker "
+                  "threads >= 1, got {}, {} s and {}",
+                  mb_per_vcpu, predicted_total_s, worker_threads);
   const int cpus = std::max(1, static_cast<int>(std::ceil(c.memory_mb / mb_per_vcpu)));
   const auto mem_per_cpu =
       static_cast<std::int64_t>(std::ceil(static_cast<double>(c.memory_mb) / cpus));
@@ -325,6 +374,11 @@ std::string emit_sbatch_header(const Candidate& c, double predicted_total_s,
   }
   std::string out = fmt::format("# conflux plan: {}; predicted {}, --time with 20 % margin\n",
                                 describe(c), format_seconds(predicted_total_s));
+  if (c.data_workers > 0) {
+    out +=
+        "# heterogeneous job: component 0 the trainers, component 1 the data workers (ranks\n"
+        "# after the trainers); launch with srun --het-group=0,1 as slurm/hetjob.sbatch does\n";
+  }
   out += fmt::format("#SBATCH --job-name={}\n", name);
   out += fmt::format("#SBATCH --ntasks={}\n", c.workers);
   out += fmt::format("#SBATCH --cpus-per-task={}\n", cpus);
@@ -332,6 +386,14 @@ std::string emit_sbatch_header(const Candidate& c, double predicted_total_s,
   out += fmt::format("#SBATCH --time={}\n", time);
   out += "#SBATCH --signal=B:USR1@120\n";
   out += "#SBATCH --requeue\n";
+  if (c.data_workers > 0) {
+    // A data worker runs one preprocessing thread per core, with a vCPU's worth of memory each.
+    out += "#SBATCH hetjob\n";
+    out += fmt::format("#SBATCH --ntasks={}\n", c.data_workers);
+    out += fmt::format("#SBATCH --cpus-per-task={}\n", worker_threads);
+    out += fmt::format("#SBATCH --mem-per-cpu={}M\n",
+                       static_cast<std::int64_t>(std::ceil(mb_per_vcpu)));
+  }
   return out;
 }
 

@@ -30,6 +30,7 @@ struct Grid {
   int max_global_batch = 0;  // the batch rules of PlanSpace
   int aggregator_batch = 0;
   int nonaggregator_batch_ratio = 0;
+  int max_data_workers = 0;  // D in 0..this (SLURM)
 };
 
 // One (W, K, Ba, Bn); memory_mb is left to the search.
@@ -38,7 +39,8 @@ using Combo = Candidate;
 /// Whether the sync-time table measured `workers` trainers (1 needs no measurement).
 bool sync_measured(const SyncTimeTable& sync, int workers);
 /// (W, K, Ba, Bn) combinations of one worker count.
-std::uint64_t combos_per_worker_count(Target target, int workers, std::uint64_t batches);
+std::uint64_t combos_per_worker_count(Target target, int workers, std::uint64_t batches,
+                                      int max_data_workers);
 /// The validated request's grid.
 Grid make_grid(const CostModel& model, const PlanRequest& request);
 /// Points in the whole space.
@@ -65,7 +67,8 @@ void for_each_combo(Target target, const Grid& g, F&& f) {
     for (int k = target == Target::kSlurm ? w : 1; k <= w; ++k) {
       for (const int ba : g.batches) {
         if (k == w) {
-          if (keeps_batch_rules(g, w, k, ba, ba)) f(Combo{w, 0, k, ba, ba});
+          if (!keeps_batch_rules(g, w, k, ba, ba)) continue;
+          for (int d = 0; d <= g.max_data_workers; ++d) f(Combo{w, 0, k, ba, ba, d});
           continue;
         }
         if (g.nonaggregator_batch_ratio > 0) {  // Bn = r Ba, in the batch list or not

@@ -23,12 +23,14 @@ namespace {
 
 auto order_key(const Scored& s) {
   return std::tie(s.second.cost_usd, s.second.total_s, s.first.workers, s.first.memory_mb,
-                  s.first.aggregators, s.first.aggregator_batch, s.first.nonaggregator_batch);
+                  s.first.aggregators, s.first.aggregator_batch, s.first.nonaggregator_batch,
+                  s.first.data_workers);
 }
 
 auto speed_key(const Scored& s) {
   return std::tie(s.second.total_s, s.second.cost_usd, s.first.workers, s.first.memory_mb,
-                  s.first.aggregators, s.first.aggregator_batch, s.first.nonaggregator_batch);
+                  s.first.aggregators, s.first.aggregator_batch, s.first.nonaggregator_batch,
+                  s.first.data_workers);
 }
 
 PlanResult finish(std::vector<Scored> ranked, const std::optional<Scored>& fastest) {
@@ -70,6 +72,8 @@ void validate_space(const PlanSpace& s) {
   const int smallest = s.aggregator_batch > 0
                            ? s.aggregator_batch
                            : *std::min_element(s.batch_sizes.begin(), s.batch_sizes.end());
+  CONFLUX_REQUIRE(s.max_data_workers >= 0 && s.max_data_workers <= 4096,
+                  "data workers 0..{}: the largest must lie in 0..4096", s.max_data_workers);
   CONFLUX_REQUIRE(s.max_global_batch == 0 || s.max_global_batch >= smallest,
                   "the global batch cap {} is below the smallest batch a worker can take ({}); "
                   "no configuration fits under it",
@@ -116,7 +120,7 @@ void validate_combinations(const CostModel& model, const PlanSpace& s) {
   for (int w = s.min_workers; w <= s.max_workers; ++w) {
     if (model.options().target == Target::kSlurm && !sync_measured(model.model().sync, w)) continue;
     any = true;
-    combos += combos_per_worker_count(model.options().target, w, batches);
+    combos += combos_per_worker_count(model.options().target, w, batches, s.max_data_workers);
   }
   if (model.options().target == Target::kSlurm) {
     std::string measured;
@@ -137,6 +141,26 @@ void validate_combinations(const CostModel& model, const PlanSpace& s) {
                   "the space has {} (workers, aggregators, batch) combinations; at most {} are "
                   "supported: lower the worker range or give fewer batch sizes",
                   combos, kMaxCombos);
+}
+
+// Data workers need the SLURM target and a model that prices the input pipeline.
+void validate_data_workers(const CostModel& model, const PlanSpace& s) {
+  if (s.max_data_workers == 0) return;
+  CONFLUX_REQUIRE(model.options().target == Target::kSlurm,
+                  "data workers (up to {}) are planned on the SLURM target only: a Lambda "
+                  "function preprocesses its own batches",
+                  s.max_data_workers);
+  CONFLUX_REQUIRE(model.model().prices_input(),
+                  "the performance model ({}) has no input-pipeline cost (T_c and P(B), from a "
+                  "profile with batch-build times): it cannot price data workers; profile and "
+                  "fit again, or plan without data workers",
+                  model.model().source);
+  const TrainTimeModel& c = model.model().compute;
+  // The search's bounds need T_c monotone in M, as T_train (validate_train_model).
+  CONFLUX_REQUIRE(s.min_memory_mb + c.m > 0 || s.max_memory_mb + c.m < 0,
+                  "the compute-time model T_c = {} (B + {}) / (M + {}) + {} has a pole at M = {} "
+                  "MB, inside the memory range {}..{} MB; refit the model or narrow the range",
+                  c.a, c.b, c.m, c.c, -c.m, s.min_memory_mb, s.max_memory_mb);
 }
 
 }  // namespace
@@ -161,6 +185,7 @@ void validate_request(const CostModel& model, const PlanRequest& request) {
                   "alternatives must lie in 0..1000, got {}", request.alternatives);
   validate_space(request.space);
   validate_train_model(model, request.space);
+  validate_data_workers(model, request.space);
   validate_combinations(model, request.space);
 }
 

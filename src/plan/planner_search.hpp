@@ -250,6 +250,21 @@ class Search {
             total};
   }
 
+  // Lower bound of the step without sync over [ml, mh], given T_train's lower bound there.
+  // With D data workers the step is max(T_c', x T_train / (x + Delta)) (T_c' = min(T_c,
+  // T_train), Delta = T_train - T_c'), increasing in T_c' and T_train and decreasing in Delta:
+  // least at T_c' and T_train's lower bounds and Delta's upper bound (docs/planning.md).
+  double step_bound(const Combo& c, double ml, double mh, double train_lb) const {
+    if (c.data_workers == 0) return train_lb;
+    const int b = c.aggregator_batch;
+    const double train_hi = std::max(model_.train_seconds(b, ml), model_.train_seconds(b, mh));
+    const double compute_lb =
+        std::min({model_.compute_seconds(b, ml), model_.compute_seconds(b, mh), train_lb});
+    const double delta_hi = std::max(0.0, train_hi - compute_lb);
+    const double x = model_.data_workers_seconds(c.workers, c.data_workers, b);
+    return std::max(compute_lb, x * train_lb / (x + delta_hi));
+  }
+
   Bound slurm_bound(const ComboData& d, std::int32_t lo, std::int32_t hi) const {
     const Combo& c = d.combo;
     const auto ilo = static_cast<std::size_t>(lo);
@@ -263,14 +278,18 @@ class Search {
       sync = std::min(sync, m_.sync.seconds(c.workers, *j));
     }
     const double trans = std::min(trans_[ilo], trans_[ihi]);
-    const TrainBound tb = train_bound(c.aggregator_batch, ml, mh);
+    const double step = step_bound(c, ml, mh, train_bound(c.aggregator_batch, ml, mh).t);
     const double t =
-        certified(tb.t + trans + sync, std::abs(tb.t) + std::abs(trans) + std::abs(sync));
+        certified(step + trans + sync, std::abs(step) + std::abs(trans) + std::abs(sync));
     const double total = certified(d.iterations * t, 0);
-    // cost = W cores(M) (total / 3600) price with cores nondecreasing in M and positive.
-    const double per_core = c.workers * model_.options().prices.slurm_core_hour / 3600;
-    const double cost = per_core * std::min(model_.cores(grid_.memory[ilo]) * total,
-                                            model_.cores(grid_.memory[ihi]) * total);
+    // cost = (W cores(M) + D worker_threads) (total / 3600) price with cores nondecreasing in
+    // M and positive (both ends: a foreign model's total may be negative).
+    const double data_cores = static_cast<double>(c.data_workers) * model_.options().worker_threads;
+    const auto cores_at = [&](std::int32_t i) {
+      return c.workers * model_.cores(grid_.memory[static_cast<std::size_t>(i)]) + data_cores;
+    };
+    const double cost = model_.options().prices.slurm_core_hour / 3600 *
+                        std::min(cores_at(lo) * total, cores_at(hi) * total);
     return {certified(cost, 0), total};
   }
 

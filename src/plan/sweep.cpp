@@ -14,9 +14,12 @@
 #include "conflux/core/crc32c.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/core/resource_limits.hpp"
+#include "conflux/data/pipeline/batch_builder.hpp"
+#include "conflux/data/pipeline/epoch_plan.hpp"
 #include "conflux/offload/step_times.hpp"
 #include "conflux/train/trainer.hpp"
 #include "conflux/train/training_data.hpp"
+#include "conflux/train/transform_setup.hpp"
 
 namespace conflux::plan {
 namespace {
@@ -115,6 +118,54 @@ double serialisation_seconds(std::span<const float> params, double seconds) {
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   CONFLUX_CHECK(crc != 0xffffffffu || repeats > 0, "unreachable");  // keeps the work observable
   return elapsed / repeats;
+}
+
+// Mean time to build one batch of `batch` samples of the training split on one thread, as a
+// data-service worker builds it (read, decode, augment, in the encoding it ships), repeated
+// for `seconds` and at least 3 batches over consecutive batches of epoch 0.
+BuildPoint build_seconds(const Config& config, const data::SourceSplits& data, int batch,
+                         double seconds) {
+  const data::SampleTransform transform = train::make_transform(config, *data.train);
+  data::BatchBuilder builder(*data.train, transform, 1, train::sample_decoding(config, nullptr));
+  const std::uint64_t seed = config.run().seed;
+  const data::EpochPlan plan(seed, 0, data.train->size(), static_cast<std::size_t>(batch), 1);
+  std::vector<std::byte> images(static_cast<std::size_t>(batch) * builder.bytes_per_sample());
+  std::vector<model::Label> labels(static_cast<std::size_t>(batch));
+  BuildPoint out{.batch = batch};
+  const auto start = Clock::now();
+  double elapsed = 0;
+  do {
+    const auto samples = plan.samples(static_cast<std::size_t>(out.batches) % plan.steps(), 0);
+    builder.build_train_encoded(samples, seed, 0, images.data(), labels.data());
+    ++out.batches;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  } while (elapsed < seconds || out.batches < 3);
+  out.seconds = elapsed / out.batches;
+  return out;
+}
+
+// Rank 0 times the batch builds before any point (no throttle yet), the others wait; every
+// rank returns the result.
+std::vector<BuildPoint> measure_builds(const SweepOptions& o, const data::SourceSplits& data) {
+  std::vector<double> seconds(o.batch_sizes.size(), 0.0), batches(o.batch_sizes.size(), 0.0);
+  if (o.world->rank() == 0) {
+    for (std::size_t i = 0; i < o.batch_sizes.size(); ++i) {
+      const BuildPoint b = build_seconds(*o.config, data, o.batch_sizes[i], o.build_seconds);
+      seconds[i] = b.seconds;
+      batches[i] = b.batches;
+    }
+  }
+  o.world->allreduce_sum(std::span<double>(seconds), std::chrono::hours(1));
+  o.world->allreduce_sum(std::span<double>(batches), std::chrono::hours(1));
+  std::vector<BuildPoint> out;
+  for (std::size_t i = 0; i < o.batch_sizes.size(); ++i) {
+    out.push_back({o.batch_sizes[i], static_cast<int>(batches[i]), seconds[i]});
+    if (o.log != nullptr && o.world->rank() == 0) {
+      o.log->info("B={}: building a batch on one preprocessing thread takes {:.2f} ms",
+                  o.batch_sizes[i], 1e3 * seconds[i]);
+    }
+  }
+  return out;
 }
 
 void check_grid(const SweepOptions& o) {
@@ -230,6 +281,7 @@ Sweep run_sweep(const SweepOptions& o) {
   sweep.dataset = base.data().dataset;
   sweep.epoch_samples = data.train->size();
   sweep.mb_per_vcpu = base.limits().mb_per_vcpu;
+  sweep.builds = measure_builds(o, data);
   std::optional<ResourceLimits> limits;
   const SweepContext ctx{o, data, limits};
   for (const int workers : o.worker_counts) {

@@ -31,6 +31,12 @@ void write_sweep(const std::filesystem::path& path, const Sweep& profile) {
                                  {"out_of_memory", p.out_of_memory}});
   }
   root.insert("point", std::move(points));
+  toml::array builds;
+  for (const BuildPoint& b : profile.builds) {
+    builds.push_back(
+        toml::table{{"batch", b.batch}, {"batches", b.batches}, {"seconds", b.seconds}});
+  }
+  root.insert("build", std::move(builds));
   std::ostringstream out;
   out << "# conflux profile: per-iteration times measured under Lambda-like limits\n"
       << root << "\n";
@@ -71,6 +77,23 @@ Sweep read_sweep(const std::filesystem::path& path) {
       profile.points.push_back(p);
     }
   }
+  // Absent in profiles of an older `conflux profile`: the fit then prices no data workers.
+  if (const toml::array* builds = root["build"].as_array()) {
+    for (const toml::node& node : *builds) {
+      const toml::table* t = node.as_table();
+      CONFLUX_REQUIRE(t != nullptr, "{}: 'build' must be a list of [[build]] tables", name);
+      BuildPoint b;
+      b.batch = static_cast<int>(toml_number(*t, "batch", name));
+      b.batches = static_cast<int>(toml_number(*t, "batches", name));
+      b.seconds = toml_number(*t, "seconds", name);
+      CONFLUX_REQUIRE(b.batch > 0 && b.batches > 0 && b.seconds > 0,
+                      "{}:{}:{}: [[build]] with batch = {}, batches = {}, seconds = {} is not a "
+                      "valid measurement",
+                      name, t->source().begin.line, t->source().begin.column, b.batch, b.batches,
+                      b.seconds);
+      profile.builds.push_back(b);
+    }
+  }
   std::size_t usable = 0;
   for (const auto& p : profile.points) usable += p.out_of_memory ? 0 : 1;
   CONFLUX_REQUIRE(usable > 0,
@@ -92,6 +115,7 @@ Sweep merge_sweeps(const std::vector<Sweep>& profiles, const std::vector<std::st
                     names[i], p.dataset, p.epoch_samples, p.gradient_mb, names[0], merged.dataset,
                     merged.epoch_samples, merged.gradient_mb);
     merged.points.insert(merged.points.end(), p.points.begin(), p.points.end());
+    merged.builds.insert(merged.builds.end(), p.builds.begin(), p.builds.end());
   }
   return merged;
 }

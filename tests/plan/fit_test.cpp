@@ -111,6 +111,35 @@ TEST(PlanFit, TooFewPointsAreAClearError) {
   EXPECT_THROW(fit_sweep(Sweep{}, TrainForm::kAuto, "empty.toml"), InputError);
 }
 
+// With build times the fit adds T_c from the compute times and P(B) = p0 + p1 B; without them
+// it says why there are none.
+TEST(PlanFit, FitsTheComputeAloneAndTheInputCost) {
+  const TrainTimeModel truth{.a = 40, .b = 10, .m = 30, .c = 0};
+  const TrainTimeModel compute{.a = 15, .b = 4, .m = 30, .c = 0};
+  std::vector<SweepPoint> pts = grid(truth, 0, 1);
+  for (SweepPoint& p : pts) p.compute_s = compute.seconds(p.batch, p.memory_mb);
+  Sweep sweep = profile_of(pts, 60000);
+  const FitResult none = fit_sweep(sweep, TrainForm::kFasdl, "p.toml");
+  EXPECT_FALSE(none.model.prices_input());
+  EXPECT_NE(none.input_note.find("no batch-build times"), std::string::npos);
+  EXPECT_NE(render_fit_report(none).find("no batch-build times"), std::string::npos);
+  sweep.builds = {{.batch = 16, .batches = 50, .seconds = 0.001 + 16 * 0.0002},
+                  {.batch = 64, .batches = 20, .seconds = 0.001 + 64 * 0.0002},
+                  {.batch = 256, .batches = 5, .seconds = 0.001 + 256 * 0.0002}};
+  const FitResult r = fit_sweep(sweep, TrainForm::kFasdl, "p.toml");
+  ASSERT_TRUE(r.model.prices_input()) << r.input_note;
+  EXPECT_NEAR(r.model.compute.a, 15, 1e-6 * 15);
+  EXPECT_NEAR(r.model.compute.b, 4, 1e-4);
+  EXPECT_NEAR(r.model.input.p0, 0.001, 1e-9);
+  EXPECT_NEAR(r.model.input.p1, 0.0002, 1e-10);
+  const std::string report = render_fit_report(r);
+  EXPECT_NE(report.find("T_c (compute alone"), std::string::npos) << report;
+  EXPECT_NE(report.find("B 64 measured 13.80 ms, fitted 13.80 ms"), std::string::npos) << report;
+  // One batch size: a line through the origin.
+  sweep.builds.resize(1);
+  EXPECT_NEAR(fit_sweep(sweep, TrainForm::kFasdl, "p.toml").model.input.p1, 0.0042 / 16, 1e-12);
+}
+
 TEST(PlanFit, SyncTableAveragesBatchesPerWorkerCountAndMemory) {
   auto pts = grid(TrainTimeModel{.a = 30.0, .b = 12.0, .m = 40.0}, 0, 5);
   for (auto p : std::vector<SweepPoint>(pts)) {

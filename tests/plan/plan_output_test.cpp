@@ -209,6 +209,39 @@ TEST(PlanOutput, EmittedConfigIsAValidConfigWithThePlannedKeys) {
       {"data.offload_ratios has 2 values but cluster.trainers = 4"});
 }
 
+// With data workers the config launches them (cluster.workers), offloads the planned share and
+// limits the trainers alone; without, every rank trains and nothing is offloaded.
+TEST(PlanOutput, EmittedConfigLaunchesThePlannedDataWorkers) {
+  const Config c = load_config_string(
+      emit_config({2, 1769, 2, 64, 64, 3}, Target::kSlurm, base_config(), {}, 0.61234),
+      "merged.toml", kSources);
+  EXPECT_EQ(c.cluster().trainers, 2);
+  EXPECT_EQ(c.cluster().workers, 3);
+  EXPECT_DOUBLE_EQ(c.data().offload_ratio, 0.612);
+  EXPECT_FALSE(c.data().offload_auto);
+  EXPECT_EQ(c.limits().ranks, "trainers");
+  EXPECT_EQ(c.limits().memory_mb, 1769);
+  const Config none = load_config_string(emit_config({2, 1769, 2, 64, 64}, Target::kSlurm,
+                                                     base_config({"data.offload_ratio=\"auto\""})),
+                                         "merged.toml", kSources);
+  EXPECT_EQ(none.cluster().workers, 0);
+  EXPECT_DOUBLE_EQ(none.data().offload_ratio, 0);
+  EXPECT_FALSE(none.data().offload_auto);
+  EXPECT_EQ(none.limits().ranks, "all");
+}
+
+TEST(PlanOutput, SbatchHeaderIsHeterogeneousWithDataWorkers) {
+  const std::string h = emit_sbatch_header({2, 3000, 2, 64, 64, 3}, 100, "het", 1769, 4);
+  const auto split = h.find("#SBATCH hetjob\n");
+  ASSERT_NE(split, std::string::npos) << h;
+  const std::string trainers = h.substr(0, split), workers = h.substr(split);
+  EXPECT_TRUE(contains(trainers, "#SBATCH --ntasks=2\n#SBATCH --cpus-per-task=2\n")) << h;
+  EXPECT_TRUE(contains(trainers, "#SBATCH --requeue\n")) << h;
+  EXPECT_TRUE(contains(workers, "#SBATCH --ntasks=3\n#SBATCH --cpus-per-task=4\n")) << h;
+  EXPECT_TRUE(contains(workers, "#SBATCH --mem-per-cpu=1769M\n")) << h;
+  EXPECT_FALSE(contains(emit_sbatch_header({2, 3000, 2, 64, 64}, 100, "x", 1769, 4), "hetjob"));
+}
+
 TEST(PlanOutput, SbatchHeaderSizesTheJob) {
   const std::string h = emit_sbatch_header({8, 3000, 8, 64, 64}, 1000, "cifar plan", 1769);
   EXPECT_TRUE(contains(h, "#SBATCH --ntasks=8\n")) << h;

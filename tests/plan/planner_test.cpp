@@ -309,6 +309,49 @@ TEST(Planner, MatchesExhaustiveSearchForATarget) {
   EXPECT_GE(feasible, 50);
 }
 
+// Data-service workers on random SLURM instances: the compute alone T_c (sometimes above
+// T_train somewhere, so that offloading saves nothing there), the input cost P(B), random
+// thread counts on both sides. Still the exhaustive answer; D > 0 wins in some instances.
+TEST(Planner, MatchesExhaustiveSearchWithDataWorkers) {
+  std::mt19937_64 rng(20261128);
+  std::uniform_real_distribution<double> u(0, 1);
+  const auto pick = [&](double lo, double hi) { return lo + (hi - lo) * u(rng); };
+  int feasible = 0, with_workers = 0, trials = 0;
+  for (int trial = 0; trials < 150 && trial < 2000; ++trial) {
+    Instance in;
+    make_random(rng, in);
+    if (in.cost->options().target != Target::kSlurm) continue;
+    ++trials;
+    PerformanceModel& m = in.model;
+    m.compute = {.a = std::abs(m.train.a) * pick(0.1, 1.2),
+                 .b = pick(0, 50),
+                 .m = pick(-120, 500),
+                 .c = u(rng) < 0.5 ? 0 : pick(0, 0.05)};
+    m.input = {.p0 = u(rng) < 0.3 ? 0 : pick(0, 0.05), .p1 = pick(1e-4, 0.05)};
+    in.request.space.max_data_workers = 1 + static_cast<int>(rng() % 6);
+    CostModelOptions options = in.cost->options();
+    options.threads = 1 + static_cast<int>(rng() % 3);
+    options.worker_threads = 1 + static_cast<int>(rng() % 3);
+    in.cost.emplace(options);
+    if (!set_random_deadline(rng, in)) continue;
+    const std::string what = fmt::format(
+        "trial {}: {} T_c a={} b={} m={} c={} P={}+{}B D<={} threads {}/{}", trial, in.description,
+        m.compute.a, m.compute.b, m.compute.m, m.compute.c, m.input.p0, m.input.p1,
+        in.request.space.max_data_workers, options.threads, options.worker_threads);
+    feasible += expect_exhaustive_in_both_modes(in, what, [&](const PlanResult& want) {
+      for (const Scored& x : want.ranked) {
+        EXPECT_LE(x.first.data_workers, in.request.space.max_data_workers);
+        if (x.first.data_workers == 0) EXPECT_EQ(x.second.offload_ratio, 0) << what;
+      }
+      if (!want.ranked.empty()) with_workers += want.ranked.front().second.offload_ratio > 0;
+    });
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GE(trials, 100);
+  EXPECT_GE(feasible, 40);
+  EXPECT_GE(with_workers, 20);
+}
+
 // The distinct answer by its definition: walk every feasible point in the total order and keep
 // the first point of each (W, K, Ba, Bn), up to 1 + alternatives of them.
 TEST(Planner, DistinctModeListsEachCombinationAtItsCheapestPoint) {
@@ -415,7 +458,8 @@ PerformanceModel realistic_model() {
 
 bool same_combination(const Candidate& a, const Candidate& b) {
   return a.workers == b.workers && a.aggregators == b.aggregators &&
-         a.aggregator_batch == b.aggregator_batch && a.nonaggregator_batch == b.nonaggregator_batch;
+         a.aggregator_batch == b.aggregator_batch &&
+         a.nonaggregator_batch == b.nonaggregator_batch && a.data_workers == b.data_workers;
 }
 
 TEST(Planner, AnswersTheFullDefaultSpace) {
@@ -545,6 +589,41 @@ TEST(Planner, NeverPlansMoreCpuThanTheThreadsCanUse) {
   }
 }
 
+// An input-bound job: building a batch costs the trainer three times its compute. The plan
+// adds data workers and offloads; the same job with cheap input keeps D = 0.
+TEST(Planner, AddsDataWorkersWhenTheInputPipelineIsTheBottleneck) {
+  PerformanceModel m = realistic_model();
+  m.compute = {.a = 1.9, .b = 4, .m = 60, .c = 0.004};  // T_c = T_train: input costs nothing
+  m.input = {.p0 = 0, .p1 = 0.003};
+  m.train = {.a = 7.6, .b = 4, .m = 60, .c = 0.016};  // local building: 4 x the compute
+  PlanRequest req{.deadline_s = 1e9, .alternatives = 3};
+  req.space.max_workers = 1;
+  req.space.batch_sizes = {128};
+  req.space.max_data_workers = 8;
+  const CostModel cost(CostModelOptions{.model = &m, .target = Target::kSlurm, .epochs = 1});
+  PlanResult r = plan(cost, req);
+  expect_same(r, exhaustive_plan(cost, req), "input-bound");
+  ASSERT_TRUE(r.feasible);
+  const auto& [best, p] = r.ranked.front();
+  EXPECT_GT(best.data_workers, 0);
+  EXPECT_GT(p.offload_ratio, 0.5);
+  EXPECT_LT(p.train_s, 0.5 * p.local_s);  // the step without its local building
+  // The offloaded step balances the trainer's remaining work and the workers'.
+  EXPECT_NEAR(p.train_s,
+              std::max(p.local_s - p.offload_ratio *
+                                       (p.local_s - cost.compute_seconds(128, best.memory_mb)),
+                       p.data_worker_s),
+              1e-12);
+  // The price counts the data workers' cores.
+  EXPECT_DOUBLE_EQ(p.cost_usd, (cost.cores(best.memory_mb) + best.data_workers) * p.total_s / 3600 *
+                                   cost.options().prices.slurm_core_hour);
+  m.train = m.compute;  // nothing to offload
+  const PlanResult cheap = plan(cost, req);
+  ASSERT_TRUE(cheap.feasible);
+  EXPECT_EQ(cheap.ranked.front().first.data_workers, 0);
+  EXPECT_EQ(cheap.ranked.front().second.offload_ratio, 0);
+}
+
 TEST(Planner, MarginIsTheNinetiethPercentileOfTheHeldOutShortfall) {
   EXPECT_EQ(margin_from_held_out({}).points, 0u);
   EXPECT_EQ(margin_from_held_out({}).fraction, 0);
@@ -607,6 +686,24 @@ TEST(Planner, RejectsBadRequests) {
   only_unmeasured.space.min_workers = 2;
   only_unmeasured.space.max_workers = 4;
   expect_input_error([&] { plan(slurm, only_unmeasured); }, {"measured: 8", "2..4"});
+
+  // Data workers: SLURM only, and only with a model that prices the input pipeline.
+  fails(with([](PlanRequest& r) { r.space.max_data_workers = 2; }),
+        {"data workers (up to 2) are planned on the SLURM target only"});
+  PlanRequest workers{.deadline_s = 60};
+  workers.space.max_data_workers = 2;
+  expect_input_error([&] { plan(slurm, workers); },
+                     {"has no input-pipeline cost", "profile and fit again"});
+  PerformanceModel input_pole = slurm_model;
+  input_pole.compute = {.a = 1, .b = 0, .m = -300, .c = 0};
+  input_pole.input = {.p0 = 0, .p1 = 0.001};
+  const CostModel pole_in(CostModelOptions{.model = &input_pole, .target = Target::kSlurm});
+  expect_input_error([&] { plan(pole_in, workers); }, {"T_c", "pole at M = 300 MB"});
+  expect_input_error(
+      [&] {
+        cost.predict({1, 1024, 1, 32, 32, 1});
+      },
+      {"data-service workers are planned on the SLURM target only"});
 }
 
 TEST(Planner, ReportsTheFastestWhenNothingMeetsTheDeadline) {

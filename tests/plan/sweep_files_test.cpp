@@ -27,6 +27,7 @@ TEST(PlanFiles, ProfileRoundTrips) {
                       .transfer_s = 0.0004,
                       .cpu_share_used = 0.29});
   p.points.push_back({.workers = 2, .memory_mb = 128, .batch = 64, .out_of_memory = true});
+  p.builds.push_back({.batch = 64, .batches = 12, .seconds = 0.0031});
   write_sweep(dir.path() / "p.toml", p);
   const Sweep q = read_sweep(dir.path() / "p.toml");
   EXPECT_EQ(q.dataset, "mnist");
@@ -35,6 +36,10 @@ TEST(PlanFiles, ProfileRoundTrips) {
   EXPECT_DOUBLE_EQ(q.points[0].iteration_s, 0.0123);
   EXPECT_DOUBLE_EQ(q.points[0].sync_s, 0.002);
   EXPECT_TRUE(q.points[1].out_of_memory);
+  ASSERT_EQ(q.builds.size(), 1u);
+  EXPECT_EQ(q.builds[0].batch, 64);
+  EXPECT_EQ(q.builds[0].batches, 12);
+  EXPECT_DOUBLE_EQ(q.builds[0].seconds, 0.0031);
 }
 
 TEST(PlanFiles, EmptyOrBrokenProfilesAreClearErrors) {
@@ -80,6 +85,15 @@ TEST(PlanFiles, ModelRoundTrips) {
   EXPECT_EQ(r.sync.rows[0].seconds, (std::vector<double>{0.004, 0.002}));
   EXPECT_EQ(r.epoch_samples, 60000u);
   EXPECT_EQ(r.train_loo_errors, m.train_loo_errors);
+  EXPECT_FALSE(r.prices_input());  // no [compute] and [input] written without them
+  m.compute = {.a = 20, .b = 3, .m = 50, .c = 0.0005};
+  m.input = {.p0 = 0.0002, .p1 = 0.00004};
+  write_fit_file(dir.path() / "m.toml", m);
+  const PerformanceModel in = read_fit_file(dir.path() / "m.toml");
+  ASSERT_TRUE(in.prices_input());
+  EXPECT_DOUBLE_EQ(in.compute.b, 3);
+  EXPECT_DOUBLE_EQ(in.input.p0, 0.0002);
+  EXPECT_DOUBLE_EQ(in.input.p1, 0.00004);
   std::ofstream(dir.path() / "x.toml") << "dataset = \"mnist\"\n";
   EXPECT_THROW(read_fit_file(dir.path() / "x.toml"), InputError);
 }

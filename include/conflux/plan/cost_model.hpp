@@ -32,6 +32,7 @@ struct Candidate {
   int aggregators = 1;           ///< K (K-Reduce aggregators; K = W on SLURM)
   int aggregator_batch = 32;     ///< Ba
   int nonaggregator_batch = 32;  ///< Bn (= Ba when K = W)
+  int data_workers = 0;          ///< D: data-service (preprocessing) ranks; SLURM only
   bool operator==(const Candidate&) const = default;
 };
 
@@ -47,6 +48,9 @@ struct Prediction {
   double train_s = 0;                       ///< T_train of the role that sets iteration_s
   double transfer_s = 0;                    ///< T_trans(M)
   double comm_s = 0;            ///< S3 transfers (Lambda) or measured sync (SLURM) of that role
+  double offload_ratio = 0;     ///< share of each trainer's batches the data workers build
+  double local_s = 0;           ///< T_train with every batch built by the trainer itself
+  double data_worker_s = 0;     ///< per iteration, the data workers' time for their batches
   double compute_cost_usd = 0;  ///< GB-seconds (Lambda) or core-hours (SLURM)
   double request_cost_usd = 0;  ///< Lambda invocations (one per worker per max duration)
   double storage_cost_usd = 0;  ///< object-store PUTs and GETs
@@ -66,6 +70,8 @@ struct PlanSpace {
   int aggregator_batch = 0;  ///< 0: any of batch_sizes; else every Ba is this
   /// 0: any Bn >= Ba of batch_sizes; r >= 1: Bn = r Ba (1: every worker takes the same batch)
   int nonaggregator_batch_ratio = 0;
+  /// D in 0..this data-service ranks (SLURM; needs a model that prices the input pipeline)
+  int max_data_workers = 0;
 };
 
 /// What a CostModel evaluates, and with which prices.
@@ -81,6 +87,8 @@ struct CostModelOptions {
   /// CPU threads a rank's compute runs (cluster.blas_threads): a share beyond that many vCPUs
   /// cannot be used, so T_train stops falling at threads x mb_per_vcpu MB.
   int threads = 1;
+  /// Preprocessing threads of a data-service rank (cluster.worker_threads), one core each.
+  int worker_threads = 1;
   const S3TransferTable* s3 = nullptr;  ///< required for kLambda; must outlive the CostModel
 };
 
@@ -108,6 +116,20 @@ class CostModel {
   double compute_cap_mb() const noexcept;
   /// T_train at `batch` and `memory_mb`, with the share capped at compute_cap_mb().
   double train_seconds(double batch, double memory_mb) const noexcept;
+  /// T_c, the compute alone, with the share capped as train_seconds().
+  double compute_seconds(double batch, double memory_mb) const noexcept;
+  /// Seconds D data workers take to build one batch of `batch` for each of `trainers`: x =
+  /// W P(B) / (D worker_threads).
+  double data_workers_seconds(int trainers, int data_workers, double batch) const noexcept;
+  /// How a step of a trainer with batch `batch` at `memory_mb` divides between its own threads
+  /// and D data workers (docs/planning.md, "Where preprocessing runs").
+  struct Offload {
+    double ratio = 0;      ///< r = min(1, T_train / (x + Delta)), the balance point
+    double seconds = 0;    ///< max(T_train - r Delta, r x): the step without sync
+    double workers_s = 0;  ///< r x
+  };
+  /// The offload split; Delta = T_train - min(T_c, T_train) is what local building costs.
+  Offload offload(int trainers, int data_workers, double batch, double memory_mb) const noexcept;
   /// vCPUs (SLURM cores) that `memory_mb` buys: ceil(M / mb_per_vcpu).
   int cores(int memory_mb) const noexcept;
   /// The options it was built with.

@@ -4,6 +4,7 @@
 /// (M + m) [+ c], T_trans(M) = k1 M^k2 and the measured gradient-sync table, with goodness of
 /// fit, per-point errors and leave-one-out prediction errors.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,11 @@ struct FitResult {
   bool chose_constant = false;
   std::string choice;  ///< why the kept form was kept
   FitQuality transfer_quality;
-  PerformanceModel model;  ///< the kept forms, ready for the cost model
+  /// T_c, the compute alone (the kept form, on the compute times); absent without builds
+  std::optional<TrainFit> compute;
+  std::vector<BuildPoint> builds;  ///< the measured build times P(B) was fitted to
+  std::string input_note;          ///< why T_c or P(B) is absent (empty: both fitted)
+  PerformanceModel model;          ///< the kept forms, ready for the cost model
 };
 
 /// Fits `profile`; InputError when it cannot: too few distinct memory sizes or batches, or a

@@ -48,11 +48,27 @@ struct SyncTimeTable {
   int max_workers() const;
 };
 
+/// Time to build one batch of B samples on one unthrottled preprocessing thread (read, decode,
+/// augment), P(B) = p0 + p1 B seconds: what a data-service worker spends per batch it serves.
+struct InputCostModel {
+  double p0 = 0;  ///< seconds per batch independent of B
+  double p1 = 0;  ///< seconds per sample
+  /// P(B).
+  double seconds(double batch) const { return p0 + p1 * batch; }
+};
+
 /// Everything the cost model needs about one training config.
 struct PerformanceModel {
   TrainTimeModel train;
   TransferTimeModel transfer;
   SyncTimeTable sync;
+  /// T_c(B, M): the step's compute alone (forward, backward, optimiser), fitted like T_train
+  /// on the profile's compute times; T_train - T_c is what building batches locally costs the
+  /// trainer. Absent (a = 0) in models of profiles without input measurements.
+  TrainTimeModel compute;
+  InputCostModel input;  ///< P(B); absent (p1 = 0) as `compute`
+  /// Whether the model can price data-service workers (compute and input were measured).
+  bool prices_input() const { return compute.a > 0 && input.p1 > 0; }
   double gradient_mb = 0;           ///< flattened gradient (= parameters) in MB (10^6 bytes)
   std::uint64_t epoch_samples = 0;  ///< training samples per epoch
   double mb_per_vcpu = 1769;        ///< memory that buys one vCPU

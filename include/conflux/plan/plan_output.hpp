@@ -24,10 +24,11 @@ std::string render_plan_report(const PlanResult& result, const CostModel& model,
 /// an infeasible result.
 std::string render_infeasible(const PlanResult& result, const PlanRequest& request);
 
-/// The config keys a candidate sets: cluster.trainers, train.batch_size (global: K Ba +
-/// (W - K) Bn), comm.* (K-Reduce, or allreduce with the K-Reduce keys reset) and
-/// limits.memory_mb.
-std::vector<Setting> planned_settings(const Candidate& c, Target target);
+/// The config keys a candidate sets: cluster.trainers, cluster.workers (D), data.offload_ratio
+/// (`offload_ratio` to three decimals with data workers, else 0), train.batch_size (global:
+/// K Ba + (W - K) Bn), comm.* (K-Reduce, or allreduce with the K-Reduce keys reset),
+/// limits.memory_mb and limits.ranks (the trainers alone with data workers, else all).
+std::vector<Setting> planned_settings(const Candidate& c, Target target, double offload_ratio = 0);
 
 /// How the learning rate follows a changed global batch B (from the config's B0 and lr0).
 enum class LrScaling {
@@ -47,13 +48,15 @@ std::vector<Setting> scaled_lr_settings(const Config& base, std::int64_t batch, 
 /// the choice": a complete config, ready to train with. InputError when the candidate does not
 /// fit the rest of `base` (e.g. data.offload_ratios per trainer).
 std::string emit_config(const Candidate& c, Target target, const Config& base,
-                        const std::vector<Setting>& lr = {});
+                        const std::vector<Setting>& lr = {}, double offload_ratio = 0);
 
 /// #SBATCH lines for the candidate: W tasks of ceil(M / mb_per_vcpu) CPUs sharing M MB, a
 /// time limit of the predicted time plus 20 % rounded up to minutes, SIGUSR1 120 s before it
-/// (conflux checkpoints) and requeueing.
+/// (conflux checkpoints) and requeueing; with data workers a heterogeneous job whose second
+/// component holds D tasks of `worker_threads` CPUs.
 std::string emit_sbatch_header(const Candidate& c, double predicted_total_s,
-                               std::string_view job_name, double mb_per_vcpu);
+                               std::string_view job_name, double mb_per_vcpu,
+                               int worker_threads = 1);
 
 /// Seconds as "850 ms", "12.34 s", "1776 s" or "1776 s (0:29:36)" for reports.
 std::string format_seconds(double seconds);

@@ -3,7 +3,8 @@
 /// `conflux profile`: short training runs of one config over a grid of trainer counts W,
 /// Lambda-like memory sizes M (CPU throttled to M / mb_per_vcpu, memory capped) and
 /// per-worker batch sizes B, measuring per-iteration compute, gradient-sync and parameter
-/// serialisation times for the fit.
+/// serialisation times for the fit, and the time to build a batch on one preprocessing thread
+/// (what a data-service worker spends per batch).
 
 #include <vector>
 
@@ -26,6 +27,7 @@ struct SweepOptions {
   int steps = 20;                  ///< measured steps per point, at least
   double min_seconds = 1.0;        ///< measure at least this long per point (many periods)
   double transfer_seconds = 0.2;   ///< how long to repeat the parameter serialisation
+  double build_seconds = 0.3;      ///< how long to time batch builds, per batch size
 };
 
 /// Runs the sweep on every rank of `world` (a collective); the result is complete on rank 0.

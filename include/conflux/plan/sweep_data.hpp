@@ -23,6 +23,13 @@ struct SweepPoint {
   bool out_of_memory = false;  ///< the point could not run under memory_mb
 };
 
+/// Time to build one batch on one unthrottled preprocessing thread (what a worker spends).
+struct BuildPoint {
+  int batch = 0;
+  int batches = 0;     ///< built in the measurement
+  double seconds = 0;  ///< mean per batch
+};
+
 /// A whole sweep.
 struct Sweep {
   std::string config_name;          ///< run.name of the profiled config
@@ -31,6 +38,7 @@ struct Sweep {
   double gradient_mb = 0;           ///< parameters in MB (10^6 bytes)
   double mb_per_vcpu = 1769;
   std::vector<SweepPoint> points;
+  std::vector<BuildPoint> builds;  ///< per batch size (absent in older profiles)
 };
 
 /// Writes `profile` as TOML (atomically).
