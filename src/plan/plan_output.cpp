@@ -96,6 +96,8 @@ std::string render_chosen(const Scored& chosen, const CostModel& model,
                        model.cores(best.memory_mb) == 1 ? "" : "s");
   }
   out += "\n";
+  out += fmt::format("  throughput: {:.0f} samples/s\n",
+                     static_cast<double>(p.samples_per_iteration) / p.iteration_s);
   out +=
       fmt::format("  time: {} iterations x {} = {} ({:.1f} % of the deadline to spare)\n",
                   grouped(p.iterations), format_seconds(p.iteration_s), format_seconds(p.total_s),

@@ -2,7 +2,9 @@
 # Command-line tests of the cost model: `conflux profile` under Lambda-like limits writes a
 # profile whose times fall with memory and grow with the batch; `conflux fit` fits it and
 # writes a model; `conflux predict` and `conflux plan` use it (plan emits a config the loader
-# accepts and an #SBATCH header); bad input gets clear errors with exit 2: negative and
+# accepts and an #SBATCH header); an input-bound job on an image folder gets a data worker, an
+# offload ratio and a heterogeneous #SBATCH header, and its planned config runs; bad input gets
+# clear errors with exit 2: negative and
 # infeasible deadlines, an empty profile, a fit that cannot converge, out-of-range limits.
 set -uo pipefail
 # shellcheck source=tests/cli/lib.sh
@@ -121,7 +123,7 @@ if out=$("$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline
   grep -q "until test accuracy >= $target, deadline" <<<"$out" &&
   grep -q "^statistical efficiency: steps to the target S(B) = S_min (1 + B_noise / B)" <<<"$out" &&
   grep -qP "global batch 128: (94|188) steps" <<<"$out" &&
-  grep -qP '^rank +W +M MB +K +Ba +Bn +global +iterations' <<<"$out" &&
+  grep -qP '^rank +W +M MB +K +Ba +Bn +global +D +offload +iterations' <<<"$out" &&
   grep -q "^smaller and larger batches, to the target:" <<<"$out" &&
   grep -qP '^epochs for [0-9]+ steps of [0-9]+ samples to test accuracy >= ' <<<"$out" &&
   grep -qP '^epochs = [0-9]+' "$TMP/target.toml"; then
@@ -175,5 +177,74 @@ expect_fail "config: memory below Lambda's smallest size" 2 "limits.memory_mb = 
 expect_fail "profile: trainer count above the ranks" 2 "--workers 3 is outside 1..1" -- \
   "${MPIRUN[@]}" -np 1 "$CONFLUX" profile --config "$CONFIG" --workers 3 --memory 512 --batch 16 \
   --output "$TMP/x.toml"
+
+# --- Where preprocessing runs: an input-bound job (JPEGs of 200-500 px decoded to 32 px, a
+# tiny model) gets data workers when the trainer alone cannot meet the deadline ------------------
+if [ -d "$DATA/cifar-10" ]; then
+  "${CONFLUX_BIN:-build/bin}/conflux-bench" make-images --data "$DATA" --out "$TMP/folder" \
+    --train 512 --val 32 --size 200-500 >"$TMP/make.log" 2>&1 || { cat "$TMP/make.log"; exit 3; }
+  cat >"$TMP/input.toml" <<TOML
+[run]
+name = "input-bound"
+seed = 5
+[data]
+dataset = "image-folder"
+path = "$TMP/folder"
+[transform]
+resized_crop = 32
+[[model.layers]]
+type = "flatten"
+[[model.layers]]
+type = "linear"
+out = 10
+[train]
+batch_size = 16
+log_every = 0
+eval = false
+TOML
+  out=$("${MPIRUN[@]}" -np 1 "$CONFLUX" profile --config "$TMP/input.toml" \
+    --set run.dir=\""$TMP/pi"\" --workers 1 --memory 442,884,1769 --batch 8,16 --steps 5 \
+    --seconds 0.3 --output "$TMP/input-profile.toml" 2>&1)
+  builds=$(grep -c '^\[\[build\]\]' "$TMP/input-profile.toml" 2>/dev/null)
+  fit=$("$CONFLUX" fit --profile "$TMP/input-profile.toml" --output "$TMP/input-model.toml" 2>&1)
+  if [ "${builds:-0}" -eq 2 ] && grep -q '^P(B) (one batch on one preprocessing thread)' <<<"$fit" &&
+    grep -q '^\[input\]' "$TMP/input-model.toml"; then
+    ok "profile and fit of an input-bound job: batch-build times, T_c and P(B)"
+  else
+    not_ok "input-bound profile/fit: $builds builds" "$out $fit"
+  fi
+  space=(--model "$TMP/input-model.toml" --config "$TMP/input.toml" --target slurm --epochs 1
+    --max-workers 1 --batches 16 --min-memory 442 --max-memory 1769)
+  alone=$("$CONFLUX" plan "${space[@]}" --deadline 1000 --max-data-workers 0 2>&1)
+  rate=$(sed -n 's/^  throughput: \([0-9]*\) samples\/s$/\1/p' <<<"$alone")
+  alone_s=$(awk -v r="${rate:-1}" 'BEGIN { printf "%.3f", 512 / r }')  # one epoch of 512
+  deadline=$(awk -v t="$alone_s" 'BEGIN { printf "%.3f", 0.7 * t }')
+  out=$("$CONFLUX" plan "${space[@]}" --deadline "$deadline" --max-data-workers 1 \
+    --emit-config "$TMP/input-plan.toml" --emit-sbatch "$TMP/input-plan.sbatch" 2>&1)
+  ratio=$(sed -n 's/^offload_ratio = \([0-9.]*\)$/\1/p' "$TMP/input-plan.toml")
+  if grep -q '^chosen: .*, 1 data worker$' <<<"$out" && grep -q '^  input: 1 data worker x 1 thread build' <<<"$out" &&
+    grep -q '^workers = 1$' "$TMP/input-plan.toml" && grep -q "^ranks = 'trainers'$" "$TMP/input-plan.toml" &&
+    awk -v r="${ratio:-0}" 'BEGIN { exit !(r > 0.2 && r <= 1) }' &&
+    grep -q '^#SBATCH hetjob$' "$TMP/input-plan.sbatch"; then
+    ok "plan: the trainer alone needs $alone_s s > deadline $deadline s: 1 data worker, offload ratio $ratio, heterogeneous #SBATCH header"
+  else
+    not_ok "input-bound plan (alone: $alone_s s, deadline $deadline s)" "$alone $out $(cat "$TMP/input-plan.toml" 2>&1)"
+  fi
+  log=$("${MPIRUN[@]}" -np 2 "$CONFLUX" train --config "$TMP/input-plan.toml" \
+    --set run.dir=\""$TMP/input-run"\" 2>&1)
+  if grep -qP 'trainer 0: batches \d+ local, [1-9]\d* from workers' <<<"$log"; then
+    ok "the planned config runs: 1 trainer and 1 data worker serving batches"
+  else
+    not_ok "the planned input-bound config" "$log"
+  fi
+  expect_fail "plan: data workers on the Lambda target" 2 "planned on the SLURM target only" -- \
+    "$CONFLUX" plan --model "$TMP/input-model.toml" --config "$TMP/input.toml" --deadline 100 \
+    --max-data-workers 2
+fi
+# A model of an older conflux fit: no [compute] and [input] tables.
+awk '/^\[(compute|input)\]$/ { skip = 1; next } /^\[/ { skip = 0 } !skip' "$TMP/model.toml" >"$TMP/old-model.toml"
+expect_fail "plan: data workers with a model that has no build times" 2 "has no input-pipeline cost" -- \
+  "$CONFLUX" plan --model "$TMP/old-model.toml" --config "$CONFIG" --deadline 3600 --target slurm \
+  --max-data-workers 2 --max-workers 1
 
 cli_summary
