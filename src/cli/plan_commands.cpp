@@ -1,6 +1,7 @@
 #include "plan_commands.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <boost/program_options.hpp>
 
 #include <cmath>
@@ -75,13 +76,16 @@ plan::PerformanceModel model_for(const Config& config, const std::string& path) 
 
 ProfileArgs parse_profile_args(const std::vector<std::string>& args) {
   ProfileArgs out;
-  std::string workers = "1", memory, batches;
+  std::string workers = "1", memory, batches, threads;
   po::options_description options("conflux profile options");
   options.add_options()("help,h", "show this help")(
       "workers", po::value(&workers), "trainer counts to measure, e.g. 1,2 (each ≤ ranks)")(
       "memory", po::value(&memory)->required(), "function sizes in MB, e.g. 512,1024,1769")(
       "batch", po::value(&batches)->required(), "per-worker batch sizes, e.g. 32,64,128")(
-      "steps", po::value(&out.steps), "measured steps per point (default 20)")(
+      "threads", po::value(&threads),
+      "BLAS threads per trainer to profile, e.g. 1,2 (default: cluster.blas_threads); the plan "
+      "then chooses among them")("steps", po::value(&out.steps),
+                                 "measured steps per point (default 20)")(
       "warmup", po::value(&out.warmup), "steps before measuring (default 5)")(
       "seconds", po::value(&out.min_seconds), "measure each point at least this long (default 1)")(
       "output,o", po::value(&out.output)->required(), "profile file to write (TOML)");
@@ -91,6 +95,7 @@ ProfileArgs parse_profile_args(const std::vector<std::string>& args) {
   out.workers = int_list(workers, "workers");
   out.memory_mb = int_list(memory, "memory");
   out.batches = int_list(batches, "batch");
+  if (!threads.empty()) out.threads = int_list(threads, "threads");
   return out;
 }
 
@@ -103,6 +108,7 @@ int run_profile(const ProfileArgs& args, const Config& config, const comm::Commu
       .worker_counts = args.workers,
       .memory_mb = args.memory_mb,
       .batch_sizes = args.batches,
+      .thread_counts = args.threads,
       .warmup_steps = args.warmup,
       .steps = args.steps,
       .min_seconds = args.min_seconds,
@@ -164,11 +170,18 @@ int cmd_predict(const std::vector<std::string>& args, const ConfigSources& base_
                   "{}: the model's gradient sync was measured with MPI allreduce; predict "
                   "K-Reduce with `conflux plan --target lambda`",
                   config.where("comm.strategy"));
+  const std::vector<int> measured = model.measured_threads();
+  const int threads = config.cluster().blas_threads;
+  CONFLUX_REQUIRE(
+      measured.empty() || std::find(measured.begin(), measured.end(), threads) != measured.end(),
+      "{}: cluster.blas_threads = {}, but {} was profiled at {} BLAS thread(s); "
+      "profile that count (conflux profile --threads)",
+      config.where("cluster.blas_threads"), threads, model_path, fmt::join(measured, ", "));
   const plan::CostModel cost(plan::CostModelOptions{.model = &model,
                                                     .prices = config.prices(),
                                                     .target = plan::Target::kSlurm,
                                                     .epochs = 1,
-                                                    .threads = config.cluster().blas_threads});
+                                                    .threads = threads});
   const plan::Candidate c{workers, config.limits().memory_mb, workers, batch / workers,
                           batch / workers};
   const plan::Prediction p = cost.predict(c);
@@ -184,7 +197,7 @@ namespace {
 
 // `conflux plan`'s command line.
 struct PlanArgs {
-  std::string model_path, target = "lambda", arch = "x86", batches, s3_dir;
+  std::string model_path, target = "lambda", arch = "x86", batches, threads, s3_dir;
   std::string emit_config, emit_sbatch;
   std::string margin = "auto";
   std::string lr_scaling = "linear";
@@ -226,6 +239,9 @@ bool parse_plan_args(const std::vector<std::string>& args, PlanArgs& a) {
       "max-memory", po::value(&a.space.max_memory_mb), "largest M in MB (default 10240)")(
       "memory-step", po::value(&a.space.memory_step_mb), "M grid step in MB (default 1)")(
       "batches", po::value(&a.batches), "per-worker batch sizes (default 16,32,...,1024)")(
+      "threads", po::value(&a.threads),
+      "BLAS thread counts to choose from, each profiled (default: those the profile measured; "
+      "a model of an older profile: cluster.blas_threads)")(
       "max-global-batch", po::value(&a.space.max_global_batch),
       "largest global batch K Ba + (W - K) Bn (default: no cap; FasDL: 1024)")(
       "aggregator-batch", po::value(&a.space.aggregator_batch),
@@ -251,6 +267,7 @@ bool parse_plan_args(const std::vector<std::string>& args, PlanArgs& a) {
   CONFLUX_REQUIRE(a.lr_scaling == "linear" || a.lr_scaling == "sqrt" || a.lr_scaling == "none",
                   "--lr-scaling must be linear, sqrt or none, not '{}'", a.lr_scaling);
   if (!a.batches.empty()) a.space.batch_sizes = int_list(a.batches, "batches");
+  if (!a.threads.empty()) a.space.thread_counts = int_list(a.threads, "threads");
   const bool target = a.target_accuracy != 0 || a.target_loss != 0;
   CONFLUX_REQUIRE(a.target_accuracy == 0 || a.target_loss == 0,
                   "give --target-accuracy or --target-loss, not both");
@@ -372,6 +389,9 @@ int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sou
   if (a.space.max_data_workers < 0) {
     a.space.max_data_workers = a.target == "slurm" && model.prices_input() ? 8 : 0;
   }
+  // The thread counts the profile measured (the plan chooses among them and sets
+  // cluster.blas_threads); a model of an older profile: the config's count, capped.
+  if (a.space.thread_counts.empty()) a.space.thread_counts = model.measured_threads();
   const plan::DeadlineMargin margin = deadline_margin(a, model);
   const plan::PlanRequest request{.deadline_s = a.deadline,
                                   .margin = margin.fraction,

@@ -15,6 +15,7 @@ struct ProfileArgs {
   std::string config;                  ///< --config
   std::vector<std::string> overrides;  ///< --set KEY=VALUE, in order
   std::vector<int> workers, memory_mb, batches;
+  std::vector<int> threads;  ///< --threads; empty: cluster.blas_threads
   int steps = 20, warmup = 5;
   double min_seconds = 1.0;
   std::string output;

@@ -37,6 +37,14 @@ CostModel::CostModel(CostModelOptions options) : options_(options) {
                     m.source, m.train.a, m.train.b, m.train.m, m.train.c, m.transfer.k1,
                     m.transfer.k2);
   }
+  for (const ThreadCountFit& f : m.more_threads) {
+    for (const double v : {f.train.a, f.train.b, f.train.m, f.train.c, f.compute.a, f.compute.b,
+                           f.compute.m, f.compute.c}) {
+      CONFLUX_REQUIRE(std::isfinite(v),
+                      "the performance model ({}) has a non-finite coefficient at {} threads",
+                      m.source, f.threads);
+    }
+  }
   const PricesSection& p = options_.prices;
   for (const double v : {p.lambda_x86_gb_s, p.lambda_arm_gb_s, p.lambda_request, p.object_put,
                          p.object_get, p.slurm_core_hour, p.slurm_gpu_hour}) {
@@ -68,6 +76,7 @@ void CostModel::check_shape(const Candidate& c) const {
                   "equal the aggregator batch {}",
                   c.workers, c.nonaggregator_batch, c.aggregator_batch);
   CONFLUX_REQUIRE(c.data_workers >= 0, "data workers must be >= 0, got {}", c.data_workers);
+  CONFLUX_REQUIRE(c.threads >= 0, "threads must be >= 0 (0: the config's), got {}", c.threads);
   CONFLUX_REQUIRE(c.data_workers == 0 || options_.target == Target::kSlurm,
                   "data-service workers are planned on the SLURM target only (a Lambda function "
                   "preprocesses its own batches), got D = {}",
@@ -131,16 +140,18 @@ int CostModel::cores(int memory_mb) const noexcept {
   return static_cast<int>(std::ceil(memory_mb / options_.model->mb_per_vcpu));
 }
 
-double CostModel::compute_cap_mb() const noexcept {
-  return options_.threads * options_.model->mb_per_vcpu;
+double CostModel::compute_cap_mb(int threads) const noexcept {
+  return (threads > 0 ? threads : options_.threads) * options_.model->mb_per_vcpu;
 }
 
-double CostModel::train_seconds(double batch, double memory_mb) const noexcept {
-  return options_.model->train.seconds(batch, std::min(memory_mb, compute_cap_mb()));
+double CostModel::train_seconds(double batch, double memory_mb, int threads) const noexcept {
+  const int t = threads > 0 ? threads : options_.threads;
+  return options_.model->train_at(t).seconds(batch, std::min(memory_mb, compute_cap_mb(t)));
 }
 
-double CostModel::compute_seconds(double batch, double memory_mb) const noexcept {
-  return options_.model->compute.seconds(batch, std::min(memory_mb, compute_cap_mb()));
+double CostModel::compute_seconds(double batch, double memory_mb, int threads) const noexcept {
+  const int t = threads > 0 ? threads : options_.threads;
+  return options_.model->compute_at(t).seconds(batch, std::min(memory_mb, compute_cap_mb(t)));
 }
 
 double CostModel::data_workers_seconds(int trainers, int data_workers,
@@ -150,9 +161,9 @@ double CostModel::data_workers_seconds(int trainers, int data_workers,
 }
 
 CostModel::Offload CostModel::offload(int trainers, int data_workers, double batch,
-                                      double memory_mb) const noexcept {
-  const double local = train_seconds(batch, memory_mb);
-  const double delta = local - std::min(compute_seconds(batch, memory_mb), local);
+                                      double memory_mb, int threads) const noexcept {
+  const double local = train_seconds(batch, memory_mb, threads);
+  const double delta = local - std::min(compute_seconds(batch, memory_mb, threads), local);
   if (data_workers == 0 || delta <= 0) return {0, local, 0};
   // The trainer takes local - r delta, the workers r x: the step is least where they meet.
   const double x = data_workers_seconds(trainers, data_workers, batch);
@@ -172,10 +183,11 @@ Prediction CostModel::predict(const Candidate& c) const {
   r.iterations = iterations(c);
   // MPI reduces the gradient in place: only a transfer through an object store serialises.
   r.transfer_s = options_.target == Target::kLambda ? m.transfer.seconds(mem) : 0.0;
-  const Offload split = offload(c.workers, c.data_workers, c.aggregator_batch, mem);
+  const int threads = threads_of(c);
+  const Offload split = offload(c.workers, c.data_workers, c.aggregator_batch, mem, threads);
   const double train_a = split.seconds;
   r.offload_ratio = split.ratio;
-  r.local_s = train_seconds(c.aggregator_batch, mem);
+  r.local_s = train_seconds(c.aggregator_batch, mem, threads);
   r.data_worker_s = split.workers_s;
   double comm_a = 0;
   double comm_n = 0;
@@ -197,7 +209,7 @@ Prediction CostModel::predict(const Candidate& c) const {
   r.comm_s = comm_a;
   r.iteration_s = r.aggregator_s;
   if (c.aggregators < c.workers) {
-    const double train_n = train_seconds(c.nonaggregator_batch, mem);
+    const double train_n = train_seconds(c.nonaggregator_batch, mem, threads);
     r.nonaggregator_s = train_n + r.transfer_s + comm_n;
     if (r.nonaggregator_s > r.aggregator_s) {
       r.iteration_s = r.nonaggregator_s;

@@ -289,13 +289,14 @@ void choose_train_form(FitResult& r, TrainForm form) {
 // i.e. the measured sync plus the wait for the other throttled trainers. That is what a step
 // costs beyond compute; when only multi-trainer points exist (`had_single` false), the
 // measured sync alone.
-SyncTimeTable fit_sync_table(const std::vector<SweepPoint>& pts, const TrainTimeModel& train,
+SyncTimeTable fit_sync_table(const std::vector<SweepPoint>& pts, const PerformanceModel& model,
                              bool had_single) {
   std::map<int, std::map<int, std::pair<double, int>>> sync;
   for (const auto& p : pts) {
     if (p.workers < 2) continue;
-    const double beyond =
-        had_single ? p.iteration_s + p.sync_s - train.seconds(p.batch, p.memory_mb) : p.sync_s;
+    const double beyond = had_single ? p.iteration_s + p.sync_s -
+                                           model.train_at(p.threads).seconds(p.batch, p.memory_mb)
+                                     : p.sync_s;
     auto& acc = sync[p.workers][p.memory_mb];
     acc.first += std::max(0.0, beyond);
     acc.second += 1;
@@ -341,24 +342,77 @@ double compute_alone(const SweepPoint& p, const InputCostModel& input, double mb
 }
 
 // T_c and P(B) when the profile measured builds; otherwise the reason there are none.
-void fit_input(const Sweep& sweep, const std::vector<SweepPoint>& train_pts, FitResult& r) {
+// T_c at one thread count from its T_train points; nullopt (and the note) when it fails.
+std::optional<TrainFit> fit_compute(const std::vector<SweepPoint>& train_pts,
+                                    const InputCostModel& input, double mb_per_vcpu,
+                                    bool with_constant, std::string& note) {
+  std::vector<SweepPoint> compute = train_pts;
+  for (SweepPoint& p : compute) p.iteration_s = compute_alone(p, input, mb_per_vcpu);
+  try {
+    return fit_train(compute, with_constant);
+  } catch (const InputError& e) {
+    note = fmt::format("T_c (the compute alone) at {} thread(s) could not be fitted: {}",
+                       train_pts.front().threads, e.what());
+    return std::nullopt;
+  }
+}
+
+// P(B), and T_c at every thread count, when the profile measured builds.
+void fit_input(const Sweep& sweep, const std::vector<SweepPoint>& base_pts,
+               const std::vector<std::vector<SweepPoint>>& more_pts, FitResult& r) {
   if (sweep.builds.empty()) {
     r.input_note =
         "the profile holds no batch-build times (an older conflux profile): no data "
         "workers can be priced";
     return;
   }
-  r.model.input = fit_input_cost(sweep.builds);
-  std::vector<SweepPoint> compute = train_pts;
-  for (SweepPoint& p : compute) p.iteration_s = compute_alone(p, r.model.input, sweep.mb_per_vcpu);
-  try {
-    r.compute = fit_train(compute, r.chose_constant);
-  } catch (const InputError& e) {
-    r.input_note = fmt::format("T_c (the compute alone) could not be fitted: {}", e.what());
-    r.model.input = {};
-    return;
+  const InputCostModel input = fit_input_cost(sweep.builds);
+  r.compute = fit_compute(base_pts, input, sweep.mb_per_vcpu, r.chose_constant, r.input_note);
+  if (!r.compute) return;
+  for (std::size_t i = 0; i < more_pts.size(); ++i) {
+    r.more_threads[i].compute =
+        fit_compute(more_pts[i], input, sweep.mb_per_vcpu, r.chose_constant, r.input_note);
+    if (!r.more_threads[i].compute) {
+      r.compute.reset();
+      return;
+    }
   }
+  r.model.input = input;
   r.model.compute = r.compute->model;
+  for (std::size_t i = 0; i < more_pts.size(); ++i) {
+    r.model.more_threads[i].compute = r.more_threads[i].compute->model;
+  }
+}
+
+// fit_train on the points of one thread count, its errors naming the count.
+TrainFit fit_at(int threads, double mb_per_vcpu, const std::vector<SweepPoint>& pts,
+                bool with_constant) {
+  try {
+    return fit_train(pts, with_constant);
+  } catch (const InputError& e) {
+    CONFLUX_INPUT_ERROR(
+        "at {} BLAS thread(s) (points above {:.0f} MB left out: the threads cannot "
+        "use more): {}",
+        threads, threads * mb_per_vcpu, e.what());
+  }
+}
+
+// The points T_train is fitted on at `threads`: the single-trainer points (with several
+// throttled trainers part of each one's pauses shows up as the others' wait in the gradient
+// sync), else all, of that thread count, at most threads x mb_per_vcpu MB (beyond, the threads
+// cannot use the share: the planner caps T_train there). Counts the points left out.
+std::vector<SweepPoint> train_points(const std::vector<SweepPoint>& pts, int threads,
+                                     double mb_per_vcpu, bool single, std::size_t& beyond) {
+  std::vector<SweepPoint> out;
+  for (const auto& p : pts) {
+    if (p.threads != threads || (single && p.workers != 1)) continue;
+    if (p.memory_mb > threads * mb_per_vcpu) {
+      ++beyond;
+      continue;
+    }
+    out.push_back(p);
+  }
+  return out;
 }
 
 }  // namespace
@@ -366,36 +420,48 @@ void fit_input(const Sweep& sweep, const std::vector<SweepPoint>& train_pts, Fit
 FitResult fit_sweep(const Sweep& sweep, TrainForm form, const std::string& source) {
   const std::vector<SweepPoint> pts = usable(sweep.points);
   CONFLUX_REQUIRE(!pts.empty(), "{}: the profile holds no measured point", source);
-  // T_train is per-worker compute: fitted on the single-trainer points when there are any,
-  // because with several throttled trainers part of each one's pauses shows up as the others'
-  // wait in the gradient sync.
-  std::vector<SweepPoint> single;
-  for (const auto& p : pts) {
-    if (p.workers == 1) single.push_back(p);
-  }
-  const std::vector<SweepPoint>& train_pts = single.empty() ? pts : single;
+  std::vector<int> threads;
+  for (const auto& p : pts) threads.push_back(p.threads);
+  std::sort(threads.begin(), threads.end());
+  threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+  const bool single =
+      std::any_of(pts.begin(), pts.end(), [](const auto& p) { return p.workers == 1; });
   FitResult r;
-  r.fasdl = fit_train(train_pts, false);
-  r.with_constant = fit_train(train_pts, true);
+  const std::vector<SweepPoint> base_pts =
+      train_points(pts, threads.front(), sweep.mb_per_vcpu, single, r.beyond_share);
+  r.fasdl = fit_at(threads.front(), sweep.mb_per_vcpu, base_pts, false);
+  r.with_constant = fit_at(threads.front(), sweep.mb_per_vcpu, base_pts, true);
   choose_train_form(r, form);
   PerformanceModel& m = r.model;
   m.train = r.chose_constant ? r.with_constant.model : r.fasdl.model;
+  m.train_threads = threads.front();
+  for (const PointError& e : (r.chose_constant ? r.with_constant : r.fasdl).quality.points) {
+    if (std::isfinite(e.loo_error)) m.train_loo_errors.push_back(e.loo_error);
+  }
+  // Every further thread count gets its own T_train in the kept form.
+  std::vector<std::vector<SweepPoint>> more_pts;
+  for (std::size_t i = 1; i < threads.size(); ++i) {
+    more_pts.push_back(train_points(pts, threads[i], sweep.mb_per_vcpu, single, r.beyond_share));
+    r.more_threads.push_back(
+        {threads[i], fit_at(threads[i], sweep.mb_per_vcpu, more_pts.back(), r.chose_constant), {}});
+    m.more_threads.push_back({threads[i], r.more_threads.back().train.model, {}});
+    for (const PointError& e : r.more_threads.back().train.quality.points) {
+      if (std::isfinite(e.loo_error)) m.train_loo_errors.push_back(e.loo_error);
+    }
+  }
   m.transfer = fit_transfer_time(pts);
   std::vector<double> transfer_measured;
   for (const auto& p : pts) transfer_measured.push_back(p.transfer_s);
   r.transfer_quality = quality(
       pts, transfer_measured, [&](const SweepPoint& p) { return m.transfer.seconds(p.memory_mb); },
       [&](std::size_t) { return kInf; });
-  m.sync = fit_sync_table(pts, m.train, !single.empty());
+  m.sync = fit_sync_table(pts, m, single);
   m.gradient_mb = sweep.gradient_mb;
   m.epoch_samples = sweep.epoch_samples;
   m.mb_per_vcpu = sweep.mb_per_vcpu;
   m.dataset = sweep.dataset;
   m.source = source;
-  for (const PointError& e : (r.chose_constant ? r.with_constant : r.fasdl).quality.points) {
-    if (std::isfinite(e.loo_error)) m.train_loo_errors.push_back(e.loo_error);
-  }
-  fit_input(sweep, train_pts, r);
+  fit_input(sweep, base_pts, more_pts, r);
   r.builds = sweep.builds;
   return r;
 }
@@ -413,6 +479,11 @@ std::string render_input_fit(const FitResult& r) {
       c.model.a, c.model.b, c.model.m, c.model.c, 100 * q.median_abs_error,
       100 * q.loo_median_abs_error);
   const InputCostModel& in = r.model.input;
+  for (const ThreadsFit& t : r.more_threads) {
+    out += fmt::format("T_c at {} BLAS threads: a = {:.6g}, b = {:.4g}, m = {:.4g}, c = {:.4g}\n",
+                       t.threads, t.compute->model.a, t.compute->model.b, t.compute->model.m,
+                       t.compute->model.c);
+  }
   out += fmt::format(
       "P(B) (one batch on one preprocessing thread) = p0 + p1 B: p0 = {:.4g} ms, p1 = {:.4g} ms "
       "per sample;",
@@ -440,12 +511,29 @@ std::string render_fit_report(const FitResult& r) {
   form_block("T_train", r.fasdl);
   form_block("T_train", r.with_constant);
   out += fmt::format("choice: {}\n\n", r.choice);
-  const TrainFit& kept = r.chose_constant ? r.with_constant : r.fasdl;
-  out += "   W  memory MB  batch  measured ms  fitted ms  error %  leave-one-out %\n";
-  for (const auto& e : kept.quality.points) {
-    out += fmt::format("{:4d}  {:9d}  {:5d}  {:11.3f}  {:9.3f}  {:+7.1f}  {:+15.1f}\n", e.workers,
-                       e.memory_mb, e.batch, 1e3 * e.measured_s, 1e3 * e.predicted_s,
-                       100 * e.relative_error, 100 * e.loo_error);
+  const auto table = [&](const TrainFit& f) {
+    out += "   W  memory MB  batch  measured ms  fitted ms  error %  leave-one-out %\n";
+    for (const auto& e : f.quality.points) {
+      out += fmt::format("{:4d}  {:9d}  {:5d}  {:11.3f}  {:9.3f}  {:+7.1f}  {:+15.1f}\n", e.workers,
+                         e.memory_mb, e.batch, 1e3 * e.measured_s, 1e3 * e.predicted_s,
+                         100 * e.relative_error, 100 * e.loo_error);
+    }
+  };
+  if (!r.more_threads.empty()) {
+    out += fmt::format("(at {} BLAS thread{}, the smallest profiled count)\n",
+                       r.model.train_threads, r.model.train_threads == 1 ? "" : "s");
+  }
+  table(r.chose_constant ? r.with_constant : r.fasdl);
+  for (const ThreadsFit& t : r.more_threads) {
+    out += "\n";
+    form_block(fmt::format("T_train at {} BLAS threads", t.threads).c_str(), t.train);
+    table(t.train);
+  }
+  if (r.beyond_share > 0) {
+    out += fmt::format(
+        "{} point(s) above threads x {:.0f} MB left out of T_train: the threads cannot use "
+        "that share (the planner caps T_train there)\n",
+        r.beyond_share, r.model.mb_per_vcpu);
   }
   const auto& t = r.model.transfer;
   out += fmt::format(

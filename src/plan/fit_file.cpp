@@ -18,10 +18,40 @@ const toml::table& table_at(const toml::table& root, std::string_view key,
   return *t;
 }
 
+toml::table coefficients(const TrainTimeModel& t) {
+  return toml::table{{"a", t.a}, {"b", t.b}, {"m", t.m}, {"c", t.c}};
+}
+
+TrainTimeModel coefficients_of(const toml::table& t, const std::string& where) {
+  return {toml_number(t, "a", where), toml_number(t, "b", where), toml_number(t, "m", where),
+          toml_number(t, "c", where)};
+}
+
 toml::array doubles(const std::vector<double>& values) {
   toml::array out;
   for (double v : values) out.push_back(v);
   return out;
+}
+
+// [[more_threads]]: T_train (and T_c) at further profiled thread counts, ascending.
+void read_more_threads(const toml::table& root, const std::string& name, PerformanceModel& m) {
+  const toml::array* more = root["more_threads"].as_array();
+  if (more == nullptr) return;
+  for (const toml::node& node : *more) {
+    const toml::table* t = node.as_table();
+    CONFLUX_REQUIRE(t != nullptr, "{}: 'more_threads' must be a list of [[more_threads]] tables",
+                    name);
+    ThreadCountFit f;
+    f.threads = static_cast<int>(toml_number(*t, "threads", name));
+    f.train = coefficients_of(table_at(*t, "train", name), name);
+    if (const toml::table* c = (*t)["compute"].as_table()) f.compute = coefficients_of(*c, name);
+    const int previous = m.more_threads.empty() ? m.train_threads : m.more_threads.back().threads;
+    CONFLUX_REQUIRE(f.threads > previous && f.train.a > 0,
+                    "{}:{}: [[more_threads]] needs thread counts above train_threads, ascending, "
+                    "and train.a > 0; got threads = {} after {}",
+                    name, t->source().begin.line, f.threads, previous);
+    m.more_threads.push_back(f);
+  }
 }
 
 }  // namespace
@@ -32,8 +62,15 @@ void write_fit_file(const std::filesystem::path& path, const PerformanceModel& m
                    {"epoch_samples", static_cast<std::int64_t>(m.epoch_samples)},
                    {"gradient_mb", m.gradient_mb},
                    {"mb_per_vcpu", m.mb_per_vcpu}};
-  root.insert("train",
-              toml::table{{"a", m.train.a}, {"b", m.train.b}, {"m", m.train.m}, {"c", m.train.c}});
+  root.insert("train", coefficients(m.train));
+  if (m.train_threads > 0) root.insert("train_threads", m.train_threads);
+  toml::array more;
+  for (const ThreadCountFit& f : m.more_threads) {
+    toml::table t{{"threads", f.threads}, {"train", coefficients(f.train)}};
+    if (m.prices_input()) t.insert("compute", coefficients(f.compute));
+    more.push_back(std::move(t));
+  }
+  if (!more.empty()) root.insert("more_threads", std::move(more));
   root.insert("transfer", toml::table{{"k1", m.transfer.k1}, {"k2", m.transfer.k2}});
   if (m.prices_input()) {
     root.insert(
@@ -68,8 +105,9 @@ PerformanceModel read_fit_file(const std::filesystem::path& path) {
   m.gradient_mb = toml_number(root, "gradient_mb", name);
   m.mb_per_vcpu = toml_number(root, "mb_per_vcpu", name);
   const toml::table& train = table_at(root, "train", name);
-  m.train = {toml_number(train, "a", name), toml_number(train, "b", name),
-             toml_number(train, "m", name), toml_number(train, "c", name)};
+  m.train = coefficients_of(train, name);
+  m.train_threads = static_cast<int>(root["train_threads"].value_or(std::int64_t{0}));
+  read_more_threads(root, name, m);
   const toml::table& transfer = table_at(root, "transfer", name);
   m.transfer = {toml_number(transfer, "k1", name), toml_number(transfer, "k2", name)};
   if (const toml::array* rows = root["sync"].as_array()) {
@@ -95,10 +133,13 @@ PerformanceModel read_fit_file(const std::filesystem::path& path) {
   }
   // Both absent in files of an older `conflux fit`: the planner then prices no data workers.
   if (const toml::table* compute = root["compute"].as_table()) {
-    m.compute = {toml_number(*compute, "a", name), toml_number(*compute, "b", name),
-                 toml_number(*compute, "m", name), toml_number(*compute, "c", name)};
+    m.compute = coefficients_of(*compute, name);
     const toml::table& input = table_at(root, "input", name);
     m.input = {toml_number(input, "p0", name), toml_number(input, "p1", name)};
+    for (const ThreadCountFit& f : m.more_threads) {
+      CONFLUX_REQUIRE(f.compute.a > 0, "{}: [[more_threads]] at {} threads needs compute.a > 0",
+                      name, f.threads);
+    }
     CONFLUX_REQUIRE(m.prices_input() && m.input.p0 >= 0,
                     "{}: [compute] and [input] need compute.a > 0, input.p1 > 0 and input.p0 >= "
                     "0, got {}, {} and {}",

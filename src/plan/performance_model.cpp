@@ -10,6 +10,27 @@
 
 namespace conflux::plan {
 
+std::vector<int> PerformanceModel::measured_threads() const {
+  std::vector<int> out;
+  if (train_threads > 0) out.push_back(train_threads);
+  for (const ThreadCountFit& f : more_threads) out.push_back(f.threads);
+  return out;
+}
+
+const TrainTimeModel& PerformanceModel::train_at(int threads) const {
+  for (const ThreadCountFit& f : more_threads) {
+    if (f.threads == threads) return f.train;
+  }
+  return train;
+}
+
+const TrainTimeModel& PerformanceModel::compute_at(int threads) const {
+  for (const ThreadCountFit& f : more_threads) {
+    if (f.threads == threads) return f.compute;
+  }
+  return compute;
+}
+
 double TransferTimeModel::seconds(double memory_mb) const {
   return k1 * std::pow(memory_mb, k2);
 }

@@ -95,6 +95,8 @@ std::string render_chosen(const Scored& chosen, const CostModel& model,
     out += fmt::format(", {} core{} per worker", model.cores(best.memory_mb),
                        model.cores(best.memory_mb) == 1 ? "" : "s");
   }
+  const int threads = model.threads_of(best);
+  out += fmt::format(", {} BLAS thread{} (cluster.blas_threads)", threads, threads == 1 ? "" : "s");
   out += "\n";
   out += fmt::format("  throughput: {:.0f} samples/s\n",
                      static_cast<double>(p.samples_per_iteration) / p.iteration_s);
@@ -135,6 +137,7 @@ std::string render_chosen(const Scored& chosen, const CostModel& model,
 std::string render_ranked(const PlanResult& result, const PlanRequest& request) {
   const Prediction& p = result.ranked.front().second;
   const bool input = request.space.max_data_workers > 0;
+  const bool threads = request.space.thread_counts.size() > 1;
   std::string out;
   out += request.distinct ? fmt::format(
                                 "\nranked: distinct (W, K, Ba, Bn{}), each at its cheapest "
@@ -144,6 +147,7 @@ std::string render_ranked(const PlanResult& result, const PlanRequest& request) 
   out += fmt::format("{:>4} {:>4} {:>6} {:>4} {:>5} {:>5} {:>7}", "rank", "W", "M MB", "K", "Ba",
                      "Bn", "global");
   if (input) out += fmt::format(" {:>3} {:>7}", "D", "offload");
+  if (threads) out += fmt::format(" {:>7}", "threads");
   out += fmt::format(" {:>11} {:>12} {:>12} {:>10}\n", "iterations", "time", "cost", "vs best");
   for (std::size_t i = 0; i < result.ranked.size(); ++i) {
     const auto& [c, q] = result.ranked[i];
@@ -151,6 +155,7 @@ std::string render_ranked(const PlanResult& result, const PlanRequest& request) 
                        c.aggregators, c.aggregator_batch, c.nonaggregator_batch,
                        q.samples_per_iteration);
     if (input) out += fmt::format(" {:>3} {:>7.3f}", c.data_workers, q.offload_ratio);
+    if (threads) out += fmt::format(" {:>7}", c.threads);
     out += fmt::format(" {:>11} {:>12} {:>12} {:>10}\n", grouped(q.iterations),
                        format_seconds(q.total_s), format_usd(q.cost_usd),
                        i == 0 ? "best" : percent(q.cost_usd, p.cost_usd));
@@ -230,6 +235,22 @@ std::string render_why(const PlanResult& result, const PlanRequest& request) {
   return out;
 }
 
+// The BLAS threads a trainer computes on and the share they can use.
+std::string compute_text(const CostModel& model, const PlanSpace& space) {
+  const std::vector<int> threads =
+      space.thread_counts.empty() ? std::vector<int>{model.options().threads} : space.thread_counts;
+  if (threads.size() == 1) {
+    return fmt::format(
+        "compute: {} thread{} per rank (cluster.blas_threads): T_train stops falling above "
+        "{:.0f} MB\n",
+        threads[0], threads[0] == 1 ? "" : "s", model.compute_cap_mb(threads[0]));
+  }
+  return fmt::format(
+      "compute: {} BLAS threads per rank, each count with its own profiled T_train, which "
+      "stops falling above threads x {:.0f} MB; the emitted config sets cluster.blas_threads\n",
+      fmt::join(threads, ", "), model.model().mb_per_vcpu);
+}
+
 // Whether and how the plan places preprocessing on data-service ranks.
 std::string input_text(const CostModel& model, const PlanSpace& space) {
   const PerformanceModel& m = model.model();
@@ -283,10 +304,7 @@ std::string render_plan_report(const PlanResult& result, const CostModel& model,
                                 work, format_seconds(request.deadline_s), margin_text(request));
   if (o.to_target != nullptr) out += steps_to_target_text(*o.to_target);
   if (!m.source.empty()) out += fmt::format("model: {}\n", m.source);
-  out += fmt::format(
-      "compute: {} thread{} per rank (cluster.blas_threads): T_train stops falling above {:.0f} "
-      "MB\n",
-      o.threads, o.threads == 1 ? "" : "s", model.compute_cap_mb());
+  out += compute_text(model, request.space);
   out += input_text(model, request.space);
   out += batch_rules_text(request.space);
   out += render_chosen(result.ranked.front(), model, request);
@@ -313,16 +331,19 @@ std::vector<Setting> planned_settings(const Candidate& c, Target target, double 
   const bool kreduce = target == Target::kLambda && c.aggregators < c.workers;
   // The plan sizes the trainers by M and a data worker by its threads (one core each), so
   // limits.memory_mb binds the trainers alone when there are data workers.
-  return {{"cluster.trainers", c.workers},
-          {"cluster.workers", c.data_workers},
-          {"data.offload_ratio", c.data_workers > 0 ? emitted_ratio(offload_ratio) : 0.0},
-          {"train.batch_size", global_batch(c)},
-          {"comm.strategy", kreduce ? "kreduce" : "allreduce"},
-          {"comm.aggregators", kreduce ? c.aggregators : 0},
-          {"comm.nonaggregator_batch_size", kreduce ? c.nonaggregator_batch : 0},
-          {"comm.stale_nonaggregators", kreduce},
-          {"limits.memory_mb", c.memory_mb},
-          {"limits.ranks", c.data_workers > 0 ? "trainers" : "all"}};
+  std::vector<Setting> out{
+      {"cluster.trainers", c.workers},
+      {"cluster.workers", c.data_workers},
+      {"data.offload_ratio", c.data_workers > 0 ? emitted_ratio(offload_ratio) : 0.0},
+      {"train.batch_size", global_batch(c)},
+      {"comm.strategy", kreduce ? "kreduce" : "allreduce"},
+      {"comm.aggregators", kreduce ? c.aggregators : 0},
+      {"comm.nonaggregator_batch_size", kreduce ? c.nonaggregator_batch : 0},
+      {"comm.stale_nonaggregators", kreduce},
+      {"limits.memory_mb", c.memory_mb},
+      {"limits.ranks", c.data_workers > 0 ? "trainers" : "all"}};
+  if (c.threads > 0) out.push_back({"cluster.blas_threads", c.threads});
+  return out;
 }
 
 std::vector<Setting> scaled_lr_settings(const Config& base, std::int64_t batch, LrScaling scaling,

@@ -10,12 +10,20 @@ bool sync_measured(const SyncTimeTable& sync, int workers) {
 }
 
 std::uint64_t combos_per_worker_count(Target target, int workers, std::uint64_t batches,
-                                      int max_data_workers) {
+                                      int max_data_workers, std::uint64_t thread_counts) {
   // K = W with Ba = Bn (each with D in 0..max on SLURM), plus (on Lambda) K < W with every pair
   // Ba <= Bn.
   const std::uint64_t pairs = batches * (batches + 1) / 2;
   return target == Target::kSlurm ? batches * (static_cast<std::uint64_t>(max_data_workers) + 1)
                                   : batches + static_cast<std::uint64_t>(workers - 1) * pairs;
+}
+
+std::vector<int> planned_threads(const CostModel& model, const PlanSpace& space) {
+  std::vector<int> out = space.thread_counts;
+  if (out.empty()) out.push_back(model.options().threads);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 Grid make_grid(const CostModel& model, const PlanRequest& request) {
@@ -27,6 +35,7 @@ Grid make_grid(const CostModel& model, const PlanRequest& request) {
   g.aggregator_batch = s.aggregator_batch;
   g.nonaggregator_batch_ratio = s.nonaggregator_batch_ratio;
   g.max_data_workers = s.max_data_workers;
+  g.threads = planned_threads(model, s);
   std::sort(g.batches.begin(), g.batches.end());
   g.batches.erase(std::unique(g.batches.begin(), g.batches.end()), g.batches.end());
   for (int w = s.min_workers; w <= s.max_workers; ++w) {
@@ -50,10 +59,10 @@ std::uint64_t space_size(const CostModel& model, const Grid& g) {
 Scored evaluate(const CostModel& model, const Candidate& c) {
   const Prediction p = model.predict(c);
   CONFLUX_REQUIRE(!std::isnan(p.total_s) && !std::isnan(p.cost_usd),
-                  "the model predicts NaN for W = {}, M = {} MB, K = {}, Ba = {}, Bn = {}, D = {}; "
-                  "check its coefficients",
+                  "the model predicts NaN for W = {}, M = {} MB, K = {}, Ba = {}, Bn = {}, D = {}, "
+                  "{} threads; check its coefficients",
                   c.workers, c.memory_mb, c.aggregators, c.aggregator_batch, c.nonaggregator_batch,
-                  c.data_workers);
+                  c.data_workers, model.threads_of(c));
   return {c, p};
 }
 

@@ -31,6 +31,7 @@ struct Grid {
   int aggregator_batch = 0;
   int nonaggregator_batch_ratio = 0;
   int max_data_workers = 0;  // D in 0..this (SLURM)
+  std::vector<int> threads;  // BLAS thread counts (ascending)
 };
 
 // One (W, K, Ba, Bn); memory_mb is left to the search.
@@ -40,7 +41,9 @@ using Combo = Candidate;
 bool sync_measured(const SyncTimeTable& sync, int workers);
 /// (W, K, Ba, Bn) combinations of one worker count.
 std::uint64_t combos_per_worker_count(Target target, int workers, std::uint64_t batches,
-                                      int max_data_workers);
+                                      int max_data_workers, std::uint64_t thread_counts);
+/// The thread counts a request plans over: its own, else the options' count.
+std::vector<int> planned_threads(const CostModel& model, const PlanSpace& space);
 /// The validated request's grid.
 Grid make_grid(const CostModel& model, const PlanRequest& request);
 /// Points in the whole space.
@@ -68,16 +71,20 @@ void for_each_combo(Target target, const Grid& g, F&& f) {
       for (const int ba : g.batches) {
         if (k == w) {
           if (!keeps_batch_rules(g, w, k, ba, ba)) continue;
-          for (int d = 0; d <= g.max_data_workers; ++d) f(Combo{w, 0, k, ba, ba, d});
+          for (const int t : g.threads) {
+            for (int d = 0; d <= g.max_data_workers; ++d) f(Combo{w, 0, k, ba, ba, d, t});
+          }
           continue;
         }
-        if (g.nonaggregator_batch_ratio > 0) {  // Bn = r Ba, in the batch list or not
-          const int bn = g.nonaggregator_batch_ratio * ba;
-          if (keeps_batch_rules(g, w, k, ba, bn)) f(Combo{w, 0, k, ba, bn});
-          continue;
-        }
-        for (const int bn : g.batches) {
-          if (bn >= ba && keeps_batch_rules(g, w, k, ba, bn)) f(Combo{w, 0, k, ba, bn});
+        for (const int t : g.threads) {
+          if (g.nonaggregator_batch_ratio > 0) {  // Bn = r Ba, in the batch list or not
+            const int bn = g.nonaggregator_batch_ratio * ba;
+            if (keeps_batch_rules(g, w, k, ba, bn)) f(Combo{w, 0, k, ba, bn, 0, t});
+            continue;
+          }
+          for (const int bn : g.batches) {
+            if (bn >= ba && keeps_batch_rules(g, w, k, ba, bn)) f(Combo{w, 0, k, ba, bn, 0, t});
+          }
         }
       }
     }

@@ -1,6 +1,7 @@
 #include "conflux/plan/planner.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -24,13 +25,13 @@ namespace {
 auto order_key(const Scored& s) {
   return std::tie(s.second.cost_usd, s.second.total_s, s.first.workers, s.first.memory_mb,
                   s.first.aggregators, s.first.aggregator_batch, s.first.nonaggregator_batch,
-                  s.first.data_workers);
+                  s.first.data_workers, s.first.threads);
 }
 
 auto speed_key(const Scored& s) {
   return std::tie(s.second.total_s, s.second.cost_usd, s.first.workers, s.first.memory_mb,
                   s.first.aggregators, s.first.aggregator_batch, s.first.nonaggregator_batch,
-                  s.first.data_workers);
+                  s.first.data_workers, s.first.threads);
 }
 
 PlanResult finish(std::vector<Scored> ranked, const std::optional<Scored>& fastest) {
@@ -86,8 +87,21 @@ void validate_space(const PlanSpace& s) {
 }
 
 // The fitted train-time model over the space: no pole, no non-positive compute time.
-void validate_train_model(const CostModel& model, const PlanSpace& s) {
-  const TrainTimeModel& t = model.model().train;
+// The thread counts: positive, and profiled when the model records what it profiled (the plan
+// never assumes a parallelism it has not measured).
+void validate_threads(const CostModel& model, const PlanSpace& s) {
+  const std::vector<int> measured = model.model().measured_threads();
+  for (const int t : planned_threads(model, s)) {
+    CONFLUX_REQUIRE(t >= 1 && t <= 256, "BLAS thread counts must lie in 1..256, got {}", t);
+    CONFLUX_REQUIRE(
+        measured.empty() || std::find(measured.begin(), measured.end(), t) != measured.end(),
+        "the model ({}) was profiled at {} BLAS thread(s), not {}: profile that count "
+        "(conflux profile --threads) or plan over the profiled ones",
+        model.model().source, fmt::join(measured, ", "), t);
+  }
+}
+
+void validate_train_time(const TrainTimeModel& t, const PlanSpace& s) {
   // T_train = a (B + b) / (M + m) + c has its pole at M = -m; inside the range it would make
   // predictions infinite and the model meaningless there.
   CONFLUX_REQUIRE(s.min_memory_mb + t.m > 0 || s.max_memory_mb + t.m < 0,
@@ -111,6 +125,13 @@ void validate_train_model(const CostModel& model, const PlanSpace& s) {
   }
 }
 
+// T_train at every planned thread count.
+void validate_train_model(const CostModel& model, const PlanSpace& s) {
+  for (const int threads : planned_threads(model, s)) {
+    validate_train_time(model.model().train_at(threads), s);
+  }
+}
+
 // The (W, K, Ba, Bn) combinations: the SLURM target needs measured sync times, and their
 // count stays within kMaxCombos.
 void validate_combinations(const CostModel& model, const PlanSpace& s) {
@@ -120,7 +141,8 @@ void validate_combinations(const CostModel& model, const PlanSpace& s) {
   for (int w = s.min_workers; w <= s.max_workers; ++w) {
     if (model.options().target == Target::kSlurm && !sync_measured(model.model().sync, w)) continue;
     any = true;
-    combos += combos_per_worker_count(model.options().target, w, batches, s.max_data_workers);
+    combos += combos_per_worker_count(model.options().target, w, batches, s.max_data_workers,
+                                      planned_threads(model, s).size());
   }
   if (model.options().target == Target::kSlurm) {
     std::string measured;
@@ -155,12 +177,15 @@ void validate_data_workers(const CostModel& model, const PlanSpace& s) {
                   "profile with batch-build times): it cannot price data workers; profile and "
                   "fit again, or plan without data workers",
                   model.model().source);
-  const TrainTimeModel& c = model.model().compute;
-  // The search's bounds need T_c monotone in M, as T_train (validate_train_model).
-  CONFLUX_REQUIRE(s.min_memory_mb + c.m > 0 || s.max_memory_mb + c.m < 0,
-                  "the compute-time model T_c = {} (B + {}) / (M + {}) + {} has a pole at M = {} "
-                  "MB, inside the memory range {}..{} MB; refit the model or narrow the range",
-                  c.a, c.b, c.m, c.c, -c.m, s.min_memory_mb, s.max_memory_mb);
+  for (const int threads : planned_threads(model, s)) {
+    const TrainTimeModel& c = model.model().compute_at(threads);
+    // The search's bounds need T_c monotone in M, as T_train (validate_train_model).
+    CONFLUX_REQUIRE(c.a > 0 && (s.min_memory_mb + c.m > 0 || s.max_memory_mb + c.m < 0),
+                    "the compute-time model T_c = {} (B + {}) / (M + {}) + {} at {} thread(s) has "
+                    "a pole at M = {} MB inside the memory range {}..{} MB, or none was fitted; "
+                    "refit the model or narrow the range",
+                    c.a, c.b, c.m, c.c, threads, -c.m, s.min_memory_mb, s.max_memory_mb);
+  }
 }
 
 }  // namespace
@@ -184,6 +209,7 @@ void validate_request(const CostModel& model, const PlanRequest& request) {
   CONFLUX_REQUIRE(request.alternatives >= 0 && request.alternatives <= 1000,
                   "alternatives must lie in 0..1000, got {}", request.alternatives);
   validate_space(request.space);
+  validate_threads(model, request.space);
   validate_train_model(model, request.space);
   validate_data_workers(model, request.space);
   validate_combinations(model, request.space);

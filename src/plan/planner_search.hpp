@@ -172,15 +172,16 @@ class Search {
   struct TrainBound {
     double t, mt, mt_magnitude;
   };
-  TrainBound train_bound(int batch, double ml, double mh) const {
-    const TrainTimeModel& tr = m_.train;
-    const double cap = model_.compute_cap_mb();
+  TrainBound train_bound(int batch, int threads, double ml, double mh) const {
+    const TrainTimeModel& tr = m_.train_at(threads);
+    const double cap = model_.compute_cap_mb(threads);
     const double scaled = tr.a * (batch + tr.b);
     const auto work_at = [&](double mem) { return scaled * mem / (std::min(mem, cap) + tr.m); };
     double work = std::min(work_at(ml), work_at(mh));
     if (ml < cap && cap < mh) work = std::min(work, work_at(cap));
     const double fixed = std::min(tr.c * ml, tr.c * mh);
-    return {std::min(model_.train_seconds(batch, ml), model_.train_seconds(batch, mh)),
+    return {std::min(model_.train_seconds(batch, ml, threads),
+                     model_.train_seconds(batch, mh, threads)),
             work + fixed, std::abs(work) + std::abs(fixed)};
   }
 
@@ -228,12 +229,12 @@ class Search {
 
     const double trans = std::min(trans_[ilo], trans_[ihi]);
     const double mtrans = std::min(mtrans_[ilo], mtrans_[ihi]);
-    const TrainBound ta = train_bound(c.aggregator_batch, ml, mh);
+    const TrainBound ta = train_bound(c.aggregator_batch, c.threads, ml, mh);
     double t = certified(ta.t + trans + min_a, std::abs(ta.t) + std::abs(trans) + std::abs(min_a));
     double mt =
         certified(ta.mt + mtrans + mmin_a, ta.mt_magnitude + std::abs(mtrans) + std::abs(mmin_a));
     if (two_roles) {
-      const TrainBound tn = train_bound(c.nonaggregator_batch, ml, mh);
+      const TrainBound tn = train_bound(c.nonaggregator_batch, c.threads, ml, mh);
       t = std::max(
           t, certified(tn.t + trans + min_n, std::abs(tn.t) + std::abs(trans) + std::abs(min_n)));
       mt = std::max(mt, certified(tn.mt + mtrans + mmin_n,
@@ -257,9 +258,11 @@ class Search {
   double step_bound(const Combo& c, double ml, double mh, double train_lb) const {
     if (c.data_workers == 0) return train_lb;
     const int b = c.aggregator_batch;
-    const double train_hi = std::max(model_.train_seconds(b, ml), model_.train_seconds(b, mh));
+    const int t = c.threads;
+    const double train_hi =
+        std::max(model_.train_seconds(b, ml, t), model_.train_seconds(b, mh, t));
     const double compute_lb =
-        std::min({model_.compute_seconds(b, ml), model_.compute_seconds(b, mh), train_lb});
+        std::min({model_.compute_seconds(b, ml, t), model_.compute_seconds(b, mh, t), train_lb});
     const double delta_hi = std::max(0.0, train_hi - compute_lb);
     const double x = model_.data_workers_seconds(c.workers, c.data_workers, b);
     return std::max(compute_lb, x * train_lb / (x + delta_hi));
@@ -278,7 +281,7 @@ class Search {
       sync = std::min(sync, m_.sync.seconds(c.workers, *j));
     }
     const double trans = std::min(trans_[ilo], trans_[ihi]);
-    const double step = step_bound(c, ml, mh, train_bound(c.aggregator_batch, ml, mh).t);
+    const double step = step_bound(c, ml, mh, train_bound(c.aggregator_batch, c.threads, ml, mh).t);
     const double t =
         certified(step + trans + sync, std::abs(step) + std::abs(trans) + std::abs(sync));
     const double total = certified(d.iterations * t, 0);

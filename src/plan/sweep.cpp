@@ -86,10 +86,12 @@ Measured measure(const Config& config, const comm::Communicator& trainers,
 
 // The config of one grid point: the profiled config with W trainers and batch W*B, nothing
 // that writes files or evaluates.
-Config point_config(const Config& base, int workers, int batch, int memory_mb) {
+Config point_config(const Config& base, const SweepPoint& point) {
+  const int workers = point.workers;
   return base.with({{"cluster.trainers", workers},
+                    {"cluster.blas_threads", point.threads},
                     {"cluster.workers", 0},
-                    {"train.batch_size", workers * batch},
+                    {"train.batch_size", workers * point.batch},
                     {"train.epochs", 1},
                     {"train.eval", false},
                     {"train.log_every", 0},
@@ -98,7 +100,7 @@ Config point_config(const Config& base, int workers, int batch, int memory_mb) {
                     {"comm.aggregators", 0},
                     {"comm.nonaggregator_batch_size", 0},
                     {"comm.stale_nonaggregators", false},
-                    {"limits.memory_mb", memory_mb},
+                    {"limits.memory_mb", point.memory_mb},
                     {"profile.timeline", false}},
                    "profile point");
 }
@@ -181,6 +183,9 @@ void check_grid(const SweepOptions& o) {
     CONFLUX_REQUIRE(m >= 128 && m <= 10240, "--memory {} MB is outside Lambda's 128..10240", m);
   }
   for (int b : o.batch_sizes) CONFLUX_REQUIRE(b >= 1, "--batch {} must be positive", b);
+  for (int t : o.thread_counts) {
+    CONFLUX_REQUIRE(t >= 1 && t <= 256, "--threads {} is outside 1..256", t);
+  }
   CONFLUX_REQUIRE(o.steps >= 1 && o.warmup_steps >= 0, "--steps must be ≥ 1 and --warmup ≥ 0");
 }
 
@@ -198,7 +203,7 @@ bool measure_point(const SweepContext& ctx, const comm::Communicator& trainers, 
   const SweepOptions& o = ctx.options;
   const Config& base = *o.config;
   const FunctionSize size{point.memory_mb, base.limits().mb_per_vcpu};
-  const Config config = point_config(base, point.workers, point.batch, point.memory_mb);
+  const Config config = point_config(base, point);
   bool fitted = true;
   try {
     if (ctx.limits) {
@@ -253,16 +258,17 @@ void average_point(const comm::Communicator& world, SweepPoint& point, bool out_
 
 void log_point(const Logger& log, const SweepPoint& point, double mb_per_vcpu) {
   if (point.out_of_memory) {
-    log.warn("W={} M={} MB B={}: out of memory under the cap", point.workers, point.memory_mb,
-             point.batch);
+    log.warn("W={} M={} MB B={} T={}: out of memory under the cap", point.workers, point.memory_mb,
+             point.batch, point.threads);
     return;
   }
   log.info(
-      "W={} M={} MB ({:.2f} vCPU) B={}: iteration {:.2f} ms (compute {:.2f}), sync {:.2f} ms, "
+      "W={} M={} MB ({:.2f} vCPU) B={}{}: iteration {:.2f} ms (compute {:.2f}), sync {:.2f} ms, "
       "serialise {:.3f} ms; CPU used {:.2f} vCPU",
       point.workers, point.memory_mb, FunctionSize{point.memory_mb, mb_per_vcpu}.cpu_share(),
-      point.batch, 1e3 * point.iteration_s, 1e3 * point.compute_s, 1e3 * point.sync_s,
-      1e3 * point.transfer_s, point.cpu_share_used);
+      point.batch, point.threads == 1 ? std::string() : fmt::format(" T={}", point.threads),
+      1e3 * point.iteration_s, 1e3 * point.compute_s, 1e3 * point.sync_s, 1e3 * point.transfer_s,
+      point.cpu_share_used);
 }
 
 }  // namespace
@@ -271,10 +277,8 @@ Sweep run_sweep(const SweepOptions& o) {
   check_grid(o);
   const Config& base = *o.config;
   const comm::Communicator& world = *o.world;
-  // The points must compute as `conflux train` will (train_job.cpp sets the same): OpenBLAS
-  // otherwise starts one thread per core, and the profile would time a rank that uses more
-  // CPU than cluster.blas_threads gives it in training (and than the plan assumes).
-  openblas_set_num_threads(base.cluster().blas_threads);
+  const std::vector<int> thread_counts =
+      o.thread_counts.empty() ? std::vector<int>{base.cluster().blas_threads} : o.thread_counts;
   const data::SourceSplits data = train::open_training_data(base);
   Sweep sweep;
   sweep.config_name = base.run().name;
@@ -284,17 +288,24 @@ Sweep run_sweep(const SweepOptions& o) {
   sweep.builds = measure_builds(o, data);
   std::optional<ResourceLimits> limits;
   const SweepContext ctx{o, data, limits};
-  for (const int workers : o.worker_counts) {
-    // Ranks beyond W sit the point out on a polled wait, not a spinning barrier.
-    const bool active = world.rank() < workers;
-    const comm::Communicator trainers = world.split(active ? 0 : 1, world.rank());
-    for (const int memory : o.memory_mb) {
-      for (const int batch : o.batch_sizes) {
-        SweepPoint point{.workers = workers, .memory_mb = memory, .batch = batch};
-        const bool fitted = !active || measure_point(ctx, trainers, point, sweep.gradient_mb);
-        average_point(world, point, !fitted, sweep.gradient_mb);
-        if (o.log != nullptr && world.rank() == 0) log_point(*o.log, point, sweep.mb_per_vcpu);
-        sweep.points.push_back(point);
+  for (const int threads : thread_counts) {
+    // The points must compute as `conflux train` will (train_job.cpp sets the same): OpenBLAS
+    // otherwise starts one thread per core, and the profile would time a rank that uses more
+    // CPU than cluster.blas_threads gives it in training (and than the plan assumes).
+    openblas_set_num_threads(threads);
+    for (const int workers : o.worker_counts) {
+      // Ranks beyond W sit the point out on a polled wait, not a spinning barrier.
+      const bool active = world.rank() < workers;
+      const comm::Communicator trainers = world.split(active ? 0 : 1, world.rank());
+      for (const int memory : o.memory_mb) {
+        for (const int batch : o.batch_sizes) {
+          SweepPoint point{
+              .workers = workers, .memory_mb = memory, .batch = batch, .threads = threads};
+          const bool fitted = !active || measure_point(ctx, trainers, point, sweep.gradient_mb);
+          average_point(world, point, !fitted, sweep.gradient_mb);
+          if (o.log != nullptr && world.rank() == 0) log_point(*o.log, point, sweep.mb_per_vcpu);
+          sweep.points.push_back(point);
+        }
       }
     }
   }

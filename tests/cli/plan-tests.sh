@@ -178,6 +178,34 @@ expect_fail "profile: trainer count above the ranks" 2 "--workers 3 is outside 1
   "${MPIRUN[@]}" -np 1 "$CONFLUX" profile --config "$CONFIG" --workers 3 --memory 512 --batch 16 \
   --output "$TMP/x.toml"
 
+# --- Several BLAS thread counts: a 2-thread profile merged with the 1-thread one gives each count
+# its own T_train; the plan chooses among the profiled counts and sets cluster.blas_threads -----
+"${MPIRUN[@]}" -np 1 "$CONFLUX" profile --config "$CONFIG" --set run.dir=\""$TMP/p2"\" --threads 2 \
+  --memory 384,768,1536 --batch 16,128 --steps 10 --seconds 0.3 --output "$TMP/profile-2.toml" \
+  >"$TMP/profile-2.log" 2>&1
+out=$("$CONFLUX" fit --profile "$TMP/profile.toml" --profile "$TMP/profile-2.toml" \
+  --output "$TMP/model-threads.toml" 2>&1)
+if grep -q '^T_train at 2 BLAS threads = ' <<<"$out" && grep -q '^train_threads = 1$' "$TMP/model-threads.toml" &&
+  grep -q '^\[\[more_threads\]\]$' "$TMP/model-threads.toml"; then
+  ok "fit: profiles at 1 and 2 BLAS threads give one T_train per thread count"
+else
+  not_ok "fit with two thread counts" "$out $(cat "$TMP/profile-2.log")"
+fi
+out=$("$CONFLUX" plan --model "$TMP/model-threads.toml" --config "$CONFIG" --target slurm --max-workers 1 \
+  --deadline 3600 --threads 2 --emit-config "$TMP/plan-threads.toml" 2>&1)
+if grep -q '^  global batch .* 2 BLAS threads (cluster.blas_threads)$' <<<"$out" &&
+  grep -q '^blas_threads = 2$' "$TMP/plan-threads.toml"; then
+  ok "plan --threads 2: planned with the 2-thread fit, cluster.blas_threads = 2 emitted"
+else
+  not_ok "plan --threads 2" "$out"
+fi
+expect_fail "plan: a thread count that was not profiled" 2 "was profiled at 1, 2 BLAS thread(s), not 4" -- \
+  "$CONFLUX" plan --model "$TMP/model-threads.toml" --config "$CONFIG" --target slurm --deadline 3600 \
+  --max-workers 1 --threads 4
+expect_fail "predict: a thread count that was not profiled" 2 "cluster.blas_threads = 4, but" -- \
+  "$CONFLUX" predict --model "$TMP/model-threads.toml" --config "$CONFIG" --set cluster.blas_threads=4 \
+  --set limits.memory_mb=900
+
 # --- Where preprocessing runs: an input-bound job (JPEGs of 200-500 px decoded to 32 px, a
 # tiny model) gets data workers when the trainer alone cannot meet the deadline ------------------
 if [ -d "$DATA/cifar-10" ]; then

@@ -140,6 +140,42 @@ TEST(PlanFit, FitsTheComputeAloneAndTheInputCost) {
   EXPECT_NEAR(fit_sweep(sweep, TrainForm::kFasdl, "p.toml").model.input.p1, 0.0042 / 16, 1e-12);
 }
 
+// Profiled at 1 and 2 BLAS threads: each count gets its own T_train; points above threads x
+// mb_per_vcpu (where the threads cannot use the share) are left out and counted.
+TEST(PlanFit, FitsEachProfiledThreadCount) {
+  const TrainTimeModel one{.a = 40, .b = 10, .m = 30, .c = 0};
+  const TrainTimeModel two{.a = 42, .b = 10, .m = 30, .c = 0};
+  std::vector<SweepPoint> pts = grid(one, 0, 1);
+  SweepPoint flat{.workers = 1, .memory_mb = 3000, .batch = 64, .steps = 20};
+  flat.iteration_s = one.seconds(64, 1769);  // one thread cannot use 3000 MB
+  flat.transfer_s = 0.001;
+  pts.push_back(flat);
+  for (int memory : {512, 1024, 2048, 3538}) {
+    for (int batch : {16, 256}) {
+      SweepPoint p{.workers = 1, .memory_mb = memory, .batch = batch, .threads = 2, .steps = 20};
+      p.iteration_s = two.seconds(batch, memory);
+      p.transfer_s = 0.001;
+      pts.push_back(p);
+    }
+  }
+  const FitResult r = fit_sweep(profile_of(pts, 60000), TrainForm::kFasdl, "p.toml");
+  EXPECT_EQ(r.model.train_threads, 1);
+  EXPECT_NEAR(r.model.train.a, 40, 1e-6 * 40);
+  ASSERT_EQ(r.model.more_threads.size(), 1u);
+  EXPECT_EQ(r.model.more_threads[0].threads, 2);
+  EXPECT_NEAR(r.model.more_threads[0].train.a, 42, 1e-6 * 42);
+  EXPECT_EQ(r.model.measured_threads(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(&r.model.train_at(2), &r.model.more_threads[0].train);
+  EXPECT_EQ(&r.model.train_at(1), &r.model.train);
+  EXPECT_EQ(r.beyond_share, 1u);
+  EXPECT_EQ(r.model.train_loo_errors.size(), 12u + 8u);  // both counts' held-out errors
+  const std::string report = render_fit_report(r);
+  EXPECT_NE(report.find("T_train at 2 BLAS threads = a(B+b)/(M+m): a = 42"), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("1 point(s) above threads x 1769 MB left out"), std::string::npos)
+      << report;
+}
+
 TEST(PlanFit, SyncTableAveragesBatchesPerWorkerCountAndMemory) {
   auto pts = grid(TrainTimeModel{.a = 30.0, .b = 12.0, .m = 40.0}, 0, 5);
   for (auto p : std::vector<SweepPoint>(pts)) {

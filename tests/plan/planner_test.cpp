@@ -1,6 +1,7 @@
 #include "conflux/plan/planner.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <random>
 
 #include "../support/temp_dir.hpp"
+#include "conflux/plan/plan_output.hpp"
 #include "conflux/plan/s3_transfer.hpp"
 
 namespace conflux::plan {
@@ -423,8 +425,8 @@ TEST(Planner, RanksTiesByTheTotalOrder) {
   expect_same(got, exhaustive_plan(cost, req), "ties");
   ASSERT_EQ(got.ranked.size(), 10u);
   // W = 3 is unmeasured on SLURM and skipped; W = 1 with B = 20 is cheapest (no sync).
-  EXPECT_EQ(got.ranked[0].first, (Candidate{1, 128, 1, 20, 20}));
-  EXPECT_EQ(got.ranked[1].first, (Candidate{1, 129, 1, 20, 20}));
+  EXPECT_EQ(got.ranked[0].first, (Candidate{1, 128, 1, 20, 20, 0, 1}));
+  EXPECT_EQ(got.ranked[1].first, (Candidate{1, 129, 1, 20, 20, 0, 1}));
   for (const auto& [c, p] : got.ranked) EXPECT_NE(c.workers, 3);
 
   // Distinct: each of the 2 + 2 = 4 (W, B) combinations (SLURM: K = W) once, at its least
@@ -433,7 +435,7 @@ TEST(Planner, RanksTiesByTheTotalOrder) {
   const PlanResult distinct = plan(cost, req);
   expect_same(distinct, exhaustive_plan(cost, req), "distinct ties");
   ASSERT_EQ(distinct.ranked.size(), 4u);
-  EXPECT_EQ(distinct.ranked[0].first, (Candidate{1, 128, 1, 20, 20}));
+  EXPECT_EQ(distinct.ranked[0].first, (Candidate{1, 128, 1, 20, 20, 0, 1}));
   for (std::size_t i = 0; i < distinct.ranked.size(); ++i) {
     EXPECT_EQ(distinct.ranked[i].first.memory_mb, 128);
     for (std::size_t j = 0; j < i; ++j) {
@@ -622,6 +624,95 @@ TEST(Planner, AddsDataWorkersWhenTheInputPipelineIsTheBottleneck) {
   ASSERT_TRUE(cheap.feasible);
   EXPECT_EQ(cheap.ranked.front().first.data_workers, 0);
   EXPECT_EQ(cheap.ranked.front().second.offload_ratio, 0);
+}
+
+// Thread counts as a plan dimension, on random instances of both targets (with data workers
+// on SLURM sometimes): each profiled count has its own T_train (and T_c), capped at its own
+// share. Still the exhaustive answer.
+TEST(Planner, MatchesExhaustiveSearchAcrossThreadCounts) {
+  std::mt19937_64 rng(20261129);
+  std::uniform_real_distribution<double> u(0, 1);
+  const auto pick = [&](double lo, double hi) { return lo + (hi - lo) * u(rng); };
+  int feasible = 0, more_threads_chosen = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    Instance in;
+    make_random(rng, in);
+    PerformanceModel& m = in.model;
+    m.train_threads = 1;
+    m.compute = {.a = std::abs(m.train.a) * pick(0.1, 1.2), .b = pick(0, 50), .m = pick(-120, 500)};
+    m.input = {.p0 = pick(0, 0.05), .p1 = pick(1e-4, 0.05)};
+    const int counts = 2 + static_cast<int>(rng() % 2);
+    for (int i = 1; i < counts; ++i) {
+      ThreadCountFit f{.threads = 1 << i, .train = m.train, .compute = m.compute};
+      // Scaling a down and c up keeps T_train positive wherever the base model is.
+      f.train.a *= pick(0.3, 1.0);
+      f.train.c = std::max(0.0, m.train.c) + pick(0, 0.01);
+      f.compute.a *= pick(0.3, 1.0);
+      m.more_threads.push_back(f);
+    }
+    in.request.space.thread_counts = m.measured_threads();
+    if (rng() % 2 == 0) in.request.space.thread_counts.pop_back();
+    const bool slurm = in.cost->options().target == Target::kSlurm;
+    if (slurm && rng() % 2 == 0)
+      in.request.space.max_data_workers = 1 + static_cast<int>(rng() % 3);
+    if (!set_random_deadline(rng, in)) continue;
+    const std::string what = fmt::format("trial {}: {} threads {} D<={}", trial, in.description,
+                                         fmt::join(in.request.space.thread_counts, ","),
+                                         in.request.space.max_data_workers);
+    feasible += expect_exhaustive_in_both_modes(in, what, [&](const PlanResult& want) {
+      for (const Scored& x : want.ranked) {
+        const auto& t = in.request.space.thread_counts;
+        EXPECT_NE(std::find(t.begin(), t.end(), x.first.threads), t.end()) << what;
+      }
+      if (!want.ranked.empty()) more_threads_chosen += want.ranked.front().first.threads > 1;
+    });
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GE(feasible, 50);
+  EXPECT_GE(more_threads_chosen, 10);
+}
+
+// Profiled at 1 and 2 threads: a deadline one thread cannot meet takes the second thread and
+// the second vCPU it can use; with one profiled thread the plan never goes above one vCPU's
+// worth, and a thread count that was not profiled is refused.
+TEST(Planner, ChoosesTheProfiledThreadCountTheDeadlineNeeds) {
+  PerformanceModel m = realistic_model();  // mb_per_vcpu 1769
+  m.train_threads = 1;
+  // Two threads: 5 % slower at the same share (the second thread has no vCPU of its own
+  // below 1769 MB), but they can use two vCPUs.
+  m.more_threads.push_back({.threads = 2, .train = {.a = 1.995, .b = 4, .m = 60, .c = 0.004}});
+  const CostModel cost(CostModelOptions{.model = &m, .target = Target::kSlurm, .epochs = 5});
+  PlanRequest req{.deadline_s = 1e9, .alternatives = 3};
+  req.space.max_workers = 1;
+  req.space.batch_sizes = {128};
+  req.space.thread_counts = {1, 2};
+  const PlanResult relaxed = plan(cost, req);
+  ASSERT_TRUE(relaxed.feasible);
+  EXPECT_EQ(relaxed.ranked.front().first.threads, 1);  // a core for one thread is cheapest
+  EXPECT_LE(relaxed.ranked.front().first.memory_mb, 1769);
+  // Faster than one thread at one vCPU allows: two threads above 1769 MB.
+  const double one_vcpu = cost.predict({1, 1769, 1, 128, 128, 0, 1}).total_s;
+  req.deadline_s = 0.8 * one_vcpu;
+  const PlanResult tight = plan(cost, req);
+  expect_same(tight, exhaustive_plan(cost, req), "tight");
+  ASSERT_TRUE(tight.feasible);
+  EXPECT_EQ(tight.ranked.front().first.threads, 2);
+  EXPECT_GT(tight.ranked.front().first.memory_mb, 1769);
+  EXPECT_LE(tight.ranked.front().first.memory_mb, 2 * 1769);
+  const std::vector<Setting> emitted = planned_settings(tight.ranked.front().first, Target::kSlurm);
+  const auto threads = std::find_if(emitted.begin(), emitted.end(), [](const Setting& x) {
+    return x.key == "cluster.blas_threads";
+  });
+  ASSERT_NE(threads, emitted.end());
+  EXPECT_EQ(std::get<std::int64_t>(threads->value), 2);
+  // One profiled thread: never above one vCPU's worth, and that deadline is out of reach.
+  req.space.thread_counts = {1};
+  const PlanResult one = plan(cost, req);
+  EXPECT_FALSE(one.feasible);
+  ASSERT_TRUE(one.fastest);
+  EXPECT_LE(one.fastest->first.memory_mb, 1769);
+  req.space.thread_counts = {4};
+  expect_input_error([&] { plan(cost, req); }, {"profiled at 1, 2 BLAS thread(s), not 4"});
 }
 
 TEST(Planner, MarginIsTheNinetiethPercentileOfTheHeldOutShortfall) {

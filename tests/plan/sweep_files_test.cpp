@@ -27,12 +27,20 @@ TEST(PlanFiles, ProfileRoundTrips) {
                       .transfer_s = 0.0004,
                       .cpu_share_used = 0.29});
   p.points.push_back({.workers = 2, .memory_mb = 128, .batch = 64, .out_of_memory = true});
+  p.points.push_back({.workers = 1,
+                      .memory_mb = 3000,
+                      .batch = 64,
+                      .threads = 2,
+                      .steps = 20,
+                      .iteration_s = 0.004});
   p.builds.push_back({.batch = 64, .batches = 12, .seconds = 0.0031});
   write_sweep(dir.path() / "p.toml", p);
   const Sweep q = read_sweep(dir.path() / "p.toml");
   EXPECT_EQ(q.dataset, "mnist");
   EXPECT_EQ(q.epoch_samples, 60000u);
-  ASSERT_EQ(q.points.size(), 2u);
+  ASSERT_EQ(q.points.size(), 3u);
+  EXPECT_EQ(q.points[0].threads, 1);
+  EXPECT_EQ(q.points[2].threads, 2);
   EXPECT_DOUBLE_EQ(q.points[0].iteration_s, 0.0123);
   EXPECT_DOUBLE_EQ(q.points[0].sync_s, 0.002);
   EXPECT_TRUE(q.points[1].out_of_memory);
@@ -86,10 +94,20 @@ TEST(PlanFiles, ModelRoundTrips) {
   EXPECT_EQ(r.epoch_samples, 60000u);
   EXPECT_EQ(r.train_loo_errors, m.train_loo_errors);
   EXPECT_FALSE(r.prices_input());  // no [compute] and [input] written without them
+  EXPECT_EQ(r.train_threads, 0);   // not recorded
+  EXPECT_TRUE(r.measured_threads().empty());
   m.compute = {.a = 20, .b = 3, .m = 50, .c = 0.0005};
   m.input = {.p0 = 0.0002, .p1 = 0.00004};
   write_fit_file(dir.path() / "m.toml", m);
+  m.train_threads = 1;
+  m.more_threads.push_back({.threads = 2,
+                            .train = {.a = 25, .b = 12, .m = 40, .c = 0.001},
+                            .compute = {.a = 15, .b = 3, .m = 50, .c = 0}});
+  write_fit_file(dir.path() / "m.toml", m);
   const PerformanceModel in = read_fit_file(dir.path() / "m.toml");
+  EXPECT_EQ(in.measured_threads(), (std::vector<int>{1, 2}));
+  EXPECT_DOUBLE_EQ(in.train_at(2).a, 25);
+  EXPECT_DOUBLE_EQ(in.compute_at(2).a, 15);
   ASSERT_TRUE(in.prices_input());
   EXPECT_DOUBLE_EQ(in.compute.b, 3);
   EXPECT_DOUBLE_EQ(in.input.p0, 0.0002);

@@ -33,6 +33,7 @@ struct Candidate {
   int aggregator_batch = 32;     ///< Ba
   int nonaggregator_batch = 32;  ///< Bn (= Ba when K = W)
   int data_workers = 0;          ///< D: data-service (preprocessing) ranks; SLURM only
+  int threads = 0;  ///< BLAS threads per trainer (cluster.blas_threads); 0: the options' count
   bool operator==(const Candidate&) const = default;
 };
 
@@ -72,6 +73,9 @@ struct PlanSpace {
   int nonaggregator_batch_ratio = 0;
   /// D in 0..this data-service ranks (SLURM; needs a model that prices the input pipeline)
   int max_data_workers = 0;
+  /// BLAS threads per trainer to choose from (each profiled when the model records thread
+  /// counts); empty: the options' count only
+  std::vector<int> thread_counts;
 };
 
 /// What a CostModel evaluates, and with which prices.
@@ -112,12 +116,18 @@ class CostModel {
   double storage_cost_per_iteration(const Candidate& c) const noexcept;
   /// The Lambda price of one GB-second for the chosen architecture.
   double gb_second_price() const noexcept;
-  /// The memory beyond which T_train stops falling: threads x mb_per_vcpu.
-  double compute_cap_mb() const noexcept;
-  /// T_train at `batch` and `memory_mb`, with the share capped at compute_cap_mb().
-  double train_seconds(double batch, double memory_mb) const noexcept;
-  /// T_c, the compute alone, with the share capped as train_seconds().
-  double compute_seconds(double batch, double memory_mb) const noexcept;
+  /// The BLAS threads of `c` (its own count, else the options').
+  int threads_of(const Candidate& c) const noexcept {
+    return c.threads > 0 ? c.threads : options_.threads;
+  }
+  /// The memory beyond which T_train stops falling: threads x mb_per_vcpu (0: the options'
+  /// thread count).
+  double compute_cap_mb(int threads = 0) const noexcept;
+  /// T_train at `batch`, `memory_mb` and `threads` BLAS threads (0: the options' count): that
+  /// thread count's fit, with the share capped at compute_cap_mb(threads).
+  double train_seconds(double batch, double memory_mb, int threads = 0) const noexcept;
+  /// T_c, the compute alone, as train_seconds().
+  double compute_seconds(double batch, double memory_mb, int threads = 0) const noexcept;
   /// Seconds D data workers take to build one batch of `batch` for each of `trainers`: x =
   /// W P(B) / (D worker_threads).
   double data_workers_seconds(int trainers, int data_workers, double batch) const noexcept;
@@ -129,7 +139,8 @@ class CostModel {
     double workers_s = 0;  ///< r x
   };
   /// The offload split; Delta = T_train - min(T_c, T_train) is what local building costs.
-  Offload offload(int trainers, int data_workers, double batch, double memory_mb) const noexcept;
+  Offload offload(int trainers, int data_workers, double batch, double memory_mb,
+                  int threads = 0) const noexcept;
   /// vCPUs (SLURM cores) that `memory_mb` buys: ceil(M / mb_per_vcpu).
   int cores(int memory_mb) const noexcept;
   /// The options it was built with.

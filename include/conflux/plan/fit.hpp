@@ -45,12 +45,22 @@ enum class TrainForm {
   kConstant,  ///< a (B + b) / (M + m) + c
 };
 
+/// T_train (and T_c) at one further profiled thread count.
+struct ThreadsFit {
+  int threads = 1;
+  TrainFit train;                   ///< in the form kept for the first thread count
+  std::optional<TrainFit> compute;  ///< T_c there, when the profile timed builds
+};
+
 /// Everything the fit found.
 struct FitResult {
   TrainFit fasdl;          ///< FasDL's form
   TrainFit with_constant;  ///< the alternative with a fixed per-iteration cost
   bool chose_constant = false;
   std::string choice;  ///< why the kept form was kept
+  /// The fits at further thread counts (fasdl / with_constant hold the smallest count's)
+  std::vector<ThreadsFit> more_threads;
+  std::size_t beyond_share = 0;  ///< points above threads x mb_per_vcpu, left out of T_train
   FitQuality transfer_quality;
   /// T_c, the compute alone (the kept form, on the compute times); absent without builds
   std::optional<TrainFit> compute;

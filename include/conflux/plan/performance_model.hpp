@@ -57,9 +57,21 @@ struct InputCostModel {
   double seconds(double batch) const { return p0 + p1 * batch; }
 };
 
+/// T_train and T_c fitted on the points profiled with one more BLAS thread count.
+struct ThreadCountFit {
+  int threads = 1;         ///< cluster.blas_threads of its points
+  TrainTimeModel train;    ///< T_train at this thread count
+  TrainTimeModel compute;  ///< T_c at this thread count (a = 0: not fitted)
+};
+
 /// Everything the cost model needs about one training config.
 struct PerformanceModel {
-  TrainTimeModel train;
+  TrainTimeModel train;  ///< T_train at train_threads BLAS threads
+  /// BLAS threads `train` was profiled with; 0 in models of older profiles (not recorded: the
+  /// planner then caps the CPU share at the config's thread count).
+  int train_threads = 0;
+  /// Fits at further profiled thread counts (ascending, all above train_threads).
+  std::vector<ThreadCountFit> more_threads;
   TransferTimeModel transfer;
   SyncTimeTable sync;
   /// T_c(B, M): the step's compute alone (forward, backward, optimiser), fitted like T_train
@@ -69,6 +81,12 @@ struct PerformanceModel {
   InputCostModel input;  ///< P(B); absent (p1 = 0) as `compute`
   /// Whether the model can price data-service workers (compute and input were measured).
   bool prices_input() const { return compute.a > 0 && input.p1 > 0; }
+  /// The profiled thread counts, ascending (empty when not recorded).
+  std::vector<int> measured_threads() const;
+  /// T_train at `threads` BLAS threads: that count's fit when profiled, else `train`.
+  const TrainTimeModel& train_at(int threads) const;
+  /// T_c at `threads`, as train_at().
+  const TrainTimeModel& compute_at(int threads) const;
   double gradient_mb = 0;           ///< flattened gradient (= parameters) in MB (10^6 bytes)
   std::uint64_t epoch_samples = 0;  ///< training samples per epoch
   double mb_per_vcpu = 1769;        ///< memory that buys one vCPU

@@ -23,6 +23,7 @@ struct SweepOptions {
   std::vector<int> worker_counts;  ///< trainer counts, each ≤ world size
   std::vector<int> memory_mb;      ///< function sizes
   std::vector<int> batch_sizes;    ///< per-worker batches
+  std::vector<int> thread_counts;  ///< BLAS threads per trainer; empty: cluster.blas_threads
   int warmup_steps = 5;            ///< steps run before measuring (pipeline fill, caches)
   int steps = 20;                  ///< measured steps per point, at least
   double min_seconds = 1.0;        ///< measure at least this long per point (many periods)
