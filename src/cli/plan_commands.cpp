@@ -72,6 +72,32 @@ plan::PerformanceModel model_for(const Config& config, const std::string& path) 
   return model;
 }
 
+// With data workers (cluster.workers > 0 and a ratio above 0, or "auto"), the epoch with the
+// config's ratio ("auto": the model's balance point) as `conflux plan` predicts it.
+void print_data_worker_prediction(const Config& config, const plan::CostModel& cost,
+                                  const plan::Candidate& c, const plan::Prediction& alone) {
+  const int data_workers = config.cluster().workers;
+  const auto& d = config.data();
+  if (data_workers <= 0 || (!d.offload_auto && d.offload_ratio <= 0)) return;
+  CONFLUX_REQUIRE(cost.model().prices_input(),
+                  "{}: cluster.workers = {}, but the model has no input-pipeline cost (profile "
+                  "and fit again to predict data workers)",
+                  config.where("cluster.workers"), data_workers);
+  CONFLUX_REQUIRE(d.offload_ratios.empty(),
+                  "{}: predict models one offload ratio for every trainer (data.offload_ratio)",
+                  config.where("data.offload_ratios"));
+  const plan::CostModel::Offload split =
+      d.offload_auto ? cost.offload(c.workers, data_workers, c.aggregator_batch, c.memory_mb)
+                     : cost.offload_at(d.offload_ratio, c.workers, data_workers, c.aggregator_batch,
+                                       c.memory_mb);
+  const double step = split.seconds + alone.comm_s;
+  fmt::print(
+      "with {} data worker(s) at offload ratio {:.3f}{}: predicted epoch {:.3f} s ({:.3f} ms "
+      "per iteration; the workers' part {:.3f} ms)\n",
+      data_workers, split.ratio, d.offload_auto ? " (auto: the model's balance point)" : "",
+      static_cast<double>(alone.iterations) * step, 1e3 * step, 1e3 * split.workers_s);
+}
+
 }  // namespace
 
 ProfileArgs parse_profile_args(const std::vector<std::string>& args) {
@@ -190,6 +216,7 @@ int cmd_predict(const std::vector<std::string>& args, const ConfigSources& base_
       "ms) for W = {}, M = {} MB, B = {} per worker\n",
       p.total_s, p.iterations, 1e3 * p.iteration_s, 1e3 * p.train_s, 1e3 * p.comm_s, workers,
       c.memory_mb, c.aggregator_batch);
+  print_data_worker_prediction(config, cost, c, p);
   return 0;
 }
 
@@ -386,6 +413,8 @@ int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sou
       .threads = config.cluster().blas_threads,
       .worker_threads = config.cluster().worker_threads,
       .s3 = s3 ? &*s3 : nullptr});
+  CONFLUX_REQUIRE(a.space.max_data_workers >= -1, "--max-data-workers must be >= 0, got {}",
+                  a.space.max_data_workers);
   if (a.space.max_data_workers < 0) {
     a.space.max_data_workers = a.target == "slurm" && model.prices_input() ? 8 : 0;
   }

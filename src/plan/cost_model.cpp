@@ -103,6 +103,12 @@ void CostModel::validate(const Candidate& c, const PlanSpace& space) const {
   CONFLUX_REQUIRE(c.aggregators == c.workers || c.nonaggregator_batch >= c.aggregator_batch,
                   "the non-aggregator batch Bn = {} is smaller than the aggregator batch Ba = {}",
                   c.nonaggregator_batch, c.aggregator_batch);
+  const int threads = threads_of(c);
+  CONFLUX_REQUIRE(space.thread_counts.empty()
+                      ? threads == options_.threads
+                      : std::find(space.thread_counts.begin(), space.thread_counts.end(),
+                                  threads) != space.thread_counts.end(),
+                  "{} BLAS threads lie outside the space's thread counts", threads);
   CONFLUX_REQUIRE(c.data_workers <= space.max_data_workers,
                   "D = {} data workers lies outside 0..{}", c.data_workers, space.max_data_workers);
 }
@@ -167,7 +173,16 @@ CostModel::Offload CostModel::offload(int trainers, int data_workers, double bat
   if (data_workers == 0 || delta <= 0) return {0, local, 0};
   // The trainer takes local - r delta, the workers r x: the step is least where they meet.
   const double x = data_workers_seconds(trainers, data_workers, batch);
-  const double ratio = std::min(1.0, local / (x + delta));
+  return offload_at(std::min(1.0, local / (x + delta)), trainers, data_workers, batch, memory_mb,
+                    threads);
+}
+
+CostModel::Offload CostModel::offload_at(double ratio, int trainers, int data_workers, double batch,
+                                         double memory_mb, int threads) const noexcept {
+  const double local = train_seconds(batch, memory_mb, threads);
+  if (data_workers == 0 || ratio <= 0) return {0, local, 0};
+  const double delta = local - std::min(compute_seconds(batch, memory_mb, threads), local);
+  const double x = data_workers_seconds(trainers, data_workers, batch);
   return {ratio, std::max(local - ratio * delta, ratio * x), ratio * x};
 }
 

@@ -285,6 +285,13 @@ void choose_train_form(FitResult& r, TrainForm form) {
   }
 }
 
+// T_train at a point as the planner evaluates it: its thread count's fit, the share capped at
+// what the threads can use (uncapped when the profile did not record threads).
+double capped_train(const PerformanceModel& model, const SweepPoint& p) {
+  const double cap = p.threads > 0 ? p.threads * model.mb_per_vcpu : p.memory_mb;
+  return model.train_at(p.threads).seconds(p.batch, std::min<double>(p.memory_mb, cap));
+}
+
 // The sync table, per (W, M) over the batches: each step's time beyond the fitted T_train,
 // i.e. the measured sync plus the wait for the other throttled trainers. That is what a step
 // costs beyond compute; when only multi-trainer points exist (`had_single` false), the
@@ -294,9 +301,7 @@ SyncTimeTable fit_sync_table(const std::vector<SweepPoint>& pts, const Performan
   std::map<int, std::map<int, std::pair<double, int>>> sync;
   for (const auto& p : pts) {
     if (p.workers < 2) continue;
-    const double beyond = had_single ? p.iteration_s + p.sync_s -
-                                           model.train_at(p.threads).seconds(p.batch, p.memory_mb)
-                                     : p.sync_s;
+    const double beyond = had_single ? p.iteration_s + p.sync_s - capped_train(model, p) : p.sync_s;
     auto& acc = sync[p.workers][p.memory_mb];
     acc.first += std::max(0.0, beyond);
     acc.second += 1;
@@ -316,6 +321,9 @@ SyncTimeTable fit_sync_table(const std::vector<SweepPoint>& pts, const Performan
 // The input cost P(B) = p0 + p1 B from the build times, by least squares on relative errors
 // with p0 >= 0 (one batch size: p0 = 0).
 InputCostModel fit_input_cost(const std::vector<BuildPoint>& builds) {
+  const bool one_batch = std::all_of(builds.begin(), builds.end(), [&](const BuildPoint& b) {
+    return b.batch == builds.front().batch;
+  });
   double s11 = 0, s1b = 0, sbb = 0, s1y = 0, sby = 0;
   for (const BuildPoint& b : builds) {
     const double w = 1.0 / (b.seconds * b.seconds);
@@ -323,7 +331,7 @@ InputCostModel fit_input_cost(const std::vector<BuildPoint>& builds) {
     s1y += w * b.seconds, sby += w * b.batch * b.seconds;
   }
   std::array<double, 2> x{};
-  if (solve<2>({{{s11, s1b}, {s1b, sbb}}}, {s1y, sby}, x) && x[0] >= 0 && x[1] > 0) {
+  if (!one_batch && solve<2>({{{s11, s1b}, {s1b, sbb}}}, {s1y, sby}, x) && x[0] >= 0 && x[1] > 0) {
     return {x[0], x[1]};
   }
   return {0, sby / sbb};  // through the origin
@@ -387,6 +395,7 @@ void fit_input(const Sweep& sweep, const std::vector<SweepPoint>& base_pts,
 // fit_train on the points of one thread count, its errors naming the count.
 TrainFit fit_at(int threads, double mb_per_vcpu, const std::vector<SweepPoint>& pts,
                 bool with_constant) {
+  if (threads == 0) return fit_train(pts, with_constant);  // not recorded: nothing left out
   try {
     return fit_train(pts, with_constant);
   } catch (const InputError& e) {
@@ -397,16 +406,20 @@ TrainFit fit_at(int threads, double mb_per_vcpu, const std::vector<SweepPoint>& 
   }
 }
 
-// The points T_train is fitted on at `threads`: the single-trainer points (with several
-// throttled trainers part of each one's pauses shows up as the others' wait in the gradient
-// sync), else all, of that thread count, at most threads x mb_per_vcpu MB (beyond, the threads
-// cannot use the share: the planner caps T_train there). Counts the points left out.
+// The points T_train is fitted on at `threads`: the single-trainer points of that count (with
+// several throttled trainers part of each one's pauses shows up as the others' wait in the
+// gradient sync), else all of them, at most threads x mb_per_vcpu MB (beyond, the threads
+// cannot use the share: the planner caps T_train there; threads 0, not recorded: all).
+// Counts the points left out.
 std::vector<SweepPoint> train_points(const std::vector<SweepPoint>& pts, int threads,
-                                     double mb_per_vcpu, bool single, std::size_t& beyond) {
+                                     double mb_per_vcpu, std::size_t& beyond) {
   std::vector<SweepPoint> out;
+  const bool single = std::any_of(pts.begin(), pts.end(), [&](const auto& p) {
+    return p.threads == threads && p.workers == 1;
+  });
   for (const auto& p : pts) {
     if (p.threads != threads || (single && p.workers != 1)) continue;
-    if (p.memory_mb > threads * mb_per_vcpu) {
+    if (threads > 0 && p.memory_mb > threads * mb_per_vcpu) {
       ++beyond;
       continue;
     }
@@ -417,22 +430,32 @@ std::vector<SweepPoint> train_points(const std::vector<SweepPoint>& pts, int thr
 
 }  // namespace
 
-FitResult fit_sweep(const Sweep& sweep, TrainForm form, const std::string& source) {
-  const std::vector<SweepPoint> pts = usable(sweep.points);
-  CONFLUX_REQUIRE(!pts.empty(), "{}: the profile holds no measured point", source);
+// The profiled thread counts, ascending; {0} for a profile that did not record them.
+// InputError when profiles with and without thread counts were merged.
+std::vector<int> profiled_threads(const std::vector<SweepPoint>& pts, const std::string& source) {
   std::vector<int> threads;
   for (const auto& p : pts) threads.push_back(p.threads);
   std::sort(threads.begin(), threads.end());
   threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
-  const bool single =
-      std::any_of(pts.begin(), pts.end(), [](const auto& p) { return p.workers == 1; });
+  CONFLUX_REQUIRE(threads.front() > 0 || threads.size() == 1,
+                  "{}: points with and without a recorded thread count (a profile of an older "
+                  "conflux profile merged with a newer one); profile again with --threads",
+                  source);
+  return threads;
+}
+
+FitResult fit_sweep(const Sweep& sweep, TrainForm form, const std::string& source) {
+  const std::vector<SweepPoint> pts = usable(sweep.points);
+  CONFLUX_REQUIRE(!pts.empty(), "{}: the profile holds no measured point", source);
+  const std::vector<int> threads = profiled_threads(pts, source);
   FitResult r;
+  PerformanceModel& m = r.model;
+  m.mb_per_vcpu = sweep.mb_per_vcpu;
   const std::vector<SweepPoint> base_pts =
-      train_points(pts, threads.front(), sweep.mb_per_vcpu, single, r.beyond_share);
+      train_points(pts, threads.front(), sweep.mb_per_vcpu, r.beyond_share);
   r.fasdl = fit_at(threads.front(), sweep.mb_per_vcpu, base_pts, false);
   r.with_constant = fit_at(threads.front(), sweep.mb_per_vcpu, base_pts, true);
   choose_train_form(r, form);
-  PerformanceModel& m = r.model;
   m.train = r.chose_constant ? r.with_constant.model : r.fasdl.model;
   m.train_threads = threads.front();
   for (const PointError& e : (r.chose_constant ? r.with_constant : r.fasdl).quality.points) {
@@ -441,7 +464,7 @@ FitResult fit_sweep(const Sweep& sweep, TrainForm form, const std::string& sourc
   // Every further thread count gets its own T_train in the kept form.
   std::vector<std::vector<SweepPoint>> more_pts;
   for (std::size_t i = 1; i < threads.size(); ++i) {
-    more_pts.push_back(train_points(pts, threads[i], sweep.mb_per_vcpu, single, r.beyond_share));
+    more_pts.push_back(train_points(pts, threads[i], sweep.mb_per_vcpu, r.beyond_share));
     r.more_threads.push_back(
         {threads[i], fit_at(threads[i], sweep.mb_per_vcpu, more_pts.back(), r.chose_constant), {}});
     m.more_threads.push_back({threads[i], r.more_threads.back().train.model, {}});
@@ -455,10 +478,11 @@ FitResult fit_sweep(const Sweep& sweep, TrainForm form, const std::string& sourc
   r.transfer_quality = quality(
       pts, transfer_measured, [&](const SweepPoint& p) { return m.transfer.seconds(p.memory_mb); },
       [&](std::size_t) { return kInf; });
+  const bool single =
+      std::any_of(pts.begin(), pts.end(), [](const auto& p) { return p.workers == 1; });
   m.sync = fit_sync_table(pts, m, single);
   m.gradient_mb = sweep.gradient_mb;
   m.epoch_samples = sweep.epoch_samples;
-  m.mb_per_vcpu = sweep.mb_per_vcpu;
   m.dataset = sweep.dataset;
   m.source = source;
   fit_input(sweep, base_pts, more_pts, r);

@@ -37,6 +37,8 @@ toml::array doubles(const std::vector<double>& values) {
 void read_more_threads(const toml::table& root, const std::string& name, PerformanceModel& m) {
   const toml::array* more = root["more_threads"].as_array();
   if (more == nullptr) return;
+  CONFLUX_REQUIRE(m.train_threads > 0,
+                  "{}: [[more_threads]] needs train_threads (the thread count of [train])", name);
   for (const toml::node& node : *more) {
     const toml::table* t = node.as_table();
     CONFLUX_REQUIRE(t != nullptr, "{}: 'more_threads' must be a list of [[more_threads]] tables",

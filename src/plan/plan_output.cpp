@@ -140,9 +140,9 @@ std::string render_ranked(const PlanResult& result, const PlanRequest& request) 
   const bool threads = request.space.thread_counts.size() > 1;
   std::string out;
   out += request.distinct ? fmt::format(
-                                "\nranked: distinct (W, K, Ba, Bn{}), each at its cheapest "
+                                "\nranked: distinct (W, K, Ba, Bn{}{}), each at its cheapest "
                                 "memory size\n",
-                                input ? ", D" : "")
+                                input ? ", D" : "", threads ? ", threads" : "")
                           : "\nranked: all points of the space\n";
   out += fmt::format("{:>4} {:>4} {:>6} {:>4} {:>5} {:>5} {:>7}", "rank", "W", "M MB", "K", "Ba",
                      "Bn", "global");
@@ -335,6 +335,7 @@ std::vector<Setting> planned_settings(const Candidate& c, Target target, double 
       {"cluster.trainers", c.workers},
       {"cluster.workers", c.data_workers},
       {"data.offload_ratio", c.data_workers > 0 ? emitted_ratio(offload_ratio) : 0.0},
+      {"data.offload_ratios", std::vector<double>{}},  // else a base's list would win
       {"train.batch_size", global_batch(c)},
       {"comm.strategy", kreduce ? "kreduce" : "allreduce"},
       {"comm.aggregators", kreduce ? c.aggregators : 0},

@@ -11,11 +11,12 @@ bool sync_measured(const SyncTimeTable& sync, int workers) {
 
 std::uint64_t combos_per_worker_count(Target target, int workers, std::uint64_t batches,
                                       int max_data_workers, std::uint64_t thread_counts) {
-  // K = W with Ba = Bn (each with D in 0..max on SLURM), plus (on Lambda) K < W with every pair
-  // Ba <= Bn.
+  // Per thread count: K = W with Ba = Bn (each with D in 0..max on SLURM), plus (on Lambda)
+  // K < W with every pair Ba <= Bn.
   const std::uint64_t pairs = batches * (batches + 1) / 2;
-  return target == Target::kSlurm ? batches * (static_cast<std::uint64_t>(max_data_workers) + 1)
-                                  : batches + static_cast<std::uint64_t>(workers - 1) * pairs;
+  return thread_counts * (target == Target::kSlurm
+                              ? batches * (static_cast<std::uint64_t>(max_data_workers) + 1)
+                              : batches + static_cast<std::uint64_t>(workers - 1) * pairs);
 }
 
 std::vector<int> planned_threads(const CostModel& model, const PlanSpace& space) {

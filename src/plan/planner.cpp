@@ -93,6 +93,12 @@ void validate_threads(const CostModel& model, const PlanSpace& s) {
   const std::vector<int> measured = model.model().measured_threads();
   for (const int t : planned_threads(model, s)) {
     CONFLUX_REQUIRE(t >= 1 && t <= 256, "BLAS thread counts must lie in 1..256, got {}", t);
+    // A model that does not record its thread count has one fit: only the config's count.
+    CONFLUX_REQUIRE(!measured.empty() || t == model.options().threads,
+                    "the model ({}) does not record the BLAS threads it was profiled with: it "
+                    "plans for the config's cluster.blas_threads = {} only, not {}; profile with "
+                    "--threads to plan over thread counts",
+                    model.model().source, model.options().threads, t);
     CONFLUX_REQUIRE(
         measured.empty() || std::find(measured.begin(), measured.end(), t) != measured.end(),
         "the model ({}) was profiled at {} BLAS thread(s), not {}: profile that count "

@@ -136,13 +136,15 @@ BuildPoint build_seconds(const Config& config, const data::SourceSplits& data, i
   BuildPoint out{.batch = batch};
   const auto start = Clock::now();
   double elapsed = 0;
+  std::size_t built = 0;  // samples: an epoch's last step may be short
   do {
     const auto samples = plan.samples(static_cast<std::size_t>(out.batches) % plan.steps(), 0);
     builder.build_train_encoded(samples, seed, 0, images.data(), labels.data());
+    built += samples.size();
     ++out.batches;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   } while (elapsed < seconds || out.batches < 3);
-  out.seconds = elapsed / out.batches;
+  out.seconds = elapsed * batch / static_cast<double>(built);  // per full batch
   return out;
 }
 

@@ -63,14 +63,14 @@ Sweep read_sweep(const std::filesystem::path& path) {
       p.memory_mb = static_cast<int>(toml_number(*t, "memory_mb", name));
       p.batch = static_cast<int>(toml_number(*t, "batch", name));
       p.steps = static_cast<int>(toml_number(*t, "steps", name));
-      p.threads = static_cast<int>((*t)["threads"].value_or(std::int64_t{1}));
+      p.threads = static_cast<int>((*t)["threads"].value_or(std::int64_t{0}));
       p.iteration_s = toml_number(*t, "iteration_s", name);
       p.compute_s = toml_number(*t, "compute_s", name);
       p.sync_s = toml_number(*t, "sync_s", name);
       p.transfer_s = toml_number(*t, "transfer_s", name);
       p.cpu_share_used = (*t)["cpu_share_used"].value_or(0.0);
       p.out_of_memory = (*t)["out_of_memory"].value_or(false);
-      CONFLUX_REQUIRE(p.workers >= 1 && p.memory_mb > 0 && p.batch > 0 && p.threads >= 1 &&
+      CONFLUX_REQUIRE(p.workers >= 1 && p.memory_mb > 0 && p.batch > 0 && p.threads >= 0 &&
                           (p.out_of_memory || p.iteration_s > 0),
                       "{}:{}:{}: point with workers = {}, memory_mb = {}, batch = {}, "
                       "iteration_s = {} is not a valid measurement",

@@ -135,9 +135,13 @@ TEST(PlanFit, FitsTheComputeAloneAndTheInputCost) {
   const std::string report = render_fit_report(r);
   EXPECT_NE(report.find("T_c (compute alone"), std::string::npos) << report;
   EXPECT_NE(report.find("B 64 measured 13.80 ms, fitted 13.80 ms"), std::string::npos) << report;
-  // One batch size: a line through the origin.
+  // One batch size (once or twice): a line through the origin.
   sweep.builds.resize(1);
   EXPECT_NEAR(fit_sweep(sweep, TrainForm::kFasdl, "p.toml").model.input.p1, 0.0042 / 16, 1e-12);
+  sweep.builds.push_back({.batch = 16, .batches = 40, .seconds = 0.0044});
+  const InputCostModel twice = fit_sweep(sweep, TrainForm::kFasdl, "p.toml").model.input;
+  EXPECT_EQ(twice.p0, 0);
+  EXPECT_NEAR(twice.p1 * 16, 0.0043, 1e-4);
 }
 
 // Profiled at 1 and 2 BLAS threads: each count gets its own T_train; points above threads x
@@ -146,7 +150,8 @@ TEST(PlanFit, FitsEachProfiledThreadCount) {
   const TrainTimeModel one{.a = 40, .b = 10, .m = 30, .c = 0};
   const TrainTimeModel two{.a = 42, .b = 10, .m = 30, .c = 0};
   std::vector<SweepPoint> pts = grid(one, 0, 1);
-  SweepPoint flat{.workers = 1, .memory_mb = 3000, .batch = 64, .steps = 20};
+  for (SweepPoint& p : pts) p.threads = 1;
+  SweepPoint flat{.workers = 1, .memory_mb = 3000, .batch = 64, .threads = 1, .steps = 20};
   flat.iteration_s = one.seconds(64, 1769);  // one thread cannot use 3000 MB
   flat.transfer_s = 0.001;
   pts.push_back(flat);
@@ -174,6 +179,9 @@ TEST(PlanFit, FitsEachProfiledThreadCount) {
       << report;
   EXPECT_NE(report.find("1 point(s) above threads x 1769 MB left out"), std::string::npos)
       << report;
+  // Points without a recorded thread count (an older profile) do not mix with counted ones.
+  pts.front().threads = 0;
+  EXPECT_THROW(fit_sweep(profile_of(pts, 60000), TrainForm::kFasdl, "p.toml"), InputError);
 }
 
 TEST(PlanFit, SyncTableAveragesBatchesPerWorkerCountAndMemory) {

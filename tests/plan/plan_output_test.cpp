@@ -203,10 +203,16 @@ TEST(PlanOutput, EmittedConfigIsAValidConfigWithThePlannedKeys) {
                      {"TOML syntax error"});
   expect_input_error(
       [] {
-        emit_config({4, 2048, 4, 64, 64}, Target::kSlurm,
-                    base_config({"data.offload_ratios=[0.5, 0.5]"}));
+        emit_config({4, 64, 4, 64, 64}, Target::kSlurm, base_config());
       },
-      {"data.offload_ratios has 2 values but cluster.trainers = 4"});
+      {"limits.memory_mb = 64"});
+  // A base's per-trainer ratios would override the planned ratio: the plan clears them.
+  const Config cleared =
+      load_config_string(emit_config({4, 2048, 4, 64, 64}, Target::kSlurm,
+                                     base_config({"data.offload_ratios=[0.5, 0.5]"})),
+                         "merged.toml", kSources);
+  EXPECT_TRUE(cleared.data().offload_ratios.empty());
+  EXPECT_EQ(cleared.data().offload_ratio_for(3), 0);
 }
 
 // With data workers the config launches them (cluster.workers), offloads the planned share and

@@ -713,6 +713,17 @@ TEST(Planner, ChoosesTheProfiledThreadCountTheDeadlineNeeds) {
   EXPECT_LE(one.fastest->first.memory_mb, 1769);
   req.space.thread_counts = {4};
   expect_input_error([&] { plan(cost, req); }, {"profiled at 1, 2 BLAS thread(s), not 4"});
+  // A model that does not record its thread count plans for the config's count only.
+  PerformanceModel old = realistic_model();
+  const CostModel old_cost(CostModelOptions{.model = &old, .target = Target::kSlurm});
+  req.space.thread_counts = {2};
+  expect_input_error([&] { plan(old_cost, req); },
+                     {"does not record the BLAS threads", "cluster.blas_threads = 1 only, not 2"});
+  expect_input_error(
+      [&] {
+        old_cost.validate({1, 1769, 1, 128, 128, 0, 2}, PlanSpace{});
+      },
+      {"2 BLAS threads lie outside the space's thread counts"});
 }
 
 TEST(Planner, MarginIsTheNinetiethPercentileOfTheHeldOutShortfall) {

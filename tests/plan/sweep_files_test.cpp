@@ -39,7 +39,7 @@ TEST(PlanFiles, ProfileRoundTrips) {
   EXPECT_EQ(q.dataset, "mnist");
   EXPECT_EQ(q.epoch_samples, 60000u);
   ASSERT_EQ(q.points.size(), 3u);
-  EXPECT_EQ(q.points[0].threads, 1);
+  EXPECT_EQ(q.points[0].threads, 0);  // not recorded
   EXPECT_EQ(q.points[2].threads, 2);
   EXPECT_DOUBLE_EQ(q.points[0].iteration_s, 0.0123);
   EXPECT_DOUBLE_EQ(q.points[0].sync_s, 0.002);
@@ -112,6 +112,16 @@ TEST(PlanFiles, ModelRoundTrips) {
   EXPECT_DOUBLE_EQ(in.compute.b, 3);
   EXPECT_DOUBLE_EQ(in.input.p0, 0.0002);
   EXPECT_DOUBLE_EQ(in.input.p1, 0.00004);
+  // [[more_threads]] without the thread count of [train] is refused.
+  {
+    std::ifstream in(dir.path() / "m.toml");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto at = text.find("train_threads = 1\n");
+    ASSERT_NE(at, std::string::npos) << text;
+    text.erase(at, std::string("train_threads = 1\n").size());
+    std::ofstream(dir.path() / "y.toml") << text;
+    EXPECT_THROW(read_fit_file(dir.path() / "y.toml"), InputError);
+  }
   std::ofstream(dir.path() / "x.toml") << "dataset = \"mnist\"\n";
   EXPECT_THROW(read_fit_file(dir.path() / "x.toml"), InputError);
 }

@@ -141,6 +141,9 @@ class CostModel {
   /// The offload split; Delta = T_train - min(T_c, T_train) is what local building costs.
   Offload offload(int trainers, int data_workers, double batch, double memory_mb,
                   int threads = 0) const noexcept;
+  /// The same split at a given ratio (0..1) instead of the balance point.
+  Offload offload_at(double ratio, int trainers, int data_workers, double batch, double memory_mb,
+                     int threads = 0) const noexcept;
   /// vCPUs (SLURM cores) that `memory_mb` buys: ceil(M / mb_per_vcpu).
   int cores(int memory_mb) const noexcept;
   /// The options it was built with.

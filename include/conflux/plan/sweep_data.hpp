@@ -14,7 +14,7 @@ struct SweepPoint {
   int workers = 1;
   int memory_mb = 0;
   int batch = 0;               ///< per-worker batch
-  int threads = 1;             ///< BLAS threads (cluster.blas_threads); 1 in older profiles
+  int threads = 0;             ///< BLAS threads (cluster.blas_threads); 0: not recorded (older)
   int steps = 0;               ///< measured steps (after warm-up)
   double iteration_s = 0;      ///< mean step time without gradient sync (data + compute)
   double compute_s = 0;        ///< of which forward, backward, optimiser
