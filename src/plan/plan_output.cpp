@@ -119,6 +119,13 @@ std::string render_chosen(const Scored& chosen, const CostModel& model,
         best.data_workers, best.data_workers == 1 ? "" : "s", model.options().worker_threads,
         model.options().worker_threads == 1 ? "" : "s", 100 * p.offload_ratio,
         emitted_ratio(p.offload_ratio), format_seconds(p.data_worker_s), format_seconds(p.local_s));
+    Candidate alone = best;
+    alone.data_workers = 0;
+    const Prediction q = model.predict(alone);
+    out +=
+        fmt::format("  without data workers: {} in all ({} the {} the plan must stay within), {}\n",
+                    format_seconds(q.total_s), q.total_s <= request.budget_s() ? "meets" : "misses",
+                    format_seconds(request.budget_s()), format_usd(q.cost_usd));
   }
   if (lambda) {
     out += fmt::format("  cost: {} = GB-seconds {} + requests {} + S3 requests {}\n",

@@ -82,6 +82,33 @@ TEST(PlanOutput, ReportShowsTheChoiceItsBreakdownAndTheAlternatives) {
   expect_input_error([&] { render_plan_report(none, cost, req); }, {"no configuration meets"});
 }
 
+// An input-bound SLURM plan: the report says what the data workers build, at which ratio, that
+// the trainer alone would miss the deadline, and lists D and the ratio per candidate.
+TEST(PlanOutput, ReportExplainsTheDataWorkers) {
+  PerformanceModel m = model();
+  m.train = {.a = 7.6, .b = 4, .m = 60, .c = 0.016};    // building locally: 4 x the compute
+  m.compute = {.a = 1.9, .b = 4, .m = 60, .c = 0.004};  // the compute alone
+  m.input = {.p0 = 0, .p1 = 0.003};
+  const CostModel cost(CostModelOptions{.model = &m, .target = Target::kSlurm, .epochs = 1});
+  PlanRequest req{.deadline_s = 1e9, .alternatives = 2};
+  req.space.max_workers = 1;
+  req.space.batch_sizes = {128};
+  req.space.max_data_workers = 4;
+  req.deadline_s = 0.6 * cost.predict({1, 1769, 1, 128, 128}).total_s;  // the trainer alone misses
+  const PlanResult r = plan(cost, req);
+  ASSERT_TRUE(r.feasible);
+  const std::string text = render_plan_report(r, cost, req);
+  EXPECT_TRUE(contains(text, "input: 0..4 data workers of 1 thread")) << text;
+  EXPECT_TRUE(contains(
+      text, fmt::format("data.offload_ratio {:.3f}", r.ranked.front().second.offload_ratio)))
+      << text;
+  EXPECT_TRUE(contains(text, "  without data workers: ")) << text;
+  EXPECT_TRUE(contains(text, "(misses the ")) << text;
+  EXPECT_TRUE(contains(text, "ranked: distinct (W, K, Ba, Bn, D)")) << text;
+  EXPECT_TRUE(contains(text, "  D offload")) << text;
+  EXPECT_TRUE(contains(text, "core-hours (")) << text;
+}
+
 TEST(PlanOutput, InfeasibleNamesTheFastestConfiguration) {
   PlanResult r;
   r.fastest = Scored{Candidate{64, 10240, 16, 64, 128}, Prediction{}};
