@@ -23,4 +23,22 @@ double toml_number(const toml::table& table, std::string_view key, const std::st
   return *node->value<double>();
 }
 
+std::vector<const toml::table*> toml_tables(const toml::table& table, std::string_view key,
+                                            const std::string& file) {
+  std::vector<const toml::table*> out;
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return out;
+  const toml::array* list = node->as_array();
+  const auto not_tables = [&] {
+    CONFLUX_INPUT_ERROR("{}: '{}' must be a list of [[{}]] tables", file, key, key);
+  };
+  if (list == nullptr) not_tables();
+  for (const toml::node& item : *list) {
+    const toml::table* t = item.as_table();
+    if (t == nullptr) not_tables();
+    out.push_back(t);
+  }
+  return out;
+}
+
 }  // namespace conflux

@@ -147,16 +147,16 @@ int CostModel::cores(int memory_mb) const noexcept {
 }
 
 double CostModel::compute_cap_mb(int threads) const noexcept {
-  return (threads > 0 ? threads : options_.threads) * options_.model->mb_per_vcpu;
+  return resolved(threads) * options_.model->mb_per_vcpu;
 }
 
 double CostModel::train_seconds(double batch, double memory_mb, int threads) const noexcept {
-  const int t = threads > 0 ? threads : options_.threads;
+  const int t = resolved(threads);
   return options_.model->train_at(t).seconds(batch, std::min(memory_mb, compute_cap_mb(t)));
 }
 
 double CostModel::compute_seconds(double batch, double memory_mb, int threads) const noexcept {
-  const int t = threads > 0 ? threads : options_.threads;
+  const int t = resolved(threads);
   return options_.model->compute_at(t).seconds(batch, std::min(memory_mb, compute_cap_mb(t)));
 }
 
@@ -166,24 +166,28 @@ double CostModel::data_workers_seconds(int trainers, int data_workers,
          (static_cast<double>(data_workers) * options_.worker_threads);
 }
 
+CostModel::StepParts CostModel::step_parts(int trainers, int data_workers, double batch,
+                                           double memory_mb, int threads) const noexcept {
+  const double local = train_seconds(batch, memory_mb, threads);
+  if (data_workers == 0) return {local, 0, 0};
+  const double delta = local - std::min(compute_seconds(batch, memory_mb, threads), local);
+  return {local, delta, data_workers_seconds(trainers, data_workers, batch)};
+}
+
 CostModel::Offload CostModel::offload(int trainers, int data_workers, double batch,
                                       double memory_mb, int threads) const noexcept {
-  const double local = train_seconds(batch, memory_mb, threads);
-  const double delta = local - std::min(compute_seconds(batch, memory_mb, threads), local);
-  if (data_workers == 0 || delta <= 0) return {0, local, 0};
+  const StepParts s = step_parts(trainers, data_workers, batch, memory_mb, threads);
+  if (data_workers == 0 || s.delta <= 0) return {0, s.local, 0, s.local};
   // The trainer takes local - r delta, the workers r x: the step is least where they meet.
-  const double x = data_workers_seconds(trainers, data_workers, batch);
-  return offload_at(std::min(1.0, local / (x + delta)), trainers, data_workers, batch, memory_mb,
-                    threads);
+  const double r = std::min(1.0, s.local / (s.x + s.delta));
+  return {r, std::max(s.local - r * s.delta, r * s.x), r * s.x, s.local};
 }
 
 CostModel::Offload CostModel::offload_at(double ratio, int trainers, int data_workers, double batch,
                                          double memory_mb, int threads) const noexcept {
-  const double local = train_seconds(batch, memory_mb, threads);
-  if (data_workers == 0 || ratio <= 0) return {0, local, 0};
-  const double delta = local - std::min(compute_seconds(batch, memory_mb, threads), local);
-  const double x = data_workers_seconds(trainers, data_workers, batch);
-  return {ratio, std::max(local - ratio * delta, ratio * x), ratio * x};
+  const StepParts s = step_parts(trainers, data_workers, batch, memory_mb, threads);
+  if (data_workers == 0 || ratio <= 0) return {0, s.local, 0, s.local};
+  return {ratio, std::max(s.local - ratio * s.delta, ratio * s.x), ratio * s.x, s.local};
 }
 
 Prediction CostModel::predict(const Candidate& c) const {
@@ -202,7 +206,7 @@ Prediction CostModel::predict(const Candidate& c) const {
   const Offload split = offload(c.workers, c.data_workers, c.aggregator_batch, mem, threads);
   const double train_a = split.seconds;
   r.offload_ratio = split.ratio;
-  r.local_s = train_seconds(c.aggregator_batch, mem, threads);
+  r.local_s = split.local_s;
   r.data_worker_s = split.workers_s;
   double comm_a = 0;
   double comm_n = 0;

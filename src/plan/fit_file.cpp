@@ -35,14 +35,10 @@ toml::array doubles(const std::vector<double>& values) {
 
 // [[more_threads]]: T_train (and T_c) at further profiled thread counts, ascending.
 void read_more_threads(const toml::table& root, const std::string& name, PerformanceModel& m) {
-  const toml::array* more = root["more_threads"].as_array();
-  if (more == nullptr) return;
-  CONFLUX_REQUIRE(m.train_threads > 0,
+  const std::vector<const toml::table*> more = toml_tables(root, "more_threads", name);
+  CONFLUX_REQUIRE(more.empty() || m.train_threads > 0,
                   "{}: [[more_threads]] needs train_threads (the thread count of [train])", name);
-  for (const toml::node& node : *more) {
-    const toml::table* t = node.as_table();
-    CONFLUX_REQUIRE(t != nullptr, "{}: 'more_threads' must be a list of [[more_threads]] tables",
-                    name);
+  for (const toml::table* t : more) {
     ThreadCountFit f;
     f.threads = static_cast<int>(toml_number(*t, "threads", name));
     f.train = coefficients_of(table_at(*t, "train", name), name);
@@ -112,26 +108,22 @@ PerformanceModel read_fit_file(const std::filesystem::path& path) {
   read_more_threads(root, name, m);
   const toml::table& transfer = table_at(root, "transfer", name);
   m.transfer = {toml_number(transfer, "k1", name), toml_number(transfer, "k2", name)};
-  if (const toml::array* rows = root["sync"].as_array()) {
-    for (const toml::node& node : *rows) {
-      const toml::table* t = node.as_table();
-      CONFLUX_REQUIRE(t != nullptr, "{}: 'sync' must be a list of [[sync]] tables", name);
-      SyncTimeTable::Row row;
-      row.workers = static_cast<int>(toml_number(*t, "workers", name));
-      for (const char* key : {"memory_mb", "seconds"}) {
-        const toml::array* values = (*t)[key].as_array();
-        CONFLUX_REQUIRE(values != nullptr, "{}:{}: [[sync]] needs a list '{}'", name,
-                        t->source().begin.line, key);
-        auto& out = std::string_view(key) == "memory_mb" ? row.memory_mb : row.seconds;
-        for (const toml::node& v : *values) out.push_back(v.value_or(0.0));
-      }
-      CONFLUX_REQUIRE(row.memory_mb.size() == row.seconds.size() && !row.seconds.empty() &&
-                          std::is_sorted(row.memory_mb.begin(), row.memory_mb.end()),
-                      "{}:{}: [[sync]] memory_mb and seconds must be equally long, non-empty and "
-                      "memory_mb ascending",
-                      name, t->source().begin.line);
-      m.sync.rows.push_back(std::move(row));
+  for (const toml::table* t : toml_tables(root, "sync", name)) {
+    SyncTimeTable::Row row;
+    row.workers = static_cast<int>(toml_number(*t, "workers", name));
+    for (const char* key : {"memory_mb", "seconds"}) {
+      const toml::array* values = (*t)[key].as_array();
+      CONFLUX_REQUIRE(values != nullptr, "{}:{}: [[sync]] needs a list '{}'", name,
+                      t->source().begin.line, key);
+      auto& out = std::string_view(key) == "memory_mb" ? row.memory_mb : row.seconds;
+      for (const toml::node& v : *values) out.push_back(v.value_or(0.0));
     }
+    CONFLUX_REQUIRE(row.memory_mb.size() == row.seconds.size() && !row.seconds.empty() &&
+                        std::is_sorted(row.memory_mb.begin(), row.memory_mb.end()),
+                    "{}:{}: [[sync]] memory_mb and seconds must be equally long, non-empty and "
+                    "memory_mb ascending",
+                    name, t->source().begin.line);
+    m.sync.rows.push_back(std::move(row));
   }
   // Both absent in files of an older `conflux fit`: the planner then prices no data workers.
   if (const toml::table* compute = root["compute"].as_table()) {

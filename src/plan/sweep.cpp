@@ -148,27 +148,22 @@ BuildPoint build_seconds(const Config& config, const data::SourceSplits& data, i
   return out;
 }
 
-// Rank 0 times the batch builds before any point (no throttle yet), the others wait; every
-// rank returns the result.
+// Rank 0 times the batch builds before any point (no throttle yet); the result is complete on
+// rank 0 (which writes the profile). The others wait in a polled, sleeping reduction, so that
+// they do not spin on the cores rank 0 is timing.
 std::vector<BuildPoint> measure_builds(const SweepOptions& o, const data::SourceSplits& data) {
-  std::vector<double> seconds(o.batch_sizes.size(), 0.0), batches(o.batch_sizes.size(), 0.0);
-  if (o.world->rank() == 0) {
-    for (std::size_t i = 0; i < o.batch_sizes.size(); ++i) {
-      const BuildPoint b = build_seconds(*o.config, data, o.batch_sizes[i], o.build_seconds);
-      seconds[i] = b.seconds;
-      batches[i] = b.batches;
-    }
-  }
-  o.world->allreduce_sum(std::span<double>(seconds), std::chrono::hours(1));
-  o.world->allreduce_sum(std::span<double>(batches), std::chrono::hours(1));
   std::vector<BuildPoint> out;
-  for (std::size_t i = 0; i < o.batch_sizes.size(); ++i) {
-    out.push_back({o.batch_sizes[i], static_cast<int>(batches[i]), seconds[i]});
-    if (o.log != nullptr && o.world->rank() == 0) {
-      o.log->info("B={}: building a batch on one preprocessing thread takes {:.2f} ms",
-                  o.batch_sizes[i], 1e3 * seconds[i]);
+  if (o.world->rank() == 0) {
+    for (const int batch : o.batch_sizes) {
+      out.push_back(build_seconds(*o.config, data, batch, o.build_seconds));
+      if (o.log != nullptr) {
+        o.log->info("B={}: building a batch on one preprocessing thread takes {:.2f} ms", batch,
+                    1e3 * out.back().seconds);
+      }
     }
   }
+  std::array<double, 1> done{0.0};
+  o.world->allreduce_sum(std::span<double>(done), std::chrono::hours(1));
   return out;
 }
 

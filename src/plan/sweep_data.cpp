@@ -53,48 +53,39 @@ Sweep read_sweep(const std::filesystem::path& path) {
   profile.epoch_samples = static_cast<std::uint64_t>(toml_number(root, "epoch_samples", name));
   profile.gradient_mb = toml_number(root, "gradient_mb", name);
   profile.mb_per_vcpu = toml_number(root, "mb_per_vcpu", name);
-  const toml::array* points = root["point"].as_array();
-  if (points != nullptr) {
-    for (const toml::node& node : *points) {
-      const toml::table* t = node.as_table();
-      CONFLUX_REQUIRE(t != nullptr, "{}: 'point' must be a list of [[point]] tables", name);
-      SweepPoint p;
-      p.workers = static_cast<int>(toml_number(*t, "workers", name));
-      p.memory_mb = static_cast<int>(toml_number(*t, "memory_mb", name));
-      p.batch = static_cast<int>(toml_number(*t, "batch", name));
-      p.steps = static_cast<int>(toml_number(*t, "steps", name));
-      p.threads = static_cast<int>((*t)["threads"].value_or(std::int64_t{0}));
-      p.iteration_s = toml_number(*t, "iteration_s", name);
-      p.compute_s = toml_number(*t, "compute_s", name);
-      p.sync_s = toml_number(*t, "sync_s", name);
-      p.transfer_s = toml_number(*t, "transfer_s", name);
-      p.cpu_share_used = (*t)["cpu_share_used"].value_or(0.0);
-      p.out_of_memory = (*t)["out_of_memory"].value_or(false);
-      CONFLUX_REQUIRE(p.workers >= 1 && p.memory_mb > 0 && p.batch > 0 && p.threads >= 0 &&
-                          (p.out_of_memory || p.iteration_s > 0),
-                      "{}:{}:{}: point with workers = {}, memory_mb = {}, batch = {}, "
-                      "iteration_s = {} is not a valid measurement",
-                      name, t->source().begin.line, t->source().begin.column, p.workers,
-                      p.memory_mb, p.batch, p.iteration_s);
-      profile.points.push_back(p);
-    }
+  for (const toml::table* t : toml_tables(root, "point", name)) {
+    SweepPoint p;
+    p.workers = static_cast<int>(toml_number(*t, "workers", name));
+    p.memory_mb = static_cast<int>(toml_number(*t, "memory_mb", name));
+    p.batch = static_cast<int>(toml_number(*t, "batch", name));
+    p.steps = static_cast<int>(toml_number(*t, "steps", name));
+    p.threads = static_cast<int>((*t)["threads"].value_or(std::int64_t{0}));
+    p.iteration_s = toml_number(*t, "iteration_s", name);
+    p.compute_s = toml_number(*t, "compute_s", name);
+    p.sync_s = toml_number(*t, "sync_s", name);
+    p.transfer_s = toml_number(*t, "transfer_s", name);
+    p.cpu_share_used = (*t)["cpu_share_used"].value_or(0.0);
+    p.out_of_memory = (*t)["out_of_memory"].value_or(false);
+    CONFLUX_REQUIRE(p.workers >= 1 && p.memory_mb > 0 && p.batch > 0 && p.threads >= 0 &&
+                        (p.out_of_memory || p.iteration_s > 0),
+                    "{}:{}:{}: point with workers = {}, memory_mb = {}, batch = {}, "
+                    "iteration_s = {} is not a valid measurement",
+                    name, t->source().begin.line, t->source().begin.column, p.workers, p.memory_mb,
+                    p.batch, p.iteration_s);
+    profile.points.push_back(p);
   }
   // Absent in profiles of an older `conflux profile`: the fit then prices no data workers.
-  if (const toml::array* builds = root["build"].as_array()) {
-    for (const toml::node& node : *builds) {
-      const toml::table* t = node.as_table();
-      CONFLUX_REQUIRE(t != nullptr, "{}: 'build' must be a list of [[build]] tables", name);
-      BuildPoint b;
-      b.batch = static_cast<int>(toml_number(*t, "batch", name));
-      b.batches = static_cast<int>(toml_number(*t, "batches", name));
-      b.seconds = toml_number(*t, "seconds", name);
-      CONFLUX_REQUIRE(b.batch > 0 && b.batches > 0 && b.seconds > 0,
-                      "{}:{}:{}: [[build]] with batch = {}, batches = {}, seconds = {} is not a "
-                      "valid measurement",
-                      name, t->source().begin.line, t->source().begin.column, b.batch, b.batches,
-                      b.seconds);
-      profile.builds.push_back(b);
-    }
+  for (const toml::table* t : toml_tables(root, "build", name)) {
+    BuildPoint b;
+    b.batch = static_cast<int>(toml_number(*t, "batch", name));
+    b.batches = static_cast<int>(toml_number(*t, "batches", name));
+    b.seconds = toml_number(*t, "seconds", name);
+    CONFLUX_REQUIRE(b.batch > 0 && b.batches > 0 && b.seconds > 0,
+                    "{}:{}:{}: [[build]] with batch = {}, batches = {}, seconds = {} is not a "
+                    "valid measurement",
+                    name, t->source().begin.line, t->source().begin.column, b.batch, b.batches,
+                    b.seconds);
+    profile.builds.push_back(b);
   }
   std::size_t usable = 0;
   for (const auto& p : profile.points) usable += p.out_of_memory ? 0 : 1;

@@ -117,9 +117,7 @@ class CostModel {
   /// The Lambda price of one GB-second for the chosen architecture.
   double gb_second_price() const noexcept;
   /// The BLAS threads of `c` (its own count, else the options').
-  int threads_of(const Candidate& c) const noexcept {
-    return c.threads > 0 ? c.threads : options_.threads;
-  }
+  int threads_of(const Candidate& c) const noexcept { return resolved(c.threads); }
   /// The memory beyond which T_train stops falling: threads x mb_per_vcpu (0: the options'
   /// thread count).
   double compute_cap_mb(int threads = 0) const noexcept;
@@ -137,6 +135,7 @@ class CostModel {
     double ratio = 0;      ///< r = min(1, T_train / (x + Delta)), the balance point
     double seconds = 0;    ///< max(T_train - r Delta, r x): the step without sync
     double workers_s = 0;  ///< r x
+    double local_s = 0;    ///< T_train: every batch built by the trainer
   };
   /// The offload split; Delta = T_train - min(T_c, T_train) is what local building costs.
   Offload offload(int trainers, int data_workers, double batch, double memory_mb,
@@ -152,6 +151,14 @@ class CostModel {
   const PerformanceModel& model() const noexcept { return *options_.model; }
 
  private:
+  // What a step's split depends on: T_train, what building locally costs (Delta) and the
+  // workers' time for one batch of every trainer (x).
+  struct StepParts {
+    double local, delta, x;
+  };
+  int resolved(int threads) const noexcept { return threads > 0 ? threads : options_.threads; }
+  StepParts step_parts(int trainers, int data_workers, double batch, double memory_mb,
+                       int threads) const noexcept;
   void check_shape(const Candidate& c) const;
   CostModelOptions options_;
 };
