@@ -14,17 +14,10 @@
 # Results: bench-results/plan-input-bound.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck source=tools/mpi-env.sh
-source tools/mpi-env.sh
-# shellcheck source=tools/data-env.sh
-source tools/data-env.sh
-BIN=${CONFLUX_BIN:-build/bin}
-OUT=bench-results
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-mkdir -p "$OUT"
-REPORT=$OUT/plan-input-bound.txt
-: >"$REPORT"
+# shellcheck source=benchmarks/plan_lib.sh
+source benchmarks/plan_lib.sh
+plan_bench_setup plan-input-bound
+CONFIG=configs/imagefolder_input_bound.toml
 
 echo "== image folder: 4096 + 256 CIFAR-10 images upscaled to 200-500 px JPEGs (an ImageNet stand-in)" |
   tee -a "$REPORT"
@@ -33,54 +26,17 @@ echo "== image folder: 4096 + 256 CIFAR-10 images upscaled to 200-500 px JPEGs (
   cat "$WORK/make.log"
   exit 3
 }
-cat >"$WORK/input-bound.toml" <<TOML
-[run]
-name = "input-bound"
-seed = 5
-[cluster]
-trainers = 1
-[data]
-dataset = "image-folder"
-path = "$WORK/folder"
-[transform]
-resized_crop = 32
-hflip = true
-mean = [0.4914, 0.4822, 0.4465]
-std = [0.2470, 0.2435, 0.2616]
-[[model.layers]]
-type = "conv2d"
-out = 16
-kernel = 3
-padding = 1
-[[model.layers]]
-type = "relu"
-[[model.layers]]
-type = "maxpool"
-kernel = 2
-[[model.layers]]
-type = "flatten"
-[[model.layers]]
-type = "linear"
-out = 10
-[train]
-batch_size = 32
-lr = 0.01
-log_every = 0
-eval = false
-[checkpoint]
-final = false
-[profile]
-timeline = false
-TOML
-CONFIG=$WORK/input-bound.toml
+# The generated folder, and nothing but training measured (the plan bakes these into its config).
+base=(--set data.path=\""$WORK/folder"\" --set train.eval=false --set checkpoint.final=false
+  --set profile.timeline=false)
 
 echo "== profile: W 1 x M 442,884,1327,1769 MB x B 16,32" | tee -a "$REPORT"
-"${MPIRUN[@]}" -np 1 "$BIN/conflux" profile --config "$CONFIG" --set run.dir=\""$WORK/profile"\" \
+"${MPIRUN[@]}" -np 1 "$BIN/conflux" profile --config "$CONFIG" "${base[@]}" --set run.dir=\""$WORK/profile"\" \
   --workers 1 --memory 442,884,1327,1769 --batch 16,32 --seconds 1 --output "$WORK/profile.toml" \
   2>&1 | grep -E 'building a batch|W=1' | tee -a "$REPORT"
 "$BIN/conflux" fit --profile "$WORK/profile.toml" --output "$WORK/model.toml" | tee -a "$REPORT"
 
-space=(--model "$WORK/model.toml" --config "$CONFIG" --target slurm --epochs 5 --max-workers 1
+space=(--model "$WORK/model.toml" --config "$CONFIG" "${base[@]}" --target slurm --epochs 5 --max-workers 1
   --batches 32 --min-memory 442 --max-memory 1769)
 alone=$("$BIN/conflux" plan "${space[@]}" --deadline 1000 --max-data-workers 0 | tee "$WORK/alone.txt")
 rate=$(sed -n 's/^  throughput: \([0-9]*\) samples\/s$/\1/p' <<<"$alone")
@@ -90,7 +46,7 @@ echo "== plan: the trainer alone is predicted $alone_s s for 5 epochs; deadline 
   tee -a "$REPORT"
 "$BIN/conflux" plan "${space[@]}" --deadline "$deadline" --max-data-workers 1 \
   --emit-config "$WORK/planned.toml" --emit-sbatch "$WORK/planned.sbatch" | tee -a "$REPORT"
-cat "$WORK/planned.sbatch" | tee -a "$REPORT"
+tee -a "$REPORT" <"$WORK/planned.sbatch"
 workers=$(sed -n 's/^workers = \([0-9]*\)$/\1/p' "$WORK/planned.toml")
 predicted=$(sed -n 's/^  throughput: \([0-9]*\) samples\/s$/\1/p' "$REPORT" | tail -1)
 predicted_alone=$(sed -n 's/^  throughput: \([0-9]*\) samples\/s$/\1/p' "$WORK/alone.txt")
@@ -114,8 +70,10 @@ run_rate() {  # NAME RANKS [--set ...]
 }
 planned=() single=()
 for run in 1 2 3; do
-  planned+=("$(run_rate "planned-$run" $((1 + workers)))")
-  single+=("$(run_rate "alone-$run" 1 --set cluster.workers=0 --set data.offload_ratio=0)")
+  rate=$(run_rate "planned-$run" $((1 + workers)))
+  planned+=("$rate")
+  rate=$(run_rate "alone-$run" 1 --set cluster.workers=0 --set data.offload_ratio=0)
+  single+=("$rate")
 done
 median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
 {

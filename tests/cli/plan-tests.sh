@@ -227,26 +227,10 @@ expect_fail "predict: a thread count that was not profiled" 2 "cluster.blas_thre
 if [ -d "$DATA/cifar-10" ]; then
   "${CONFLUX_BIN:-build/bin}/conflux-bench" make-images --data "$DATA" --out "$TMP/folder" \
     --train 512 --val 32 --size 200-500 >"$TMP/make.log" 2>&1 || { cat "$TMP/make.log"; exit 3; }
-  cat >"$TMP/input.toml" <<TOML
-[run]
-name = "input-bound"
-seed = 5
-[data]
-dataset = "image-folder"
-path = "$TMP/folder"
-[transform]
-resized_crop = 32
-[[model.layers]]
-type = "flatten"
-[[model.layers]]
-type = "linear"
-out = 10
-[train]
-batch_size = 16
-log_every = 0
-eval = false
-TOML
-  out=$("${MPIRUN[@]}" -np 1 "$CONFLUX" profile --config "$TMP/input.toml" \
+  # The shipped input-bound config on a small generated folder, batch 16, training only.
+  input=(--config configs/imagefolder_input_bound.toml --set data.path=\""$TMP/folder"\"
+    --set train.batch_size=16 --set train.eval=false)
+  out=$("${MPIRUN[@]}" -np 1 "$CONFLUX" profile "${input[@]}" \
     --set run.dir=\""$TMP/pi"\" --workers 1 --memory 442,884,1769 --batch 8,16 --steps 5 \
     --seconds 0.3 --output "$TMP/input-profile.toml" 2>&1)
   builds=$(grep -c '^\[\[build\]\]' "$TMP/input-profile.toml" 2>/dev/null)
@@ -258,7 +242,7 @@ TOML
     not_ok "input-bound profile/fit: $builds builds" "$out $fit"
   fi
   # --margin 0: this test is about the data workers, not the noise of a CI machine's fit.
-  space=(--model "$TMP/input-model.toml" --config "$TMP/input.toml" --target slurm --epochs 1 --margin 0
+  space=(--model "$TMP/input-model.toml" "${input[@]}" --target slurm --epochs 1 --margin 0
     --max-workers 1 --batches 16 --min-memory 442 --max-memory 1769)
   alone=$("$CONFLUX" plan "${space[@]}" --deadline 1000 --max-data-workers 0 2>&1)
   rate=$(sed -n 's/^  throughput: \([0-9]*\) samples\/s$/\1/p' <<<"$alone")
@@ -289,7 +273,7 @@ TOML
     not_ok "the planned input-bound config" "$log"
   fi
   expect_fail "plan: data workers on the Lambda target" 2 "planned on the SLURM target only" -- \
-    "$CONFLUX" plan --model "$TMP/input-model.toml" --config "$TMP/input.toml" --deadline 100 \
+    "$CONFLUX" plan --model "$TMP/input-model.toml" "${input[@]}" --deadline 100 \
     --max-data-workers 2
 fi
 # A model of an older conflux fit: no [compute] and [input] tables.
