@@ -278,6 +278,9 @@ if [ -d "$DATA/cifar-10" ]; then
 fi
 # A model of an older conflux fit: no [compute] and [input] tables.
 awk '/^\[(compute|input)\]$/ { skip = 1; next } /^\[/ { skip = 0 } !skip' "$TMP/model.toml" >"$TMP/old-model.toml"
+expect_fail "plan: a negative number of data workers" 2 "--max-data-workers must be >= 0, got -5" -- \
+  "$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 --target slurm \
+  --max-data-workers -5
 expect_fail "plan: data workers with a model that has no build times" 2 "has no input-pipeline cost" -- \
   "$CONFLUX" plan --model "$TMP/old-model.toml" --config "$CONFIG" --deadline 3600 --target slurm \
   --max-data-workers 2 --max-workers 1

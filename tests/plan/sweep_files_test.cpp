@@ -72,6 +72,19 @@ TEST(PlanFiles, EmptyOrBrokenProfilesAreClearErrors) {
   Sweep cifar = empty;
   cifar.dataset = "cifar10";
   EXPECT_THROW(merge_sweeps({empty, cifar}, {"a.toml", "b.toml"}), InputError);
+  // A build time that is not a measurement, and a 'build' that is not a list of tables.
+  const std::string head =
+      "epoch_samples = 10\ngradient_mb = 1.0\nmb_per_vcpu = 1769.0\n[[point]]\nworkers = 1\n"
+      "memory_mb = 512\nbatch = 16\nsteps = 5\niteration_s = 0.01\ncompute_s = 0.01\n"
+      "sync_s = 0.0\ntransfer_s = 0.001\n";
+  std::ofstream(dir.path() / "build.toml")
+      << head << "[[build]]\nbatch = 16\nbatches = 3\nseconds = 0\n";
+  testing::expect_input_error(
+      [&] { read_sweep(dir.path() / "build.toml"); },
+      {"build.toml", "[[build]] with batch = 16, batches = 3, seconds = 0"});
+  std::ofstream(dir.path() / "list.toml") << "build = 3\n" << head;
+  testing::expect_input_error([&] { read_sweep(dir.path() / "list.toml"); },
+                              {"list.toml: 'build' must be a list of [[build]] tables"});
 }
 
 TEST(PlanFiles, ModelRoundTrips) {
