@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <optional>
 #include <utility>
 
@@ -113,9 +112,10 @@ class GpuBackend final : public ComputeBackend {
     // The pinned buffers may still be the source of this slot's previous upload.
     if (s.copy_recorded) s.copied.synchronize();
     grow(s, n);
-    if (floats > 0)
-      std::memcpy(s.host_images.data(), batch.images.data.data(), floats * sizeof(float));
-    if (n > 0) std::memcpy(s.host_labels.data(), batch.labels.data(), n);
+    // Typed copies: a byte count here once copied a quarter of the labels after Label grew
+    // from one byte to four.
+    std::copy_n(batch.images.data.data(), floats, s.host_images.data());
+    std::copy_n(batch.labels.data(), n, s.host_labels.data());
     // The device buffers may still be read by the step that used this slot last.
     if (s.consume_recorded) copy_.wait(s.consumed);
     gpu::copy_to_device(s.images.data(), s.host_images.data(), floats, copy_.get());

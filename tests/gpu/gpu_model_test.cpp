@@ -99,7 +99,8 @@ void check_training_matches_cpu(const std::vector<LayerSpec>& specs,
     SCOPED_TRACE(::testing::Message() << "step " << step);
     const int n = step == 1 ? 32 : 8;  // a larger batch grows the buffers
     const Batch batch = make_batch(input, n, classes, 50 + step);
-    const model::Tensor& logits = cpu.forward(batch_tensor(input, n, batch.images));
+    const model::Tensor x = batch_tensor(input, n, batch.images);  // kept for backward
+    const model::Tensor& logits = cpu.forward(x);
     model::Tensor grad;
     const model::LossResult want =
         model::softmax_cross_entropy(logits, batch.labels, 1.0f / n, &grad);
@@ -143,7 +144,8 @@ TEST(GpuModel, BackwardFromGivenLogitGradient) {
   const Batch batch = make_batch(cnn_input(), 6, 10, 1);
   Rng rng{20, 1};
   const model::Tensor dlogits = tensor({6, 10}, random_floats(60, rng));
-  cpu.forward(batch_tensor(cnn_input(), 6, batch.images));
+  const model::Tensor x = batch_tensor(cnn_input(), 6, batch.images);  // kept for backward
+  cpu.forward(x);
   cpu.backward(dlogits);
   const DeviceBatch d = upload(batch, stream);
   DeviceBuffer<float> ddl(60);

@@ -92,7 +92,8 @@ TEST(ModelModel, CifarCnnParameterCount) {
   EXPECT_EQ(summary[9], "flatten : [2048] (0 params)");
   EXPECT_EQ(m.param_infos()[0].name, "layer0.conv2d.weight");
   EXPECT_EQ(m.param_infos()[0].shape, std::vector<int>({32, 3, 3, 3}));
-  const Tensor& logits = m.forward(random_tensor({2, 3, 32, 32}, 1));
+  const Tensor x = random_tensor({2, 3, 32, 32}, 1);
+  const Tensor& logits = m.forward(x);
   EXPECT_EQ(logits.shape, std::vector<int>({2, 10}));
 }
 
@@ -174,8 +175,10 @@ TEST(ModelModel, ShapeErrorsNameTheLayer) {
 
 TEST(ModelModel, ForwardRejectsWrongInputShape) {
   Model m(kMlp, {1, 28, 28}, 10, 1);
-  EXPECT_THROW(m.forward(random_tensor({4, 784}, 1)), InputError);
-  EXPECT_THROW(m.forward(random_tensor({4, 1, 28, 27}, 1)), InputError);
+  const Tensor flat = random_tensor({4, 784}, 1);
+  const Tensor narrow = random_tensor({4, 1, 28, 27}, 1);
+  EXPECT_THROW(m.forward(flat), InputError);
+  EXPECT_THROW(m.forward(narrow), InputError);
 }
 
 TEST(ModelModel, InitIsDeterministicPerSeed) {

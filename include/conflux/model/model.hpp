@@ -69,10 +69,14 @@ class Model {
 
   /// Evaluation forward pass of a batch [N, input...] (running statistics, no dropout);
   /// returns logits [N, num_classes], valid until the next forward().
+  /// The layers keep pointers to `input` for backward(): it must stay valid and unchanged until
+  /// backward() has run (the rvalue overloads are deleted so that a temporary cannot bind).
   const Tensor& forward(const Tensor& input);
-  /// Forward pass for `pass` (training: batch statistics, dropout). The pass, and the sample
-  /// indices it points to, must stay valid until backward().
+  /// Forward pass for `pass` (training: batch statistics, dropout). The input, the pass, and
+  /// the sample indices it points to, must stay valid until backward().
   const Tensor& forward(const Tensor& input, const Pass& pass);
+  const Tensor& forward(Tensor&&) = delete;
+  const Tensor& forward(Tensor&&, const Pass&) = delete;
   /// Backward pass from dL/dlogits of the last forward(); overwrites grads().
   void backward(const Tensor& grad_logits);
 
