@@ -165,6 +165,7 @@ std::optional<RatioDecision> RatioController::decide(double ratio, bool probe, s
 std::optional<RatioDecision> RatioController::seed(double ratio, const std::string& why, int live) {
   base_ = ratio;
   step_ = kSeedStep;
+  reached_rate_ = 0;
   settled_ = 0;
   failures_at_smallest_ = 0;
   direction_ = -1;  // first try less offloading
@@ -239,12 +240,14 @@ std::optional<RatioDecision> RatioController::probe_from_base(double rate, doubl
     if (std::abs(rate / settled_rate_ - 1) > kChanged) {
       settled_ = 0;
       step_ = kSeedStep;
+      reached_rate_ = 0;  // other conditions: what was reached before no longer holds
     } else if (--settled_ > 0) {
       return std::nullopt;
     } else {
       settled_ = kSettledPause;  // one probe, then pause again
     }
   }
+  reached_rate_ = std::max(reached_rate_, rate);
   if (waits <= options_.wait_tolerance) direction_ = -1;  // fed: look for less offloading
   const double probe = std::clamp(base_ + direction_ * step_, 0.0, 1.0);
   if (std::abs(probe - base_) < 1e-12) {
@@ -263,7 +266,11 @@ std::optional<RatioDecision> RatioController::judge_probe(double rate, int live)
   const double old_base = base_;
   const double gain = base_rate_ > 0 ? rate / base_rate_ - 1 : 0;
   const bool faster = gain > kSignificant;
-  const bool accepted = faster || (gain > -kSignificant && probe < base_);
+  // Less offloading may cost a little (within the noise), but only against the best rate
+  // reached: against the last base, 1.5 % losses would be accepted one after another.
+  const bool as_fast_with_less =
+      probe < base_ && rate > std::max(base_rate_, reached_rate_) * (1 - kSignificant);
+  const bool accepted = faster || as_fast_with_less;
   if (!accepted) {
     direction_ = -direction_;
     const double smallest = std::max(options_.hysteresis, kMinStep);

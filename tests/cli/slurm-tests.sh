@@ -285,9 +285,15 @@ if [ -n "$id_d" ]; then
   wait "$canceller"
   final=$("$LOCAL_SLURM" wait-job --timeout 60 "$id_d" 2>&1)
   log=$(cat "$jobdir/cancel-$id_d.out" 2>/dev/null)
+  # scancel signals srun itself too: srun usually relays the forwarded SIGUSR1 and passes on
+  # the ranks' exit 75 ("not requeueing"), but when slurmd's SIGTERM has already made it end
+  # the step, that SIGUSR1 kills it (exit 138). Either way the ranks checkpointed (exit 75) and
+  # the job stays cancelled, which is what is checked.
   if [ "$(cat "$TMP/cancel")" = cancelled ] && grep -q "^job $id_d CANCELLED " <<<"$final" &&
-    grep -q "Restarts=0" < <(timeout 15 scontrol -o show job "$id_d") && grep -q "not requeueing" <<<"$log"; then
-    ok "train.sbatch: a plain scancel stays cancelled (conflux exited $(grep -oP 'exiting with \K75' <<<"$log" | head -1), no requeue)"
+    grep -q "Restarts=0" < <(timeout 15 scontrol -o show job "$id_d") &&
+    grep -q "exiting with 75 to be requeued" <<<"$log" &&
+    grep -qE "not requeueing|exit code 138 \(after SIGTERM\)" <<<"$log"; then
+    ok "train.sbatch: a plain scancel stays cancelled (the ranks checkpointed and exited 75; $(grep -oE 'not requeueing|exit code 138' <<<"$log" | head -1); no requeue)"
   else
     not_ok "train.sbatch job $id_d after scancel: $final" "$log"
   fi

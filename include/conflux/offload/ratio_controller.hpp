@@ -108,7 +108,10 @@ class RatioController {
   int direction_ = -1;
   bool probing_ = false;  // measuring the probe (else the base)
   double base_rate_ = 0;  // measured at the base
-  int settled_ = 0;       // > 0: settled, measurements left until the next probe
+  // The best base rate since the search last (re)started: "as fast with less offloading" is
+  // judged against it, so that small losses cannot add up step after step.
+  double reached_rate_ = 0;
+  int settled_ = 0;  // > 0: settled, measurements left until the next probe
   double settled_rate_ = 0;
   int failures_at_smallest_ = 0;
   ControllerInput eval_;  // the measurement in progress
