@@ -174,20 +174,24 @@ CostModel::StepParts CostModel::step_parts(int trainers, int data_workers, doubl
   return {local, delta, data_workers_seconds(trainers, data_workers, batch)};
 }
 
+CostModel::Offload CostModel::split_at(const StepParts& s, double ratio) noexcept {
+  if (ratio <= 0) return {0, s.local, 0, s.local};
+  // The trainer takes local - r delta, the workers r x.
+  return {ratio, std::max(s.local - ratio * s.delta, ratio * s.x), ratio * s.x, s.local};
+}
+
 CostModel::Offload CostModel::offload(int trainers, int data_workers, double batch,
                                       double memory_mb, int threads) const noexcept {
   const StepParts s = step_parts(trainers, data_workers, batch, memory_mb, threads);
-  if (data_workers == 0 || s.delta <= 0) return {0, s.local, 0, s.local};
-  // The trainer takes local - r delta, the workers r x: the step is least where they meet.
-  const double r = std::min(1.0, s.local / (s.x + s.delta));
-  return {r, std::max(s.local - r * s.delta, r * s.x), r * s.x, s.local};
+  if (data_workers == 0 || s.delta <= 0) return split_at(s, 0);
+  // The step is least where the trainer's and the workers' times meet.
+  return split_at(s, std::min(1.0, s.local / (s.x + s.delta)));
 }
 
 CostModel::Offload CostModel::offload_at(double ratio, int trainers, int data_workers, double batch,
                                          double memory_mb, int threads) const noexcept {
   const StepParts s = step_parts(trainers, data_workers, batch, memory_mb, threads);
-  if (data_workers == 0 || ratio <= 0) return {0, s.local, 0, s.local};
-  return {ratio, std::max(s.local - ratio * s.delta, ratio * s.x), ratio * s.x, s.local};
+  return split_at(s, data_workers == 0 ? 0 : ratio);
 }
 
 Prediction CostModel::predict(const Candidate& c) const {

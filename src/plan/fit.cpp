@@ -349,7 +349,6 @@ double compute_alone(const SweepPoint& p, const InputCostModel& input, double mb
   return std::clamp(alone, 0.05 * p.compute_s, p.compute_s);
 }
 
-// T_c and P(B) when the profile measured builds; otherwise the reason there are none.
 // T_c at one thread count from its T_train points; nullopt (and the note) when it fails.
 std::optional<TrainFit> fit_compute(const std::vector<SweepPoint>& train_pts,
                                     const InputCostModel& input, double mb_per_vcpu,
@@ -458,9 +457,13 @@ FitResult fit_sweep(const Sweep& sweep, TrainForm form, const std::string& sourc
   choose_train_form(r, form);
   m.train = r.chose_constant ? r.with_constant.model : r.fasdl.model;
   m.train_threads = threads.front();
-  for (const PointError& e : (r.chose_constant ? r.with_constant : r.fasdl).quality.points) {
-    if (std::isfinite(e.loo_error)) m.train_loo_errors.push_back(e.loo_error);
-  }
+  // The margin's sample: the leave-one-out errors of every kept T_train fit.
+  const auto keep_loo_errors = [&m](const TrainFit& f) {
+    for (const PointError& e : f.quality.points) {
+      if (std::isfinite(e.loo_error)) m.train_loo_errors.push_back(e.loo_error);
+    }
+  };
+  keep_loo_errors(r.chose_constant ? r.with_constant : r.fasdl);
   // Every further thread count gets its own T_train in the kept form.
   std::vector<std::vector<SweepPoint>> more_pts;
   for (std::size_t i = 1; i < threads.size(); ++i) {
@@ -468,9 +471,7 @@ FitResult fit_sweep(const Sweep& sweep, TrainForm form, const std::string& sourc
     r.more_threads.push_back(
         {threads[i], fit_at(threads[i], sweep.mb_per_vcpu, more_pts.back(), r.chose_constant), {}});
     m.more_threads.push_back({threads[i], r.more_threads.back().train.model, {}});
-    for (const PointError& e : r.more_threads.back().train.quality.points) {
-      if (std::isfinite(e.loo_error)) m.train_loo_errors.push_back(e.loo_error);
-    }
+    keep_loo_errors(r.more_threads.back().train);
   }
   m.transfer = fit_transfer_time(pts);
   std::vector<double> transfer_measured;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "conflux/core/error.hpp"
+#include "plan_space.hpp"
 
 namespace conflux::plan {
 
@@ -25,6 +26,11 @@ std::string grouped(std::uint64_t n) {
   return out;
 }
 
+// The plural ending of a count's noun ("1 worker", "2 workers").
+const char* plural(std::int64_t count) {
+  return count == 1 ? "" : "s";
+}
+
 std::int64_t global_batch(const Candidate& c) {
   return static_cast<std::int64_t>(c.aggregators) * c.aggregator_batch +
          static_cast<std::int64_t>(c.workers - c.aggregators) * c.nonaggregator_batch;
@@ -32,10 +38,10 @@ std::int64_t global_batch(const Candidate& c) {
 
 std::string describe(const Candidate& c) {
   std::string out = fmt::format("{} worker{} x {} MB, K = {}, batches Ba = {}, Bn = {}", c.workers,
-                                c.workers == 1 ? "" : "s", c.memory_mb, c.aggregators,
-                                c.aggregator_batch, c.nonaggregator_batch);
+                                plural(c.workers), c.memory_mb, c.aggregators, c.aggregator_batch,
+                                c.nonaggregator_batch);
   if (c.data_workers > 0) {
-    out += fmt::format(", {} data worker{}", c.data_workers, c.data_workers == 1 ? "" : "s");
+    out += fmt::format(", {} data worker{}", c.data_workers, plural(c.data_workers));
   }
   return out;
 }
@@ -93,10 +99,10 @@ std::string render_chosen(const Scored& chosen, const CostModel& model,
   out += fmt::format("  global batch {} samples per iteration", p.samples_per_iteration);
   if (!lambda) {
     out += fmt::format(", {} core{} per worker", model.cores(best.memory_mb),
-                       model.cores(best.memory_mb) == 1 ? "" : "s");
+                       plural(model.cores(best.memory_mb)));
   }
   const int threads = model.threads_of(best);
-  out += fmt::format(", {} BLAS thread{} (cluster.blas_threads)", threads, threads == 1 ? "" : "s");
+  out += fmt::format(", {} BLAS thread{} (cluster.blas_threads)", threads, plural(threads));
   out += "\n";
   out += fmt::format("  throughput: {:.0f} samples/s\n",
                      static_cast<double>(p.samples_per_iteration) / p.iteration_s);
@@ -116,8 +122,8 @@ std::string render_chosen(const Scored& chosen, const CostModel& model,
     out += fmt::format(
         "  input: {} data worker{} x {} thread{} build {:.1f} % of the batches (data.offload_ratio "
         "{:.3f}) in {} per iteration; all built by the trainer, T_train would be {}\n",
-        best.data_workers, best.data_workers == 1 ? "" : "s", model.options().worker_threads,
-        model.options().worker_threads == 1 ? "" : "s", 100 * p.offload_ratio,
+        best.data_workers, plural(best.data_workers), model.options().worker_threads,
+        plural(model.options().worker_threads), 100 * p.offload_ratio,
         emitted_ratio(p.offload_ratio), format_seconds(p.data_worker_s), format_seconds(p.local_s));
     Candidate alone = best;
     alone.data_workers = 0;
@@ -135,7 +141,7 @@ std::string render_chosen(const Scored& chosen, const CostModel& model,
     const int cores = best.workers * model.cores(best.memory_mb) +
                       best.data_workers * model.options().worker_threads;
     out += fmt::format("  cost: {} in core-hours ({} core{})\n", format_usd(p.cost_usd), cores,
-                       cores == 1 ? "" : "s");
+                       plural(cores));
   }
   return out;
 }
@@ -244,13 +250,12 @@ std::string render_why(const PlanResult& result, const PlanRequest& request) {
 
 // The BLAS threads a trainer computes on and the share they can use.
 std::string compute_text(const CostModel& model, const PlanSpace& space) {
-  const std::vector<int> threads =
-      space.thread_counts.empty() ? std::vector<int>{model.options().threads} : space.thread_counts;
+  const std::vector<int> threads = detail::planned_threads(model, space);
   if (threads.size() == 1) {
     return fmt::format(
         "compute: {} thread{} per rank (cluster.blas_threads): T_train stops falling above "
         "{:.0f} MB\n",
-        threads[0], threads[0] == 1 ? "" : "s", model.compute_cap_mb(threads[0]));
+        threads[0], plural(threads[0]), model.compute_cap_mb(threads[0]));
   }
   return fmt::format(
       "compute: {} BLAS threads per rank, each count with its own profiled T_train, which "
@@ -271,7 +276,7 @@ std::string input_text(const CostModel& model, const PlanSpace& space) {
       "batch on one thread takes P(B) = {:.3g} ms + {:.3g} ms x B; offloading saves a trainer "
       "T_train - T_c\n",
       space.max_data_workers, model.options().worker_threads,
-      model.options().worker_threads == 1 ? "" : "s", 1e3 * m.input.p0, 1e3 * m.input.p1);
+      plural(model.options().worker_threads), 1e3 * m.input.p0, 1e3 * m.input.p1);
 }
 
 // How the steps to the target were derived, and what they are at a few global batches.
@@ -304,7 +309,7 @@ std::string render_plan_report(const PlanResult& result, const CostModel& model,
           : fmt::format(
                 "{} epoch{} of {} samples (a fixed amount of work: the accuracy a "
                 "batch reaches is not modelled)",
-                o.epochs, o.epochs == 1 ? "" : "s", m.epoch_samples);
+                o.epochs, plural(o.epochs), m.epoch_samples);
   std::string out = fmt::format("conflux plan: {}{}, {}, deadline {}{}\n", to_string(o.target),
                                 lambda ? fmt::format(" ({}, K-Reduce over S3)", to_string(o.arch))
                                        : std::string(" (MPI allreduce)"),

@@ -142,13 +142,14 @@ void validate_train_model(const CostModel& model, const PlanSpace& s) {
 // count stays within kMaxCombos.
 void validate_combinations(const CostModel& model, const PlanSpace& s) {
   std::uint64_t batches = s.batch_sizes.size();
+  const std::uint64_t thread_counts = planned_threads(model, s).size();
   std::uint64_t combos = 0;
   bool any = false;
   for (int w = s.min_workers; w <= s.max_workers; ++w) {
     if (model.options().target == Target::kSlurm && !sync_measured(model.model().sync, w)) continue;
     any = true;
     combos += combos_per_worker_count(model.options().target, w, batches, s.max_data_workers,
-                                      planned_threads(model, s).size());
+                                      thread_counts);
   }
   if (model.options().target == Target::kSlurm) {
     std::string measured;

@@ -343,7 +343,9 @@ TEST(Planner, MatchesExhaustiveSearchWithDataWorkers) {
     feasible += expect_exhaustive_in_both_modes(in, what, [&](const PlanResult& want) {
       for (const Scored& x : want.ranked) {
         EXPECT_LE(x.first.data_workers, in.request.space.max_data_workers);
-        if (x.first.data_workers == 0) EXPECT_EQ(x.second.offload_ratio, 0) << what;
+        if (x.first.data_workers == 0) {
+          EXPECT_EQ(x.second.offload_ratio, 0) << what;
+        }
       }
       if (!want.ranked.empty()) with_workers += want.ranked.front().second.offload_ratio > 0;
     });

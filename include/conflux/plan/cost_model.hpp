@@ -75,7 +75,7 @@ struct PlanSpace {
   int max_data_workers = 0;
   /// BLAS threads per trainer to choose from (each profiled when the model records thread
   /// counts); empty: the options' count only
-  std::vector<int> thread_counts;
+  std::vector<int> thread_counts{};
 };
 
 /// What a CostModel evaluates, and with which prices.
@@ -159,6 +159,8 @@ class CostModel {
   int resolved(int threads) const noexcept { return threads > 0 ? threads : options_.threads; }
   StepParts step_parts(int trainers, int data_workers, double batch, double memory_mb,
                        int threads) const noexcept;
+  // The split of a step of parts `s` at `ratio` (0: no offloading).
+  static Offload split_at(const StepParts& s, double ratio) noexcept;
   void check_shape(const Candidate& c) const;
   CostModelOptions options_;
 };

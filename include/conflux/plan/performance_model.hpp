@@ -59,9 +59,9 @@ struct InputCostModel {
 
 /// T_train and T_c fitted on the points profiled with one more BLAS thread count.
 struct ThreadCountFit {
-  int threads = 1;         ///< cluster.blas_threads of its points
-  TrainTimeModel train;    ///< T_train at this thread count
-  TrainTimeModel compute;  ///< T_c at this thread count (a = 0: not fitted)
+  int threads = 1;           ///< cluster.blas_threads of its points
+  TrainTimeModel train{};    ///< T_train at this thread count
+  TrainTimeModel compute{};  ///< T_c at this thread count (a = 0: not fitted)
 };
 
 /// Everything the cost model needs about one training config.
