@@ -28,8 +28,9 @@ OTHER_MPI := $(if $(filter openmpi,$(MPI)),mpich,openmpi)
 # ones. hdf5-tools: h5dump, to read checkpoints and model files.
 DEB_PACKAGES ?= g++ make pkg-config $(MPI_DEBS_$(MPI)) hdf5-tools \
   libboost-program-options-dev libtomlplusplus-dev libfmt-dev libopenblas-dev zlib1g-dev \
-  protobuf-compiler libprotobuf-dev libturbojpeg0-dev libpng-dev libonnx-dev
-# (libonnx-dev: ONNX's own schema, onnx/onnx.proto, compiled for `conflux export`.)
+  protobuf-compiler libprotobuf-dev libturbojpeg0-dev libpng-dev libonnx-dev libdnnl-dev
+# (libonnx-dev: ONNX's own schema, onnx/onnx.proto, compiled for `conflux export`.
+# libdnnl-dev: oneDNN's convolutions, train.conv_kernels = onednn; it has no pkg-config file.)
 # What only the tests need (`make test-deps`, run by `make test`): GoogleTest; GNU time (peak
 # memory); SLURM and munge (the local test cluster of tests/cli/slurm-tests.sh); iproute2 and
 # util-linux (ip, unshare, nsenter: the simulated hosts of tools/sim-cluster.sh); cmake (the
@@ -47,7 +48,7 @@ FORMAT_PACKAGES ?= clang-format
 PKGS := $(MPI_PKGS_$(MPI)) fmt tomlplusplus openblas zlib protobuf-lite libturbojpeg libpng
 # Lazily expanded so that `make deps` can install them first within one invocation.
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lboost_program_options -lpthread -ldl \
+PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -ldnnl -lgomp -lboost_program_options -lpthread -ldl \
   $(CUDA_LIBS)
 
 # GPU support (docs/gpu.md). CUDA=1 compiles src/**/*.cu with nvcc and links the CUDA runtime,
@@ -330,7 +331,7 @@ GENERATED     := $(OUT)/install
 # What a program built against libconflux.a needs besides the pkg-config packages in PKGS.
 CONSUMER_CFLAGS := -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX \
   $(if $(filter 1,$(CUDA)),-DCONFLUX_HAVE_CUDA=1 -I$(CUDA_HOME)/include)
-CONSUMER_LIBS   := -lboost_program_options -lpthread -ldl $(CUDA_LIBS)
+CONSUMER_LIBS   := -ldnnl -lgomp -lboost_program_options -lpthread -ldl $(CUDA_LIBS)
 INSTALL_SED = -e 's|@VERSION@|$(VERSION)|g' -e 's|@MPI@|$(MPI)|g' -e 's|@REQUIRES@|$(PKGS)|g' \
   -e 's|@CFLAGS@|$(strip $(CONSUMER_CFLAGS))|g' -e 's|@LIBS@|$(strip $(CONSUMER_LIBS))|g' \
   -e 's|@CMAKE_DEFINES@|OMPI_SKIP_MPICXX;MPICH_SKIP_MPICXX$(if $(filter 1,$(CUDA)),;CONFLUX_HAVE_CUDA=1)|g' \

@@ -6,6 +6,10 @@
 // loss + backward + optimiser step, one trainer, a synthetic batch already in memory). Then
 // breaks the real model's step down by layer and phase (a model::LayerObserver clocks each
 // layer call; graphs included).
+//
+// With oneDNN's convolutions (train.conv_kernels, docs/speed.md) the step issues no SGEMM
+// for them: the GEMM-limit is then that of the im2col formulation's calls, recorded from the
+// same model built with im2col, and the step is timed with the configured kernels.
 
 #include <cblas.h>
 #include <fmt/format.h>
@@ -26,6 +30,7 @@
 #include "conflux/model/model.hpp"
 #include "conflux/model/optimizer.hpp"
 #include "conflux/model/sgd.hpp"
+#include "conflux/train/model_setup.hpp"
 #include "conflux/train/training_data.hpp"
 #include "conflux/train/transform_setup.hpp"
 #include "report.hpp"
@@ -66,7 +71,7 @@ struct Setup {
   std::uint64_t steps = 0;  // training steps taken: dropout masks
 };
 
-Setup make_setup(const Config& config) {
+Setup make_setup(const Config& config, const model::LayerOptions& options) {
   Setup s;
   // The input shape as a trainer sees it: the dataset's through the configured transform.
   const data::SourceSplits data = train::open_training_data(config);
@@ -75,7 +80,7 @@ Setup make_setup(const Config& config) {
   s.classes = data.train->info().num_classes;
   s.batch = config.train().batch_size;
   s.seed = config.run().seed;
-  s.net.emplace(config.layers(), s.input, s.classes, config.run().seed);
+  s.net.emplace(config.layers(), s.input, s.classes, config.run().seed, options);
   s.optimizer = model::make_optimizer(config.train(), s.net->params().size());
   // Synthetic, standardised-looking pixels and uniform labels: data loading is not measured.
   Rng rng{config.run().seed, 0x67656d6d};
@@ -323,6 +328,17 @@ double breakdown(Setup& s, const Options& opt, Report& report,
   return add_breakdown_table(report, clock.phases(), shape_median);
 }
 
+// The SGEMM calls of one step in the im2col formulation: `s`'s own, or those of the same
+// model built with im2col when `s` runs oneDNN's convolutions.
+std::vector<SgemmShape> im2col_calls(const Config& config, const model::LayerOptions& options,
+                                     Setup& s) {
+  std::optional<Setup> im2col;
+  if (options.conv != model::ConvKernels::kIm2col) im2col.emplace(make_setup(config, {}));
+  sgemm_probe_record();
+  model_step(im2col ? *im2col : s);
+  return sgemm_probe_take();
+}
+
 }  // namespace
 
 int run_gemm_limit(const std::vector<std::string>& args, const comm::Communicator& world) {
@@ -341,11 +357,9 @@ int run_gemm_limit(const std::vector<std::string>& args, const comm::Communicato
   CONFLUX_REQUIRE(opt.rounds >= 1 && opt.steps >= 1, "gemm-limit: --rounds and --steps >= 1");
   const Config config = load_config_file(opt.config, environment_sources(opt.overrides, "bench"));
   openblas_set_num_threads(config.cluster().blas_threads);  // as the trainer does
-  Setup s = make_setup(config);
-
-  sgemm_probe_record();
-  model_step(s);
-  const std::vector<SgemmShape> calls = sgemm_probe_take();
+  const model::LayerOptions options = train::layer_options(config);
+  Setup s = make_setup(config, options);
+  const std::vector<SgemmShape> calls = im2col_calls(config, options, s);
   double recorded_flops = 0;
   for (const SgemmShape& c : calls) recorded_flops += c.flops();
   if (is_chain(config)) {
@@ -358,9 +372,14 @@ int run_gemm_limit(const std::vector<std::string>& args, const comm::Communicato
   fmt::print(
       "gemm-limit: {}, batch {} of [{}] (synthetic, in memory: no data loading), 1 trainer, "
       "{} BLAS thread(s); {} SGEMM calls of {} shapes per step, {:.3f} GFLOP (= the layer "
-      "shapes' count)\n\n",
+      "shapes' count)\n",
       opt.config, s.batch, fmt::join(s.input, ","), config.cluster().blas_threads, calls.size(),
       shapes.size(), recorded_flops * 1e-9);
+  fmt::print("conv2d kernels: {}\n\n",
+             options.conv == model::ConvKernels::kOnednn
+                 ? "oneDNN (the step's convolutions issue no SGEMM: their time is all 'other', "
+                   "the GEMM-limit counts the im2col formulation's calls)"
+                 : "im2col + OpenBLAS SGEMM");
   const Rounds rounds = measure_rounds(s, shapes, opt);
   const std::vector<double>& limit = rounds.limit;
   const std::vector<double>& step = rounds.step;
@@ -375,6 +394,8 @@ int run_gemm_limit(const std::vector<std::string>& args, const comm::Communicato
   report.add_parameters(*vm);
   report.set_parameter("batch_size", s.batch);
   report.set_parameter("blas_threads", config.cluster().blas_threads);
+  report.set_parameter("conv_kernels",
+                       options.conv == model::ConvKernels::kOnednn ? "onednn" : "im2col");
   add_shape_table(report, shapes);
   fmt::print("\n");
   const double breakdown_s = breakdown(s, opt, report, shape_median);

@@ -130,6 +130,17 @@ void check_gpu(const Config& c) {
                   c.where(key), key, c.value_text(key), key);
 }
 
+// oneDNN picks its kernels for the CPU it runs on, and they differ in the order of their
+// sums: with portable results asked for, the convolutions must be OpenBLAS's pinned ones.
+void check_conv_kernels(const Config& c) {
+  CONFLUX_REQUIRE(
+      !(c.sources().portable_results && c.train().conv_kernels == "onednn"),
+      "{}: train.conv_kernels = \"onednn\" cannot give portable results "
+      "(CONFLUX_BLAS_PIN=portable): oneDNN picks its kernels per CPU; set \"im2col\" or "
+      "\"auto\", or unset CONFLUX_BLAS_PIN",
+      c.where("train.conv_kernels"));
+}
+
 }  // namespace
 
 std::string gpu_unsupported_key(const Config& config) {
@@ -150,6 +161,7 @@ void check_cross_key_rules(const Config& config) {
   check_optimizer(config);
   check_lr_schedule(config);
   check_gpu(config);
+  check_conv_kernels(config);
 }
 
 }  // namespace conflux

@@ -34,7 +34,10 @@ std::string environment_data_dir() {
 }
 
 ConfigSources environment_sources(std::vector<std::string> overrides, std::string launch_time) {
-  return ConfigSources{std::move(overrides), environment_data_dir(), std::move(launch_time)};
+  return ConfigSources{.overrides = std::move(overrides),
+                       .env_data_dir = environment_data_dir(),
+                       .launch_time = std::move(launch_time),
+                       .portable_results = current_blas_pin().state == BlasPin::State::kPinned};
 }
 
 BlasPin plan_blas_pin(const BlasPinInputs& in) {

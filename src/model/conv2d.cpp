@@ -9,6 +9,7 @@
 
 #include "conflux/core/error.hpp"
 #include "conflux/model/relu.hpp"
+#include "onednn_conv.hpp"
 
 namespace conflux::model {
 namespace {
@@ -34,13 +35,18 @@ std::span<const float> sample(const Tensor& in, const ConvGeometry& g, int i) {
 
 }  // namespace
 
-Conv2d::Conv2d(int out_channels, int kernel, int stride, int padding)
+Conv2d::Conv2d(int out_channels, int kernel, int stride, int padding,
+               const LayerOptions& options)
     : out_(out_channels), kernel_(kernel), stride_(stride), padding_(padding) {
   CONFLUX_REQUIRE(out_channels > 0, "conv2d: out must be > 0, got {}", out_channels);
   CONFLUX_REQUIRE(kernel >= 1, "conv2d: kernel must be >= 1, got {}", kernel);
   CONFLUX_REQUIRE(stride >= 1, "conv2d: stride must be >= 1, got {}", stride);
   CONFLUX_REQUIRE(padding >= 0, "conv2d: padding must be >= 0, got {}", padding);
+  if (options.conv == ConvKernels::kOnednn)
+    onednn_ = std::make_unique<OnednnConv>(options.threads, options.workspace);
 }
+
+Conv2d::~Conv2d() = default;
 
 SampleShape Conv2d::output_shape(const SampleShape& input) const {
   CONFLUX_REQUIRE(input.size() == 3, "expects an image [C,H,W] but gets [{}]",
@@ -100,16 +106,49 @@ ConvGeometry Conv2d::geometry_for(const Tensor& in) const {
   return g;
 }
 
+void Conv2d::forward(const Tensor& in, Tensor& out) {
+  const ConvGeometry g = geometry_for(in);
+  out.resize({in.batch(), out_, g.out_height, g.out_width});
+  if (onednn_ && in.batch() > 0) {
+    onednn_->forward(onednn_call(in, g), in.data.data(), weight_, bias_, out.data.data());
+  } else {
+    forward_im2col(in, g, out);
+  }
+  relu_.set_output(out);
+}
+
+void Conv2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) {
+  const ConvGeometry g = geometry_for(in);
+  CONFLUX_CHECK(grad_out.shape == std::vector<int>({in.batch(), out_, g.out_height, g.out_width}),
+                "{}: backward gradient [{}] does not match the input [{}]", describe(),
+                fmt::join(grad_out.shape, ","), fmt::join(in.shape, ","));
+  const float* gate = relu_.on() ? relu_.output_for(grad_out, describe()) : nullptr;
+  if (input_grad_needed_) {
+    grad_in.resize(in.shape);
+  } else {
+    grad_in.resize({0});
+  }
+  if (onednn_ && in.batch() > 0) {
+    onednn_->backward(onednn_call(in, g), in.data.data(), gate, grad_out.data.data(), weight_,
+                      weight_grad_, bias_grad_,
+                      input_grad_needed_ ? grad_in.data.data() : nullptr);
+  } else {
+    backward_im2col(in, grad_out.data.data(), gate, g, grad_in);
+  }
+}
+
+OnednnConvCall Conv2d::onednn_call(const Tensor& in, const ConvGeometry& g) const {
+  return {.geometry = g, .batch = in.batch(), .out_channels = out_, .relu = relu_.on()};
+}
+
 // Both passes unfold one sample at a time into col_, which stays in the caches, and the
 // backward pass unfolds it again: keeping the whole batch's patch matrices (k*k times the
 // input) meant writing them to memory and reading them back, measured slower than unfolding
 // twice with the plane-copy im2col (docs/speed.md), and it held hundreds of MB for a ResNet.
-void Conv2d::forward(const Tensor& in, Tensor& out) {
-  const ConvGeometry g = geometry_for(in);
+void Conv2d::forward_im2col(const Tensor& in, const ConvGeometry& g, Tensor& out) {
   const int n = in.batch();
   const int rows = static_cast<int>(g.col_rows());  // C*k*k
   const int cols = static_cast<int>(g.col_cols());  // H'*W'
-  out.resize({n, out_, g.out_height, g.out_width});
   col_.resize(g.col_rows() * g.col_cols());
   const std::size_t out_size = static_cast<std::size_t>(out_) * cols;
   for (int i = 0; i < n; ++i) {
@@ -123,30 +162,19 @@ void Conv2d::forward(const Tensor& in, Tensor& out) {
                 rows, col_.data(), cols, 1.0f, y, cols);
     if (relu_.on()) relu_in_place(y, out_size);
   }
-  relu_.set_output(out);
 }
 
 // One pass over the samples: each sample's patch matrix and dY_i are used for its
 // weight-gradient product and then its input-gradient product while they are in the caches.
 // Every product and sum runs in the same order as two separate passes would.
-void Conv2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) {
-  const ConvGeometry g = geometry_for(in);
+void Conv2d::backward_im2col(const Tensor& in, const float* dy, const float* gate,
+                             const ConvGeometry& g, Tensor& grad_in) {
   const int n = in.batch();
   const int rows = static_cast<int>(g.col_rows());
   const int cols = static_cast<int>(g.col_cols());
   const std::size_t out_size = static_cast<std::size_t>(out_) * cols;
-  CONFLUX_CHECK(grad_out.shape == std::vector<int>({n, out_, g.out_height, g.out_width}),
-                "{}: backward gradient [{}] does not match the input [{}]", describe(),
-                fmt::join(grad_out.shape, ","), fmt::join(in.shape, ","));
-  const float* dy = grad_out.data.data();
-  const float* gate = relu_.on() ? relu_.output_for(grad_out, describe()) : nullptr;
   col_.resize(g.col_rows() * g.col_cols());
   if (gate != nullptr) dy_gated_.resize(out_size);
-  if (input_grad_needed_) {
-    grad_in.resize(in.shape);
-  } else {
-    grad_in.resize({0});
-  }
   // Parameter gradients: dW = sum_i dY_i col_i^T, db = sum over batch and pixels of dY.
   std::fill(bias_grad_.begin(), bias_grad_.end(), 0.0f);
   if (n == 0) std::fill(weight_grad_.begin(), weight_grad_.end(), 0.0f);

@@ -37,12 +37,12 @@ void Layer::backward_pass(const Pass& /*pass*/, Inputs in, const Tensor& grad_ou
   backward(*in[0], grad_out, grad_in[0] != nullptr ? *grad_in[0] : unused);
 }
 
-std::unique_ptr<Layer> make_layer(const LayerSpec& spec) {
+std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const LayerOptions& options) {
   // Only the fields a type uses are checked: LayerSpec defaults (kernel = 3, stride = 1) are
   // meaningless for linear, relu and flatten and must not trip them.
   if (spec.type == "linear") return std::make_unique<Linear>(spec.out);
   if (spec.type == "conv2d") {
-    return std::make_unique<Conv2d>(spec.out, spec.kernel, spec.stride, spec.padding);
+    return std::make_unique<Conv2d>(spec.out, spec.kernel, spec.stride, spec.padding, options);
   }
   if (spec.type == "maxpool") {
     return std::make_unique<MaxPool2d>(spec.kernel, spec.stride, spec.padding);

@@ -9,6 +9,7 @@
 #include "conflux/core/error.hpp"
 #include "conflux/model/dropout.hpp"
 #include "conflux/model/graph.hpp"
+#include "onednn_conv.hpp"
 
 namespace conflux::model {
 namespace {
@@ -70,16 +71,19 @@ struct Model::Wired {
 };
 
 Model::Wired Model::wire(const std::vector<LayerSpec>& specs, const SampleShape& input_shape,
-                         int num_classes) {
+                         int num_classes, const LayerOptions& options) {
   CONFLUX_REQUIRE(!specs.empty(), "the model has no layers");
   CONFLUX_REQUIRE(num_classes > 0, "the number of classes must be > 0, got {}", num_classes);
   CONFLUX_REQUIRE(
       !input_shape.empty() && std::ranges::all_of(input_shape, [](int d) { return d > 0; }),
       "invalid model input shape [{}]", fmt::join(input_shape, ","));
   Wired w;
+  LayerOptions shared = options;
+  if (shared.conv == ConvKernels::kOnednn && !shared.workspace)
+    shared.workspace = std::make_shared<ConvWorkspace>();  // layers run one at a time
   for (std::size_t i = 0; i < specs.size(); ++i) {
     try {
-      w.layers.push_back(make_layer(specs[i]));
+      w.layers.push_back(make_layer(specs[i], shared));
       // Each dropout layer draws its own masks: its index keys them.
       if (auto* dropout = dynamic_cast<Dropout*>(w.layers.back().get())) dropout->set_salt(i);
     } catch (const InputError& e) {
@@ -133,9 +137,9 @@ ModelFootprint Model::footprint(const std::vector<LayerSpec>& specs, const Sampl
 }
 
 Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape, int num_classes,
-             std::uint64_t seed)
+             std::uint64_t seed, const LayerOptions& options)
     : specs_(specs), input_shape_(input_shape) {
-  Wired w = wire(specs, input_shape, num_classes);
+  Wired w = wire(specs, input_shape, num_classes, options);
   layers_ = std::move(w.layers);
   inputs_ = std::move(w.wiring.inputs);
   order_ = std::move(w.wiring.order);

@@ -26,6 +26,15 @@ std::string load_weights(const std::string& origin, const std::filesystem::path&
   }
 }
 
+model::LayerOptions layer_options(const Config& config) {
+  const std::string& kernels = config.train().conv_kernels;
+  const bool onednn =
+      kernels == "onednn" || (kernels == "auto" && !config.sources().portable_results);
+  return {.conv = onednn ? model::ConvKernels::kOnednn : model::ConvKernels::kIm2col,
+          .threads = config.cluster().blas_threads,
+          .workspace = nullptr};
+}
+
 model::Model make_model(const Config& config, const data::SampleTransform& transform,
                         int num_classes, const Logger* log) {
   const data::ImageShape in = transform.output_shape();
@@ -33,7 +42,8 @@ model::Model make_model(const Config& config, const data::SampleTransform& trans
   check_model_memory(config, input);  // before the model allocates anything
   model::Model model = [&] {
     try {
-      return model::Model(config.layers(), input.shape, num_classes, config.run().seed);
+      return model::Model(config.layers(), input.shape, num_classes, config.run().seed,
+                          layer_options(config));
     } catch (const InputError& e) {
       CONFLUX_INPUT_ERROR("{}: model.layers: {}", config.where("model.layers"), e.what());
     }

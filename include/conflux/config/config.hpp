@@ -37,6 +37,9 @@ struct ConfigSources {
   /// (environment_data_dir()); empty when neither can be formed.
   std::string env_data_dir;
   std::string launch_time;  ///< replaces {time} in run.dir, e.g. 20261121-141502
+  /// Results must be portable across CPU models ($CONFLUX_BLAS_PIN=portable pinned the BLAS
+  /// kernels): train.conv_kernels = auto then means im2col, and onednn is refused.
+  bool portable_results = false;
 };
 
 /// The validated configuration. Immutable: only the loader and with() make one.

@@ -49,7 +49,8 @@
   KEY(cluster, preprocess_threads, int, 1, in(1, 256), (),                                      \
       "Preprocessing threads per trainer rank.")                                                \
   KEY(cluster, blas_threads, int, 1, in(1, 256), (),                                            \
-      "OpenBLAS threads per rank (keep 1 when ranks share cores).")                             \
+      "Compute threads per rank: OpenBLAS's, and oneDNN's for convolutions (keep 1 when "       \
+      "ranks share cores).")                             \
   KEY(cluster, peer_timeout_s, double, 600, in(0.1, 86400), (),                                 \
       "Longest wait for another rank before failing with an error naming it.")                  \
   KEY(cluster, worker_threads, int, 1, in(1, 256), (),                                          \
@@ -248,7 +249,11 @@
       "too.")                                                                                   \
   KEY(train, device, std::string, "auto", unbounded, ("auto", "cpu", "gpu"),                    \
       "Where trainer ranks compute: auto (a GPU when the node has one, else the CPU, said "     \
-      "once), cpu, or gpu (an error without one).")
+      "once), cpu, or gpu (an error without one).")                                            \
+  KEY(train, conv_kernels, std::string, "auto", unbounded, ("auto", "onednn", "im2col"),        \
+      "How conv2d layers compute on the CPU: onednn (oneDNN's direct convolutions, kernels "    \
+      "chosen per CPU: fastest), im2col (im2col + OpenBLAS: the same digest on every AVX2 CPU " \
+      "with CONFLUX_BLAS_PIN=portable), or auto (onednn, im2col when results are portable).")
 
 #define CONFLUX_CHECKPOINT_KEYS(KEY, HOOKED)                                                    \
   KEY(checkpoint, every_steps, std::int64_t, 0, in(0, kIntMax), (),                             \

@@ -1,7 +1,9 @@
 #pragma once
 /// @file conv2d.hpp
-/// 2-D convolution (square kernel, stride, zero padding) computed as im2col + SGEMM.
+/// 2-D convolution (square kernel, stride, zero padding): im2col + SGEMM, or oneDNN's
+/// direct convolutions (LayerOptions::conv).
 
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -12,12 +14,16 @@
 
 namespace conflux::model {
 
+class OnednnConv;  // src/model/onednn_conv.hpp
+struct OnednnConvCall;
+
 /// Convolution, input [N, C, H, W] -> output [N, out, H', W'] with
 /// H' = (H + 2 padding - kernel) / stride + 1; parameters weight {out, C, k, k}, bias {out}.
 class Conv2d final : public Layer {
  public:
   /// out_channels > 0, kernel >= 1, stride >= 1, padding >= 0 (checked by make_layer).
-  Conv2d(int out_channels, int kernel, int stride, int padding);
+  Conv2d(int out_channels, int kernel, int stride, int padding, const LayerOptions& options = {});
+  ~Conv2d() override;
   std::string type() const override { return "conv2d"; }
   SampleShape output_shape(const SampleShape& input) const override;
   std::vector<ParamInfo> param_layout(const SampleShape& input) const override;
@@ -32,6 +38,11 @@ class Conv2d final : public Layer {
 
  private:
   ConvGeometry geometry_for(const Tensor& in) const;
+  OnednnConvCall onednn_call(const Tensor& in, const ConvGeometry& g) const;
+  void forward_im2col(const Tensor& in, const ConvGeometry& g, Tensor& out);
+  // dy: dL/d(output), of the fused ReLU's output when `gate` (the forward's output) is set.
+  void backward_im2col(const Tensor& in, const float* dy, const float* gate,
+                       const ConvGeometry& g, Tensor& grad_in);
 
   int out_;
   int kernel_;
@@ -45,7 +56,8 @@ class Conv2d final : public Layer {
   Col2imMasks col2im_masks_;  // col2im's column masks for this layer's geometry
   bool input_grad_needed_ = true;
   FusedRelu relu_;
-  std::vector<float> dy_gated_;  // one sample's gated output gradient
+  std::vector<float> dy_gated_;  // one sample's gated output gradient (im2col)
+  std::unique_ptr<OnednnConv> onednn_;  // set when LayerOptions::conv is kOnednn
 };
 
 }  // namespace conflux::model

@@ -108,7 +108,23 @@ class Layer {
   virtual void bind_buffers(std::span<float> /*buffers*/) {}
 };
 
+/// How conv2d layers compute on the CPU (train.conv_kernels; docs/speed.md).
+enum class ConvKernels {
+  kIm2col,  ///< im2col + OpenBLAS SGEMM per sample: portable with pinned BLAS kernels
+  kOnednn,  ///< oneDNN's direct convolutions: faster, kernels chosen per CPU
+};
+
+struct ConvWorkspace;  // scratch a model's oneDNN convolutions share (src/model)
+
+/// What layers need beyond their specs: how to compute, not what.
+struct LayerOptions {
+  ConvKernels conv = ConvKernels::kIm2col;
+  int threads = 1;  ///< threads of one layer call (oneDNN's OpenMP threads)
+  /// Shared scratch of the oneDNN convolutions; nullptr: each layer its own.
+  std::shared_ptr<ConvWorkspace> workspace;
+};
+
 /// Creates a layer from its spec; InputError for an unknown type or bad values.
-std::unique_ptr<Layer> make_layer(const LayerSpec& spec);
+std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const LayerOptions& options = {});
 
 }  // namespace conflux::model

@@ -56,9 +56,10 @@ class Model {
   /// Builds the layers for inputs of `input_shape` ({C, H, W} or {F}), wires them
   /// (model/graph.hpp), checks that the last layer yields {num_classes}, and initialises
   /// parameters from Rng{seed, "model-init"}. InputError for bad wiring or shape mismatches
-  /// (naming the layer, and where it was written when the spec says).
+  /// (naming the layer, and where it was written when the spec says). `options` say how the
+  /// layers compute (the same parameters whatever they say).
   Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape, int num_classes,
-        std::uint64_t seed);
+        std::uint64_t seed, const LayerOptions& options = {});
   /// The memory a Model of these arguments would need, walking the specs as the constructor
   /// does (the same checks and InputErrors) without allocating parameters.
   static ModelFootprint footprint(const std::vector<LayerSpec>& specs,
@@ -112,7 +113,7 @@ class Model {
  private:
   struct Wired;  // layers, wiring and shapes: the one walk of the specs
   static Wired wire(const std::vector<LayerSpec>& specs, const SampleShape& input_shape,
-                    int num_classes);
+                    int num_classes, const LayerOptions& options = {});
   // The construction steps after the layers are made, in order.
   std::vector<std::size_t> lay_out_state();
   void bind_and_init(const std::vector<std::size_t>& layer_begin, std::uint64_t seed);

@@ -13,6 +13,10 @@
 
 namespace conflux::train {
 
+/// How the layers of `config`'s model compute: train.conv_kernels (auto: oneDNN unless the
+/// results must be portable) and cluster.blas_threads.
+model::LayerOptions layer_options(const Config& config);
+
 /// The model of `config` for the output of `transform` and `num_classes` classes, initialised
 /// from run.seed, then from train.init_from when set (said on `log` when not null). InputError
 /// naming the key and where it was set when the layers do not fit or the file does not match.
