@@ -59,11 +59,11 @@ using conflux::testing::expect_gradient;
 using conflux::testing::weighted_sum;
 
 void check_layer(const LayerSpec& spec, std::vector<int> input_shape, Fill fill, float eps,
-                 std::uint64_t seed = 1) {
+                 std::uint64_t seed = 1, const LayerOptions& options = {}) {
   SCOPED_TRACE(spec.type + " on input [" + std::to_string(input_shape[0]) + ",...]");
   Rng rng{seed, 42};
   const SampleShape sample(input_shape.begin() + 1, input_shape.end());
-  BoundLayer b = bind_layer(spec, sample, rng);
+  BoundLayer b = bind_layer(spec, sample, rng, options);
   // Give biases and weights generic values (init_params already did) and pick the input.
   Tensor in = random_tensor(input_shape, rng, fill);
   Tensor out;
@@ -111,6 +111,30 @@ TEST(ModelGradient, Conv2dPadding2NonSquare) {
 TEST(ModelGradient, Conv2dEvenKernelStride3) {
   check_layer({.type = "conv2d", .out = 2, .kernel = 2, .stride = 3, .padding = 0}, {2, 3, 8, 7},
               Fill::kUniform, 1e-2f);
+}
+
+// oneDNN's convolutions (train.conv_kernels = onednn), same geometries.
+const LayerOptions kOnednn{.conv = ConvKernels::kOnednn};
+
+TEST(ModelGradient, Conv2dOnednnStride2Padding1) {
+  check_layer({.type = "conv2d", .out = 4, .kernel = 3, .stride = 2, .padding = 1}, {2, 3, 7, 7},
+              Fill::kUniform, 1e-2f, 1, kOnednn);
+}
+
+TEST(ModelGradient, Conv2dOnednnPadding2NonSquare) {
+  check_layer({.type = "conv2d", .out = 3, .kernel = 3, .stride = 1, .padding = 2}, {2, 2, 5, 6},
+              Fill::kUniform, 1e-2f, 1, kOnednn);
+}
+
+TEST(ModelGradient, Conv2dOnednnEvenKernelStride3) {
+  check_layer({.type = "conv2d", .out = 2, .kernel = 2, .stride = 3, .padding = 0}, {2, 3, 8, 7},
+              Fill::kUniform, 1e-2f, 1, kOnednn);
+}
+
+TEST(ModelGradient, Conv2dOnednnManyChannels) {
+  // Channel counts beyond one 16-wide block: oneDNN's blocked layouts, not its plain ones.
+  check_layer({.type = "conv2d", .out = 20, .kernel = 3, .stride = 1, .padding = 1},
+              {2, 17, 5, 5}, Fill::kUniform, 1e-2f, 1, kOnednn);
 }
 
 TEST(ModelGradient, MaxPool2x2) {
@@ -282,8 +306,8 @@ const std::vector<LayerSpec> kResidualGraph{
     {.type = "flatten"},
     {.type = "linear", .out = 4}};
 
-TEST(ModelGradient, ResidualAndConcatGraph) {
-  Model model(kResidualGraph, {2, 6, 6}, 4, 5);
+void check_residual_graph(const LayerOptions& options) {
+  Model model(kResidualGraph, {2, 6, 6}, 4, 5, options);
   Rng rng{6, 7};
   const Tensor in = random_tensor({3, 2, 6, 6}, rng);
   const Tensor r = random_tensor({3, 4}, rng);
@@ -293,6 +317,14 @@ TEST(ModelGradient, ResidualAndConcatGraph) {
   const std::vector<float> analytic(model.grads().begin(), model.grads().end());
   expect_gradient("graph params", model.params(), analytic, 1e-2f,
                   [&] { return weighted_sum(model.forward(in), r); });
+}
+
+TEST(ModelGradient, ResidualAndConcatGraph) {
+  check_residual_graph({});
+}
+
+TEST(ModelGradient, ResidualAndConcatGraphOnednn) {
+  check_residual_graph(kOnednn);
 }
 
 }  // namespace

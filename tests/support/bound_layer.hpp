@@ -19,9 +19,11 @@ struct BoundLayer {
   std::vector<float> buffers;  ///< buffer_layout's tensors (batch norm's running statistics)
 };
 
-/// Makes the layer of `spec` for inputs of `sample`, binds storage and initialises it.
-inline BoundLayer bind_layer(const LayerSpec& spec, const model::SampleShape& sample, Rng& rng) {
-  BoundLayer b{model::make_layer(spec), {}, {}, {}};
+/// Makes the layer of `spec` (computing as `options` say) for inputs of `sample`, binds storage
+/// and initialises it.
+inline BoundLayer bind_layer(const LayerSpec& spec, const model::SampleShape& sample, Rng& rng,
+                             const model::LayerOptions& options = {}) {
+  BoundLayer b{model::make_layer(spec, options), {}, {}, {}};
   const auto count = [](const std::vector<model::ParamInfo>& layout) {
     std::size_t total = 0;
     for (const model::ParamInfo& p : layout) total += model::Tensor::count_of(p.shape);
