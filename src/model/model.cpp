@@ -138,7 +138,7 @@ ModelFootprint Model::footprint(const std::vector<LayerSpec>& specs, const Sampl
 
 Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape, int num_classes,
              std::uint64_t seed, const LayerOptions& options)
-    : specs_(specs), input_shape_(input_shape) {
+    : specs_(specs), input_shape_(input_shape), options_(options) {
   Wired w = wire(specs, input_shape, num_classes, options);
   layers_ = std::move(w.layers);
   inputs_ = std::move(w.wiring.inputs);

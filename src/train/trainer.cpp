@@ -2,6 +2,7 @@
 
 #include "conflux/train/training_data.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -19,6 +20,18 @@
 namespace conflux::train {
 
 namespace {
+
+// Says once how a CPU trainer's convolutions compute (train.conv_kernels): the digest
+// depends on it.
+void log_conv_kernels(const TrainerSetup& setup, const model::Model& model) {
+  if (setup.log == nullptr || setup.trainers.rank() != 0) return;
+  const auto& specs = model.specs();
+  if (std::ranges::none_of(specs, [](const LayerSpec& s) { return s.type == "conv2d"; })) return;
+  setup.log->info("conv2d layers compute with {} (train.conv_kernels)",
+                  model.layer_options().conv == model::ConvKernels::kOnednn
+                      ? "oneDNN's direct convolutions"
+                      : "im2col + OpenBLAS SGEMM");
+}
 
 // The model on the device setup.device names (the CPU unless a GPU was chosen).
 std::unique_ptr<ComputeBackend> make_backend(const TrainerSetup& setup, model::Model model,
@@ -38,6 +51,7 @@ std::unique_ptr<ComputeBackend> make_backend(const TrainerSetup& setup, model::M
                     setup.config.where(key), key, setup.config.value_text(key));
     return make_gpu_backend(std::move(model), options);
   }
+  log_conv_kernels(setup, model);
   return make_cpu_backend(std::move(model), options);
 }
 

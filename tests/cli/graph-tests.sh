@@ -95,8 +95,9 @@ run 1 a --set checkpoint.every_steps=4
 ref=$(digest_of "$TMP/a.log")
 run 1 b
 if [ -n "$ref" ] && [ "$(digest_of "$TMP/b.log")" = "$ref" ] &&
-  grep -q "add" "$TMP/a.log"; then
-  ok "residual graph with batch norm and dropout: the same digest twice ($ref)"
+  grep -q "add" "$TMP/a.log" &&
+  grep -q "conv2d layers compute with oneDNN's direct convolutions" "$TMP/a.log"; then
+  ok "residual graph with batch norm and dropout, oneDNN's convolutions (the default): the same digest twice ($ref)"
 else
   not_ok "graph run twice (want $ref)" "$(cat "$TMP/a.log" "$TMP/b.log")"
 fi
@@ -111,6 +112,14 @@ if grep -q "resuming from" "$TMP/r.log" && [ "$(digest_of "$TMP/r.log")" = "$ref
   ok "resumed from the step-4 checkpoint (running statistics in it): the same digest"
 else
   not_ok "graph resume (want $ref)" "$(cat "$TMP/r.log")"
+fi
+
+run 1 i --set train.conv_kernels=im2col
+if grep -q "conv2d layers compute with im2col + OpenBLAS SGEMM" "$TMP/i.log" &&
+  [ -n "$(digest_of "$TMP/i.log")" ] && [ "$(digest_of "$TMP/i.log")" != "$ref" ]; then
+  ok "train.conv_kernels = im2col: im2col's convolutions, another digest (another summation order)"
+else
+  not_ok "im2col run (want a digest other than $ref)" "$(cat "$TMP/i.log")"
 fi
 
 # --- synchronised batch norm: the split of the global batch does not matter --------------------

@@ -68,6 +68,10 @@ else
   fi
 fi
 
+expect_fail "train.conv_kernels = onednn with CONFLUX_BLAS_PIN=portable is bad input" 2 \
+  'train.conv_kernels = "onednn" cannot give portable results' \
+  -- env CONFLUX_BLAS_PIN=portable "$CONFLUX" train --config configs/mnist_mlp.toml \
+  --set train.conv_kernels=onednn --set "run.dir=$TMP/refused"
 expect_fail "an unknown CONFLUX_BLAS_PIN is bad input" 2 "CONFLUX_BLAS_PIN: expected portable or native" \
   -- env CONFLUX_BLAS_PIN=fast "$CONFLUX" --version
 cli_summary

@@ -105,6 +105,8 @@ class Model {
   /// One line per layer: "conv2d 3->32 k3 p1 : [32,32,32] (896 params)" (graphs also show
   /// names and inputs).
   std::vector<std::string> summary() const;
+  /// How the layers compute (the constructor's options).
+  const LayerOptions& layer_options() const noexcept { return options_; }
   /// Layer `index`'s one-line description (Layer::describe).
   std::string describe(std::size_t index) const { return layers_.at(index)->describe(); }
   /// Watches the layer calls from now on; nullptr stops. The observer must outlive its use.
@@ -145,6 +147,7 @@ class Model {
   std::vector<const Tensor*> inputs_scratch_;  // one layer call's inputs
   std::vector<Tensor*> grad_inputs_scratch_;   // one backward call's input gradients
   SampleShape input_shape_;
+  LayerOptions options_;
   const Tensor* last_input_ = nullptr;
   Pass last_pass_;
   LayerObserver* observer_ = nullptr;
