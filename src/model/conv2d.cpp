@@ -35,8 +35,7 @@ std::span<const float> sample(const Tensor& in, const ConvGeometry& g, int i) {
 
 }  // namespace
 
-Conv2d::Conv2d(int out_channels, int kernel, int stride, int padding,
-               const LayerOptions& options)
+Conv2d::Conv2d(int out_channels, int kernel, int stride, int padding, const LayerOptions& options)
     : out_(out_channels), kernel_(kernel), stride_(stride), padding_(padding) {
   CONFLUX_REQUIRE(out_channels > 0, "conv2d: out must be > 0, got {}", out_channels);
   CONFLUX_REQUIRE(kernel >= 1, "conv2d: kernel must be >= 1, got {}", kernel);
@@ -130,8 +129,7 @@ void Conv2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in)
   }
   if (onednn_ && in.batch() > 0) {
     onednn_->backward(onednn_call(in, g), in.data.data(), gate, grad_out.data.data(), weight_,
-                      weight_grad_, bias_grad_,
-                      input_grad_needed_ ? grad_in.data.data() : nullptr);
+                      weight_grad_, bias_grad_, input_grad_needed_ ? grad_in.data.data() : nullptr);
   } else {
     backward_im2col(in, grad_out.data.data(), gate, g, grad_in);
   }

@@ -48,7 +48,7 @@ std::size_t ModelFootprint::params() const {
 }
 
 double ModelFootprint::bytes(std::size_t batch) const {
-  double total = 0;
+  double total = static_cast<double>(scratch_floats) * sizeof(float) * batch;
   for (const LayerFootprint& layer : layers) total += layer.bytes(batch);
   return total;
 }
@@ -118,8 +118,31 @@ Model::Wired Model::wire(const std::vector<LayerSpec>& specs, const SampleShape&
   return w;
 }
 
+namespace {
+
+// Per sample, an upper bound of ConvWorkspace's buffers for the conv2d layers of `layers`:
+// the blocked input (or input gradient), two blocked output gradients and the gated one.
+// oneDNN's blocked layouts pad channels to a multiple of 16.
+std::size_t onednn_scratch_floats(const std::vector<std::unique_ptr<Layer>>& layers,
+                                  const std::vector<std::vector<SampleShape>>& inputs,
+                                  const std::vector<SampleShape>& outputs) {
+  const auto blocked = [](const SampleShape& s) {
+    return static_cast<std::size_t>((s[0] + 15) / 16 * 16) * s[1] * s[2];
+  };
+  std::size_t in = 0, out = 0, gated = 0;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (layers[i]->type() != "conv2d") continue;
+    in = std::max(in, blocked(inputs[i].front()));
+    out = std::max(out, blocked(outputs[i]));
+    gated = std::max(gated, Tensor::count_of(outputs[i]));
+  }
+  return in + 2 * out + gated;
+}
+
+}  // namespace
+
 ModelFootprint Model::footprint(const std::vector<LayerSpec>& specs, const SampleShape& input_shape,
-                                int num_classes) {
+                                int num_classes, const LayerOptions& options) {
   const Wired w = wire(specs, input_shape, num_classes);
   ModelFootprint footprint;
   for (std::size_t i = 0; i < w.layers.size(); ++i) {
@@ -133,6 +156,8 @@ ModelFootprint Model::footprint(const std::vector<LayerSpec>& specs, const Sampl
                                           float_count(w.layers[i]->buffer_layout(input)),
                                 .activation_floats = has_gradient ? 2 * output : output});
   }
+  if (options.conv == ConvKernels::kOnednn)
+    footprint.scratch_floats = onednn_scratch_floats(w.layers, w.input_shapes, w.output_shapes);
   return footprint;
 }
 

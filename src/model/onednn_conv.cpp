@@ -111,16 +111,16 @@ OnednnConv::Plan& OnednnConv::plan_for(const OnednnConvCall& call) {
       engine_, p->forward_pd);
   p->backward_data = dnnl::convolution_backward_data(p->data_pd);
   p->weights_pd = dnnl::convolution_backward_weights::primitive_desc(
-      {dnnl::algorithm::convolution_direct, any(src), any(weights), p->user_bias, any(dst),
-       strides, padding, padding},
+      {dnnl::algorithm::convolution_direct, any(src), any(weights), p->user_bias, any(dst), strides,
+       padding, padding},
       engine_, p->forward_pd);
   p->backward_weights = dnnl::convolution_backward_weights(p->weights_pd);
   slot = std::move(p);
   return *slot;
 }
 
-void OnednnConv::forward(const OnednnConvCall& call, const float* x,
-                         std::span<const float> weight, std::span<const float> bias, float* y) {
+void OnednnConv::forward(const OnednnConvCall& call, const float* x, std::span<const float> weight,
+                         std::span<const float> bias, float* y) {
   try {
     omp_set_num_threads(threads_);  // this thread's OpenMP setting, which oneDNN's calls use
     Plan& p = plan_for(call);
@@ -131,14 +131,13 @@ void OnednnConv::forward(const OnednnConvCall& call, const float* x,
     memory user_y(p.user_dst, engine_, y);
     memory src = to_layout(user_x, pd.src_desc(), workspace_->a.get(pd.src_desc().get_size()),
                            engine_, stream_);
-    memory w = to_layout(user_w, pd.weights_desc(),
-                         weights_fwd_.get(pd.weights_desc().get_size()), engine_, stream_);
-    memory dst = output_memory(user_y, pd.dst_desc(),
-                               workspace_->b.get(pd.dst_desc().get_size()), engine_);
-    p.forward.execute(stream_, {{DNNL_ARG_SRC, src},
-                                {DNNL_ARG_WEIGHTS, w},
-                                {DNNL_ARG_BIAS, user_b},
-                                {DNNL_ARG_DST, dst}});
+    memory w = to_layout(user_w, pd.weights_desc(), weights_fwd_.get(pd.weights_desc().get_size()),
+                         engine_, stream_);
+    memory dst =
+        output_memory(user_y, pd.dst_desc(), workspace_->b.get(pd.dst_desc().get_size()), engine_);
+    p.forward.execute(
+        stream_,
+        {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, user_b}, {DNNL_ARG_DST, dst}});
     from_layout(dst, user_y, stream_);
     stream_.wait();
   } catch (const dnnl::error& e) {
@@ -151,9 +150,8 @@ void OnednnConv::forward(const OnednnConvCall& call, const float* x,
 // gradient (the input is dead by then); b holds the blocked output gradient; c a second copy
 // of it when the two backward primitives want it in different layouts.
 void OnednnConv::backward(const OnednnConvCall& call, const float* x, const float* y,
-                          const float* dy,
-                          std::span<const float> weight, std::span<float> weight_grad,
-                          std::span<float> bias_grad, float* dx) {
+                          const float* dy, std::span<const float> weight,
+                          std::span<float> weight_grad, std::span<float> bias_grad, float* dx) {
   try {
     omp_set_num_threads(threads_);
     Plan& p = plan_for(call);  // the forward's: the backward primitives take it as their hint
@@ -192,9 +190,9 @@ void OnednnConv::backward(const OnednnConvCall& call, const float* x, const floa
                            weights_bwd_.get(dpd.weights_desc().get_size()), engine_, stream_);
       memory dsrc = output_memory(user_dx, dpd.diff_src_desc(),
                                   workspace_->a.get(dpd.diff_src_desc().get_size()), engine_);
-      p.backward_data.execute(stream_, {{DNNL_ARG_DIFF_DST, dy_data},
-                                        {DNNL_ARG_WEIGHTS, w},
-                                        {DNNL_ARG_DIFF_SRC, dsrc}});
+      p.backward_data.execute(
+          stream_,
+          {{DNNL_ARG_DIFF_DST, dy_data}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DIFF_SRC, dsrc}});
       from_layout(dsrc, user_dx, stream_);
     }
     stream_.wait();

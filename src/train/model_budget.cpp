@@ -11,6 +11,7 @@
 #include "conflux/data/pipeline/epoch_plan.hpp"
 #include "conflux/model/model.hpp"
 #include "conflux/model/optimizer.hpp"
+#include "conflux/train/model_setup.hpp"
 #include "conflux/train/transform_setup.hpp"
 
 namespace conflux::train {
@@ -23,8 +24,8 @@ constexpr double kMiB = 1 << 20;
 // trainer reports them.
 model::ModelFootprint footprint_of(const Config& config, const ModelInput& input) {
   try {
-    model::ModelFootprint footprint =
-        model::Model::footprint(config.layers(), input.shape, input.num_classes);
+    model::ModelFootprint footprint = model::Model::footprint(
+        config.layers(), input.shape, input.num_classes, layer_options(config));
     const std::size_t buffers = model::optimizer_state_buffers(config.train().optimizer);
     for (model::LayerFootprint& layer : footprint.layers) layer.state_buffers = buffers;
     return footprint;

@@ -133,8 +133,8 @@ TEST(ModelGradient, Conv2dOnednnEvenKernelStride3) {
 
 TEST(ModelGradient, Conv2dOnednnManyChannels) {
   // Channel counts beyond one 16-wide block: oneDNN's blocked layouts, not its plain ones.
-  check_layer({.type = "conv2d", .out = 20, .kernel = 3, .stride = 1, .padding = 1},
-              {2, 17, 5, 5}, Fill::kUniform, 1e-2f, 1, kOnednn);
+  check_layer({.type = "conv2d", .out = 20, .kernel = 3, .stride = 1, .padding = 1}, {2, 17, 5, 5},
+              Fill::kUniform, 1e-2f, 1, kOnednn);
 }
 
 TEST(ModelGradient, MaxPool2x2) {

@@ -113,6 +113,18 @@ TEST(ModelFootprint, ParameterCountsAreTheModels) {
   }
 }
 
+// oneDNN's convolutions share one scratch: the largest blocked input (channels padded to 16),
+// two blocked output gradients and the gated one, per sample.
+TEST(ModelFootprint, OnednnScratchIsCounted) {
+  const ModelFootprint im2col = Model::footprint(kCifarCnn, {3, 32, 32}, 10);
+  const ModelFootprint onednn =
+      Model::footprint(kCifarCnn, {3, 32, 32}, 10, {.conv = ConvKernels::kOnednn});
+  EXPECT_EQ(im2col.scratch_floats, 0u);
+  // Input: 3 -> 16 channels of 32x32; outputs: 32 channels of 32x32 (the first conv's).
+  EXPECT_EQ(onednn.scratch_floats, 16u * 1024 + 2 * 32 * 1024 + 32 * 1024);
+  EXPECT_DOUBLE_EQ(onednn.bytes(8) - im2col.bytes(8), 8.0 * 4 * onednn.scratch_floats);
+}
+
 TEST(ModelFootprint, BytesCountParamsThreeTimesAndActivationsWithTheirGradients) {
   const ModelFootprint footprint = Model::footprint(kMlp, {1, 28, 28}, 10);
   // Per sample: flatten's 784 outputs (no gradient: nothing below the first linear layer needs

@@ -85,8 +85,8 @@ Result run(BoundLayer& b, const Tensor& x, const Tensor& dy) {
 
 void check_against_im2col(const Geometry& g, bool relu) {
   SCOPED_TRACE(fmt::format("conv2d {}->{} k{} s{} p{} on [{}]{}", g.input[1], g.spec.out,
-                           g.spec.kernel, g.spec.stride, g.spec.padding,
-                           fmt::join(g.input, ","), relu ? " + relu" : ""));
+                           g.spec.kernel, g.spec.stride, g.spec.padding, fmt::join(g.input, ","),
+                           relu ? " + relu" : ""));
   const SampleShape sample(g.input.begin() + 1, g.input.end());
   Rng rng_a{3, 4}, rng_b{3, 4};
   BoundLayer onednn = bind_layer(g.spec, sample, rng_a, kOnednn);
@@ -174,7 +174,12 @@ const std::vector<LayerSpec> kResNetBlocks{
     {.type = "relu", .name = "b1_relu"},
     {.type = "conv2d", .out = 32, .kernel = 3, .stride = 1, .padding = 1, .name = "b2"},
     {.type = "batchnorm", .name = "b2_bn"},
-    {.type = "conv2d", .out = 32, .kernel = 1, .stride = 2, .padding = 0, .name = "proj",
+    {.type = "conv2d",
+     .out = 32,
+     .kernel = 1,
+     .stride = 2,
+     .padding = 0,
+     .name = "proj",
      .inputs = {"a_out"}},
     {.type = "add", .name = "b_sum", .inputs = {"b2_bn", "proj"}},
     {.type = "relu", .name = "b_out"},

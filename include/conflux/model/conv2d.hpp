@@ -41,8 +41,8 @@ class Conv2d final : public Layer {
   OnednnConvCall onednn_call(const Tensor& in, const ConvGeometry& g) const;
   void forward_im2col(const Tensor& in, const ConvGeometry& g, Tensor& out);
   // dy: dL/d(output), of the fused ReLU's output when `gate` (the forward's output) is set.
-  void backward_im2col(const Tensor& in, const float* dy, const float* gate,
-                       const ConvGeometry& g, Tensor& grad_in);
+  void backward_im2col(const Tensor& in, const float* dy, const float* gate, const ConvGeometry& g,
+                       Tensor& grad_in);
 
   int out_;
   int kernel_;
@@ -56,7 +56,7 @@ class Conv2d final : public Layer {
   Col2imMasks col2im_masks_;  // col2im's column masks for this layer's geometry
   bool input_grad_needed_ = true;
   FusedRelu relu_;
-  std::vector<float> dy_gated_;  // one sample's gated output gradient (im2col)
+  std::vector<float> dy_gated_;         // one sample's gated output gradient (im2col)
   std::unique_ptr<OnednnConv> onednn_;  // set when LayerOptions::conv is kOnednn
 };
 

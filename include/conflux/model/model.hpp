@@ -24,13 +24,16 @@ struct LayerFootprint {
 };
 
 /// What a model needs in memory, estimated before anything is allocated (Model::footprint).
-/// Layer scratch (conv2d's one-sample patch buffer), the input batch and the data are not in
-/// it; a fused ReLU's output and gradient (which share its input layer's) are.
+/// Small layer scratch (im2col's one-sample patch buffer), the input batch and the data are
+/// not in it; oneDNN's batch-sized shared scratch and a fused ReLU's output and gradient
+/// (which share its input layer's) are.
 struct ModelFootprint {
   std::vector<LayerFootprint> layers;  ///< in model order
+  /// Per sample: the scratch oneDNN's convolutions share (blocked copies; an upper bound).
+  std::size_t scratch_floats = 0;
   /// All parameters; equals Model::params().size() of the model the specs build.
   std::size_t params() const;
-  /// Bytes for batches of `batch` samples: the sum over the layers.
+  /// Bytes for batches of `batch` samples: the sum over the layers, and the scratch.
   double bytes(std::size_t batch) const;
   /// Index of the layer with the most bytes for `batch` samples.
   std::size_t largest(std::size_t batch) const;
@@ -63,7 +66,8 @@ class Model {
   /// The memory a Model of these arguments would need, walking the specs as the constructor
   /// does (the same checks and InputErrors) without allocating parameters.
   static ModelFootprint footprint(const std::vector<LayerSpec>& specs,
-                                  const SampleShape& input_shape, int num_classes);
+                                  const SampleShape& input_shape, int num_classes,
+                                  const LayerOptions& options = {});
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
   ~Model();
