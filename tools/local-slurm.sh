@@ -33,14 +33,16 @@ usage: tools/local-slurm.sh COMMAND [ARGS]
   stop                cancel every job, stop the daemons started by "start"
   status              daemons, nodes and queue; exit 0 when the controller answers, else 1
   env                 print "export SLURM_CONF=..." (use: eval "\$(tools/local-slurm.sh env)")
-  wait-job [--timeout S] [--srun-grace S] ID
+  wait-job [--timeout S] [--srun-grace S [--tasks REGEX]] ID
                       poll "scontrol -o show job ID" every 0.5 s until the job (every component
                       or array task) has ended; prints "job ID STATE ExitCode=X:Y" per record
                       and exits with the job's exit code (128+signal when killed, 1 for a
                       non-COMPLETED job with exit code 0, 124 on timeout: the job is cancelled).
                       --srun-grace S: a job whose step has ended but whose batch script still
                       runs S s later is cancelled, exit 125 (srun hung after its tasks ended;
-                      for scripts that end right after their srun)
+                      for scripts that end right after their srun). --tasks REGEX (pgrep -f)
+                      matches the step's task processes: once they were seen and then none is
+                      left for S s while the step is still listed, the same (srun hung too)
   -h, --help          this text
 Files: root $ROOT (\$SLURM_CI_ROOT), logs in \$ROOT/log, slurmctld port $CTLD_PORT (\$SLURM_CI_PORT);
 SlurmdTimeout $SLURMD_TIMEOUT s (\$SLURM_CI_SLURMD_TIMEOUT).
@@ -283,28 +285,45 @@ srun_hung() {
   ids=$(grep -oP '^JobId=\K[0-9]+' <<<"$1" | paste -sd, -)
   steps=$(ctl timeout 15 squeue -h -s -j "$ids" -o %i 2>/dev/null) || return 1 # busy: unknown
   if [ "$(grep -v -e '\.batch$' -e '\.extern$' <<<"$steps" | grep -c .)" -gt 0 ]; then
-    stepped=1 stepless_since=-1
-    return 1
+    stepped=1
+    # The hang's other form: the step stays listed although every task process has exited.
+    if ! tasks_gone; then
+      stepless_since=-1
+      return 1
+    fi
   fi
   [ "$stepped" -eq 1 ] || return 1
   [ "$stepless_since" -ge 0 ] || stepless_since=$SECONDS
   [ $((SECONDS - stepless_since)) -ge "$grace" ]
 }
 
+# tasks_gone: with --tasks, whether the step's task processes were seen running and none is
+# left now (sets tasks_seen of the caller).
+tasks_gone() {
+  [ -n "$tasks" ] || return 1
+  if pgrep -f -- "$tasks" >/dev/null 2>&1; then
+    tasks_seen=1
+    return 1
+  fi
+  [ "$tasks_seen" -eq 1 ]
+}
+
 # wait-job: every record (het component, array task) of the job must reach a final state.
 cmd_wait_job() {
-  local timeout=0 grace=0
+  local timeout=0 grace=0 tasks="" tasks_seen=0
   while [ $# -gt 0 ]; do
     case $1 in
       --timeout) [ $# -ge 2 ] || die "--timeout needs a value"; timeout=$2; shift 2 ;;
       --timeout=*) timeout=${1#*=}; shift ;;
+      --tasks) [ $# -ge 2 ] || die "--tasks needs a value"; tasks=$2; shift 2 ;;
+      --tasks=*) tasks=${1#*=}; shift ;;
       --srun-grace) [ $# -ge 2 ] || die "--srun-grace needs a value"; grace=$2; shift 2 ;;
       --srun-grace=*) grace=${1#*=}; shift ;;
       -*) die "wait-job: unknown option '$1'" ;;
       *) break ;;
     esac
   done
-  [ $# -eq 1 ] || die "usage: tools/local-slurm.sh wait-job [--timeout S] [--srun-grace S] JOBID"
+  [ $# -eq 1 ] || die "usage: tools/local-slurm.sh wait-job [--timeout S] [--srun-grace S [--tasks REGEX]] JOBID"
   local id=$1 out line st busy deadline=0 misses=0 stepped=0 stepless_since=-1
   [[ $timeout =~ ^[0-9]+$ ]] || die "--timeout wants whole seconds"
   [[ $grace =~ ^[0-9]+$ ]] || die "--srun-grace wants whole seconds"
@@ -331,7 +350,7 @@ cmd_wait_job() {
     done <<<"$out"
     [ "$busy" -eq 0 ] && break
     if [ "$grace" -gt 0 ] && srun_hung "$out"; then
-      echo "$PROG: job $id: its job step ended ${grace} s ago but the batch script still runs:" \
+      echo "$PROG: job $id: its job step (or every task of it) ended ${grace} s ago but the batch script still runs:" \
         "srun did not return (Slurm 22.05's mpi/pmix in heterogeneous steps, docs/cluster-tests.md);" \
         "cancelling it" >&2
       ctl timeout 15 scancel "$id" 2>/dev/null || true

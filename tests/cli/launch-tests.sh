@@ -161,7 +161,8 @@ if [ -n "$het" ]; then
   else
     # --srun-grace: Slurm 22.05's srun may hang after every task of a heterogeneous step has
     # exited (docs/cluster-tests.md); wait-job then cancels the job after 30 s (exit 125).
-    final=$("${WAIT_JOB[@]}" --timeout 180 --srun-grace 30 "$id" 2>&1)
+    final=$("${WAIT_JOB[@]}" --timeout 180 --srun-grace 30 \
+      --tasks "^[^ ]*conflux train .*run\.dir=$jobdir/run" "$id" 2>&1)
     rc=$?
     log=$(cat "$jobdir/het-$id.out" 2>/dev/null)
     missing=""

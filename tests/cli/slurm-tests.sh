@@ -43,6 +43,35 @@ if [ ! -d "$DATA/mnist" ]; then
   exit
 fi
 
+# --- wait-job's srun-hang check, without a cluster ------------------------------------------------
+# A mocked squeue keeps listing step 7.0 (the hang's form where the step stays listed): the job
+# is hung only once the --tasks processes were seen and have been gone for the grace period.
+hang_check=$(
+  set +e
+  # shellcheck source=tools/local-slurm.sh
+  source "$LOCAL_SLURM"
+  set +euo pipefail
+  ctl() { echo "7.0"; }
+  rec="JobId=7 JobState=RUNNING"
+  grace=1 tasks="^sleep 4242\$" tasks_seen=0 stepped=0 stepless_since=-1
+  srun_hung "$rec" && echo "hung before the tasks were seen"
+  sleep 4242 &
+  task=$!
+  sleep 0.3
+  srun_hung "$rec" && echo "hung while a task runs"
+  kill "$task"
+  wait "$task" 2>/dev/null
+  srun_hung "$rec" && echo "hung before the grace period"
+  sleep 2
+  srun_hung "$rec" || echo "not hung $grace s after the tasks ended"
+  echo done
+)
+if [ "$hang_check" = done ]; then
+  ok "wait-job --tasks: a listed step whose tasks have been gone for the grace period is srun's hang, not before"
+else
+  not_ok "wait-job --tasks hang check" "$hang_check"
+fi
+
 # --- the cluster ---------------------------------------------------------------------------------
 eval "$("$LOCAL_SLURM" env)"
 started=0
@@ -226,11 +255,13 @@ if [ -n "$id_b" ]; then
     signalled=$(cat "$TMP/het.signal")
   fi
   # --srun-grace: Slurm 22.05's srun may hang after every task of a heterogeneous step has
-  # exited (docs/cluster-tests.md); wait-job then cancels the job after 30 s (exit 125). Not
-  # with the signal check on: its requeue runs a second step.
+  # exited, with its step listed or not (docs/cluster-tests.md); wait-job then cancels the job
+  # after 30 s (exit 125). Not with the signal check on: its requeue runs a second step.
   grace=30
   [ "$signalled" = off ] || grace=0
-  final=$("$LOCAL_SLURM" wait-job --timeout 150 --srun-grace "$grace" "$id_b" 2>&1)
+  # --tasks: the conflux ranks themselves (srun's own command line starts with "srun").
+  final=$("$LOCAL_SLURM" wait-job --timeout 150 --srun-grace "$grace" \
+    --tasks "^[^ ]*conflux train .*run\.dir=$jobdir/het" "$id_b" 2>&1)
   rc=$?
   log=$(cat "$jobdir/het-$id_b.out" 2>/dev/null)
   digest=$(log_digest "$jobdir/het-$id_b.out")
