@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "../support/bound_layer.hpp"
@@ -116,25 +117,16 @@ TEST(ModelGradient, Conv2dEvenKernelStride3) {
 // oneDNN's convolutions (train.conv_kernels = onednn), same geometries.
 const LayerOptions kOnednn{.conv = ConvKernels::kOnednn};
 
-TEST(ModelGradient, Conv2dOnednnStride2Padding1) {
-  check_layer({.type = "conv2d", .out = 4, .kernel = 3, .stride = 2, .padding = 1}, {2, 3, 7, 7},
-              Fill::kUniform, 1e-2f, 1, kOnednn);
-}
-
-TEST(ModelGradient, Conv2dOnednnPadding2NonSquare) {
-  check_layer({.type = "conv2d", .out = 3, .kernel = 3, .stride = 1, .padding = 2}, {2, 2, 5, 6},
-              Fill::kUniform, 1e-2f, 1, kOnednn);
-}
-
-TEST(ModelGradient, Conv2dOnednnEvenKernelStride3) {
-  check_layer({.type = "conv2d", .out = 2, .kernel = 2, .stride = 3, .padding = 0}, {2, 3, 8, 7},
-              Fill::kUniform, 1e-2f, 1, kOnednn);
-}
-
-TEST(ModelGradient, Conv2dOnednnManyChannels) {
-  // Channel counts beyond one 16-wide block: oneDNN's blocked layouts, not its plain ones.
-  check_layer({.type = "conv2d", .out = 20, .kernel = 3, .stride = 1, .padding = 1}, {2, 17, 5, 5},
-              Fill::kUniform, 1e-2f, 1, kOnednn);
+// The geometries above, and channel counts beyond one 16-wide block (oneDNN's blocked
+// layouts, not its plain ones).
+TEST(ModelGradient, Conv2dOnednn) {
+  const std::vector<std::pair<LayerSpec, std::vector<int>>> cases{
+      {{.type = "conv2d", .out = 4, .kernel = 3, .stride = 2, .padding = 1}, {2, 3, 7, 7}},
+      {{.type = "conv2d", .out = 3, .kernel = 3, .stride = 1, .padding = 2}, {2, 2, 5, 6}},
+      {{.type = "conv2d", .out = 2, .kernel = 2, .stride = 3, .padding = 0}, {2, 3, 8, 7}},
+      {{.type = "conv2d", .out = 20, .kernel = 3, .stride = 1, .padding = 1}, {2, 17, 5, 5}}};
+  for (const auto& [spec, input] : cases)
+    check_layer(spec, input, Fill::kUniform, 1e-2f, 1, kOnednn);
 }
 
 TEST(ModelGradient, MaxPool2x2) {

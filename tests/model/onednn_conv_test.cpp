@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../support/bound_layer.hpp"
@@ -73,6 +74,14 @@ struct Result {
   std::vector<float> grads;
 };
 
+// A random input of g's shape and a random output gradient of `layer`'s output shape.
+std::pair<Tensor, Tensor> input_and_gradient(const Geometry& g, const Layer& layer) {
+  const SampleShape sample(g.input.begin() + 1, g.input.end());
+  std::vector<int> out_shape{g.input[0]};
+  for (int d : layer.output_shape(sample)) out_shape.push_back(d);
+  return {uniform_tensor(g.input, 5), uniform_tensor(out_shape, 6)};
+}
+
 // Forward and backward of `b` on `x` with output gradient `dy`.
 Result run(BoundLayer& b, const Tensor& x, const Tensor& dy) {
   Result r;
@@ -96,10 +105,7 @@ void check_against_im2col(const Geometry& g, bool relu) {
     ASSERT_TRUE(onednn.layer->fuse_relu());
     ASSERT_TRUE(im2col.layer->fuse_relu());
   }
-  const Tensor x = uniform_tensor(g.input, 5);
-  std::vector<int> out_shape{g.input[0]};
-  for (int d : im2col.layer->output_shape(sample)) out_shape.push_back(d);
-  const Tensor dy = uniform_tensor(out_shape, 6);
+  const auto [x, dy] = input_and_gradient(g, *im2col.layer);
   const Result a = run(onednn, x, dy);
   const Result b = run(im2col, x, dy);
   ASSERT_EQ(a.out.shape, b.out.shape);
@@ -125,14 +131,11 @@ TEST(OnednnConv, SameBitsOnEveryCall) {
   Rng rng{3, 4};
   BoundLayer b = bind_layer(g.spec, sample, rng, kOnednn);
   ASSERT_TRUE(b.layer->fuse_relu());
-  const Tensor x = uniform_tensor(g.input, 5);
-  std::vector<int> out_shape{g.input[0]};
-  for (int d : b.layer->output_shape(sample)) out_shape.push_back(d);
-  const Tensor dy = uniform_tensor(out_shape, 6);
+  const auto [x, dy] = input_and_gradient(g, *b.layer);
   const Result first = run(b, x, dy);
   std::vector<int> other = g.input;
   other[0] = 5;
-  std::vector<int> other_out = out_shape;
+  std::vector<int> other_out = dy.shape;
   other_out[0] = 5;
   run(b, uniform_tensor(other, 7), uniform_tensor(other_out, 8));
   const Result again = run(b, x, dy);
