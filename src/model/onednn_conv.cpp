@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <new>
 #include <utility>
 
 #include "conflux/core/error.hpp"
@@ -50,8 +51,10 @@ memory output_memory(memory& user, const memory::desc& wanted, void* scratch,
 void* AlignedBuffer::get(std::size_t bytes) {
   if (bytes > bytes_) {
     const std::size_t rounded = (bytes + 63) / 64 * 64;
+    bytes_ = 0;
     data_.reset(std::aligned_alloc(64, rounded));
-    CONFLUX_CHECK(data_ != nullptr, "oneDNN scratch: cannot allocate {} bytes", rounded);
+    // As any allocation: main() reports it as out of memory, with what to do.
+    if (data_ == nullptr) throw std::bad_alloc();
     bytes_ = rounded;
   }
   return data_.get();
