@@ -71,6 +71,12 @@ struct Setup {
   std::uint64_t steps = 0;  // training steps taken: dropout masks
 };
 
+// The model of `config` computing as `options` say, and its optimiser, into `s`.
+void build_net(Setup& s, const Config& config, const model::LayerOptions& options) {
+  s.net.emplace(config.layers(), s.input, s.classes, config.run().seed, options);
+  s.optimizer = model::make_optimizer(config.train(), s.net->params().size());
+}
+
 Setup make_setup(const Config& config, const model::LayerOptions& options) {
   Setup s;
   // The input shape as a trainer sees it: the dataset's through the configured transform.
@@ -80,8 +86,7 @@ Setup make_setup(const Config& config, const model::LayerOptions& options) {
   s.classes = data.train->info().num_classes;
   s.batch = config.train().batch_size;
   s.seed = config.run().seed;
-  s.net.emplace(config.layers(), s.input, s.classes, config.run().seed, options);
-  s.optimizer = model::make_optimizer(config.train(), s.net->params().size());
+  build_net(s, config, options);
   // Synthetic, standardised-looking pixels and uniform labels: data loading is not measured.
   Rng rng{config.run().seed, 0x67656d6d};
   s.images.resize({s.batch, in.channels, in.height, in.width});
@@ -328,15 +333,27 @@ double breakdown(Setup& s, const Options& opt, Report& report,
   return add_breakdown_table(report, clock.phases(), shape_median);
 }
 
-// The SGEMM calls of one step in the im2col formulation: `s`'s own, or those of the same
-// model built with im2col when `s` runs oneDNN's convolutions.
+// The SGEMM calls of one step in the im2col formulation: `s`'s own, or, when `s` runs
+// oneDNN's convolutions, those of the same model built with im2col on the same batch (it
+// takes the net's place for that step).
 std::vector<SgemmShape> im2col_calls(const Config& config, const model::LayerOptions& options,
                                      Setup& s) {
-  std::optional<Setup> im2col;
-  if (options.conv != model::ConvKernels::kIm2col) im2col.emplace(make_setup(config, {}));
+  const bool swap = options.conv != model::ConvKernels::kIm2col;
+  std::optional<model::Model> net;
+  std::unique_ptr<model::Optimizer> optimizer;
+  if (swap) {
+    net = std::move(s.net);
+    optimizer = std::move(s.optimizer);
+    build_net(s, config, {});
+  }
   sgemm_probe_record();
-  model_step(im2col ? *im2col : s);
-  return sgemm_probe_take();
+  model_step(s);
+  std::vector<SgemmShape> calls = sgemm_probe_take();
+  if (swap) {
+    s.net = std::move(net);
+    s.optimizer = std::move(optimizer);
+  }
+  return calls;
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include "conflux/core/error.hpp"
 #include "conflux/model/dropout.hpp"
 #include "conflux/model/graph.hpp"
-#include "onednn_conv.hpp"
+#include "conv_workspace.hpp"
 
 namespace conflux::model {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <omp.h>
 
-#include <algorithm>
 #include <new>
+#include <optional>
 #include <utility>
 
 #include "conflux/core/error.hpp"
@@ -24,26 +24,39 @@ memory::desc any(const memory::dims& dims) {
   return memory::desc(dims, Dt::f32, Tag::any);
 }
 
-// `user` as the layout `wanted`: the user's memory itself when the layouts agree (e.g. the
-// plain NCHW input of a first layer with 3 channels), else a reorder into `scratch`.
-memory to_layout(const memory& user, const memory::desc& wanted, void* scratch,
-                 const dnnl::engine& engine, dnnl::stream& stream) {
-  if (user.get_desc() == wanted) return user;
-  memory converted(wanted, engine, scratch);
-  dnnl::reorder(user, converted).execute(stream, const_cast<memory&>(user), converted);
+// A reorder from one layout to another (conflux's plain one and the one a primitive chose),
+// built once per plan; none where they agree (e.g. the plain NCHW input of a 3-channel
+// first layer), and then the user's memory is used as it is.
+struct Conversion {
+  memory::desc from, to;
+  std::optional<dnnl::reorder> reorder;
+
+  Conversion() = default;
+  Conversion(const memory::desc& f, const memory::desc& t, const dnnl::engine& engine)
+      : from(f), to(t) {
+    if (f != t) reorder.emplace(dnnl::reorder::primitive_desc(engine, f, engine, t));
+  }
+};
+
+// `user`, in conflux's layout, as `c` leads on: itself, or converted into `scratch`.
+memory converted_in(memory user, const Conversion& c, AlignedBuffer& scratch,
+                    const dnnl::engine& engine, dnnl::stream& stream) {
+  if (!c.reorder) return user;
+  memory converted(c.to, engine, scratch.get(c.to.get_size()));
+  c.reorder->execute(stream, user, converted);
   return converted;
 }
 
-// `result` (in a oneDNN layout) copied into the user's plain memory.
-void from_layout(memory& result, memory& user, dnnl::stream& stream) {
-  if (result.get_desc() == user.get_desc()) return;  // oneDNN wrote the user's memory itself
-  dnnl::reorder(result, user).execute(stream, result, user);
+// Where a primitive writes a result that `c` takes back to conflux's `user`: `user` itself,
+// or `scratch`.
+memory result_memory(memory user, const Conversion& c, AlignedBuffer& scratch,
+                     const dnnl::engine& engine) {
+  return c.reorder ? memory(c.from, engine, scratch.get(c.from.get_size())) : user;
 }
 
-// The memory oneDNN writes `wanted` into: the user's when the layouts agree, else scratch.
-memory output_memory(memory& user, const memory::desc& wanted, void* scratch,
-                     const dnnl::engine& engine) {
-  return user.get_desc() == wanted ? user : memory(wanted, engine, scratch);
+// `result` (from result_memory) into conflux's `user`.
+void converted_out(memory result, memory user, const Conversion& c, dnnl::stream& stream) {
+  if (c.reorder) c.reorder->execute(stream, result, user);
 }
 
 }  // namespace
@@ -60,8 +73,9 @@ void* AlignedBuffer::get(std::size_t bytes) {
   return data_.get();
 }
 
-// The primitives of one geometry and batch. Descriptors of conflux's own layouts (user_*)
-// and the layouts oneDNN chose for its kernels (in the primitive descriptors).
+// The primitives of one geometry and batch, and the reorders around them. Descriptors of
+// conflux's own layouts (user_*) and the layouts oneDNN chose for its kernels (in the
+// primitive descriptors).
 struct OnednnConv::Plan {
   memory::desc user_src, user_dst, user_weights, user_bias;
   dnnl::convolution_forward::primitive_desc forward_pd;
@@ -70,6 +84,11 @@ struct OnednnConv::Plan {
   dnnl::convolution_backward_data backward_data;
   dnnl::convolution_backward_weights::primitive_desc weights_pd;
   dnnl::convolution_backward_weights backward_weights;
+  // Forward: input and weights in, output out.
+  Conversion forward_src, forward_weights, forward_dst;
+  // Backward: the output gradient in (for each primitive), the input and weights in, the
+  // weight and input gradients out.
+  Conversion data_dy, weights_dy, weights_src, data_weights, weight_grad, data_dx;
 };
 
 OnednnConv::OnednnConv(int threads, std::shared_ptr<ConvWorkspace> workspace)
@@ -118,8 +137,22 @@ OnednnConv::Plan& OnednnConv::plan_for(const OnednnConvCall& call) {
        padding, padding},
       engine_, p->forward_pd);
   p->backward_weights = dnnl::convolution_backward_weights(p->weights_pd);
+  add_conversions(*p);
   slot = std::move(p);
   return *slot;
+}
+
+void OnednnConv::add_conversions(Plan& p) const {
+  const dnnl::engine& e = engine_;
+  p.forward_src = {p.user_src, p.forward_pd.src_desc(), e};
+  p.forward_weights = {p.user_weights, p.forward_pd.weights_desc(), e};
+  p.forward_dst = {p.forward_pd.dst_desc(), p.user_dst, e};
+  p.data_dy = {p.user_dst, p.data_pd.diff_dst_desc(), e};
+  p.weights_dy = {p.user_dst, p.weights_pd.diff_dst_desc(), e};
+  p.weights_src = {p.user_src, p.weights_pd.src_desc(), e};
+  p.data_weights = {p.user_weights, p.data_pd.weights_desc(), e};
+  p.weight_grad = {p.weights_pd.diff_weights_desc(), p.user_weights, e};
+  p.data_dx = {p.data_pd.diff_src_desc(), p.user_src, e};
 }
 
 void OnednnConv::forward(const OnednnConvCall& call, const float* x, std::span<const float> weight,
@@ -127,21 +160,17 @@ void OnednnConv::forward(const OnednnConvCall& call, const float* x, std::span<c
   try {
     omp_set_num_threads(threads_);  // this thread's OpenMP setting, which oneDNN's calls use
     Plan& p = plan_for(call);
-    const dnnl::convolution_forward::primitive_desc& pd = p.forward_pd;
-    memory user_x(p.user_src, engine_, const_cast<float*>(x));
-    memory user_w(p.user_weights, engine_, const_cast<float*>(weight.data()));
-    memory user_b(p.user_bias, engine_, const_cast<float*>(bias.data()));
     memory user_y(p.user_dst, engine_, y);
-    memory src = to_layout(user_x, pd.src_desc(), workspace_->a.get(pd.src_desc().get_size()),
-                           engine_, stream_);
-    memory w = to_layout(user_w, pd.weights_desc(), weights_fwd_.get(pd.weights_desc().get_size()),
-                         engine_, stream_);
-    memory dst =
-        output_memory(user_y, pd.dst_desc(), workspace_->b.get(pd.dst_desc().get_size()), engine_);
+    memory src = converted_in(memory(p.user_src, engine_, const_cast<float*>(x)), p.forward_src,
+                              workspace_->a, engine_, stream_);
+    memory w = converted_in(memory(p.user_weights, engine_, const_cast<float*>(weight.data())),
+                            p.forward_weights, weights_fwd_, engine_, stream_);
+    memory user_b(p.user_bias, engine_, const_cast<float*>(bias.data()));
+    memory dst = result_memory(user_y, p.forward_dst, workspace_->b, engine_);
     p.forward.execute(
         stream_,
         {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, user_b}, {DNNL_ARG_DST, dst}});
-    from_layout(dst, user_y, stream_);
+    converted_out(dst, user_y, p.forward_dst, stream_);
     stream_.wait();
   } catch (const dnnl::error& e) {
     CONFLUX_RUNTIME_ERROR("oneDNN convolution forward: {} (status {})", e.what(),
@@ -164,39 +193,30 @@ void OnednnConv::backward(const OnednnConvCall& call, const float* x, const floa
       relu_gate(y, dy, count, gated);
       dy = gated;
     }
-    memory user_x(p.user_src, engine_, const_cast<float*>(x));
     memory user_dy(p.user_dst, engine_, const_cast<float*>(dy));
     memory user_dw(p.user_weights, engine_, weight_grad.data());
     memory user_db(p.user_bias, engine_, bias_grad.data());
-    const auto& wpd = p.weights_pd;
-    const auto& dpd = p.data_pd;
-    memory dy_data = to_layout(user_dy, dpd.diff_dst_desc(),
-                               workspace_->b.get(dpd.diff_dst_desc().get_size()), engine_, stream_);
-    memory dy_weights =
-        wpd.diff_dst_desc() == dpd.diff_dst_desc()
-            ? dy_data
-            : to_layout(user_dy, wpd.diff_dst_desc(),
-                        workspace_->c.get(wpd.diff_dst_desc().get_size()), engine_, stream_);
-    memory src = to_layout(user_x, wpd.src_desc(), workspace_->a.get(wpd.src_desc().get_size()),
-                           engine_, stream_);
-    memory dw = output_memory(user_dw, wpd.diff_weights_desc(),
-                              weight_grad_.get(wpd.diff_weights_desc().get_size()), engine_);
+    memory dy_data = converted_in(user_dy, p.data_dy, workspace_->b, engine_, stream_);
+    memory dy_weights = p.weights_dy.to == p.data_dy.to
+                            ? dy_data
+                            : converted_in(user_dy, p.weights_dy, workspace_->c, engine_, stream_);
+    memory src = converted_in(memory(p.user_src, engine_, const_cast<float*>(x)), p.weights_src,
+                              workspace_->a, engine_, stream_);
+    memory dw = result_memory(user_dw, p.weight_grad, weight_grad_, engine_);
     p.backward_weights.execute(stream_, {{DNNL_ARG_SRC, src},
                                          {DNNL_ARG_DIFF_DST, dy_weights},
                                          {DNNL_ARG_DIFF_WEIGHTS, dw},
                                          {DNNL_ARG_DIFF_BIAS, user_db}});
-    from_layout(dw, user_dw, stream_);
+    converted_out(dw, user_dw, p.weight_grad, stream_);
     if (dx != nullptr) {
-      memory user_w(p.user_weights, engine_, const_cast<float*>(weight.data()));
       memory user_dx(p.user_src, engine_, dx);
-      memory w = to_layout(user_w, dpd.weights_desc(),
-                           weights_bwd_.get(dpd.weights_desc().get_size()), engine_, stream_);
-      memory dsrc = output_memory(user_dx, dpd.diff_src_desc(),
-                                  workspace_->a.get(dpd.diff_src_desc().get_size()), engine_);
+      memory w = converted_in(memory(p.user_weights, engine_, const_cast<float*>(weight.data())),
+                              p.data_weights, weights_bwd_, engine_, stream_);
+      memory dsrc = result_memory(user_dx, p.data_dx, workspace_->a, engine_);
       p.backward_data.execute(
           stream_,
           {{DNNL_ARG_DIFF_DST, dy_data}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DIFF_SRC, dsrc}});
-      from_layout(dsrc, user_dx, stream_);
+      converted_out(dsrc, user_dx, p.data_dx, stream_);
     }
     stream_.wait();
   } catch (const dnnl::error& e) {

@@ -7,36 +7,14 @@
 
 #include <array>
 #include <cstddef>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <span>
 
 #include "conflux/model/im2col.hpp"
+#include "conv_workspace.hpp"
 
 namespace conflux::model {
-
-/// A buffer aligned to 64 bytes (whole vectors for oneDNN's kernels) that only grows.
-class AlignedBuffer {
- public:
-  /// At least `bytes`; the contents are undefined after growing.
-  void* get(std::size_t bytes);
-
- private:
-  struct Free {
-    void operator()(void* p) const noexcept { std::free(p); }
-  };
-  std::unique_ptr<void, Free> data_;
-  std::size_t bytes_ = 0;
-};
-
-/// Batch-sized scratch for the blocked copies of one layer call's tensors. Layers run one at a
-/// time, so the convolutions of one model share one (Model makes it): three activation-sized
-/// buffers (and a gated gradient) for the whole model rather than per layer.
-struct ConvWorkspace {
-  AlignedBuffer a, b, c;
-  AlignedBuffer gated;  ///< the output gradient gated by a fused ReLU, in NCHW
-};
 
 /// What one oneDNN convolution call computes on.
 struct OnednnConvCall {
@@ -67,6 +45,7 @@ class OnednnConv {
  private:
   struct Plan;
   Plan& plan_for(const OnednnConvCall& call);
+  void add_conversions(Plan& p) const;
 
   int threads_;
   std::shared_ptr<ConvWorkspace> workspace_;
