@@ -178,8 +178,7 @@ class LayerReader {
       check_value(*value, k, fmt::format("{}.{}", label, k.path), locate_(value->source()));
       k.set(layer, to_double(*value));
     }
-    const bool pool = layer.type == "maxpool" || layer.type == "avgpool";
-    if (pool && layer.stride == 0) layer.stride = layer.kernel;  // "same"
+    if (spec.complete != nullptr) spec.complete(layer);
     read_wiring(table, label, instance, layer);
     return layer;
   }

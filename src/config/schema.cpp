@@ -61,68 +61,6 @@ std::vector<KeySpec> make_keys() {
   return {CONFLUX_ALL_KEYS(CONFLUX_SCHEMA_KEY, CONFLUX_SCHEMA_HOOKED)};
 }
 
-LayerKey layer_key(std::string name, int LayerSpec::*member, Range range, std::string default_text,
-                   std::string doc) {
-  return LayerKey{
-      key(std::move(name), ValueType::kInt, range, default_text, {}, std::move(doc), KeyBinding{}),
-      member};
-}
-
-LayerKey layer_key(std::string name, double LayerSpec::*member, Range range, std::string doc) {
-  return LayerKey{key(std::move(name), ValueType::kFloat, range,
-                      fmt::format("{}", LayerSpec{}.*member), {}, std::move(doc), KeyBinding{}),
-                  member};
-}
-
-std::vector<LayerKeySpec> make_layer_keys() {
-  const auto out = [](std::string doc) {
-    return layer_key("out", &LayerSpec::out, in(1, 1 << 20), "", std::move(doc));
-  };
-  // A conv2d layer's defaults are LayerSpec's own.
-  const auto conv2d_default = [](int LayerSpec::*member) {
-    return fmt::format("{}", LayerSpec{}.*member);
-  };
-  return {
-      {"linear", {out("Output features.")}, "Fully connected layer y = x W^T + b."},
-      {"conv2d",
-       {out("Output channels."),
-        layer_key("kernel", &LayerSpec::kernel, in(1, 64), conv2d_default(&LayerSpec::kernel),
-                  "Square kernel size."),
-        layer_key("stride", &LayerSpec::stride, in(1, 64), conv2d_default(&LayerSpec::stride),
-                  "Stride."),
-        layer_key("padding", &LayerSpec::padding, in(0, 64), conv2d_default(&LayerSpec::padding),
-                  "Zero padding on each side.")},
-       "2-D convolution (im2col + OpenBLAS sgemm)."},
-      {"maxpool",
-       {layer_key("kernel", &LayerSpec::kernel, in(1, 64), "2", "Window size."),
-        layer_key("stride", &LayerSpec::stride, in(0, 64), "0", "Stride; 0 = same as the window."),
-        layer_key("padding", &LayerSpec::padding, in(0, 32), "0",
-                  "Implicit -infinity padding on each side (never the maximum); at most half "
-                  "the window, as in PyTorch.")},
-       "Max pooling."},
-      {"avgpool",
-       {layer_key("kernel", &LayerSpec::kernel, in(1, 64), "2", "Window size."),
-        layer_key("stride", &LayerSpec::stride, in(0, 64), "0", "Stride; 0 = same as the window.")},
-       "Average pooling (no padding)."},
-      {"globalavgpool", {}, "Mean of each channel: [C, H, W] to [C], before the classifier."},
-      {"batchnorm",
-       {layer_key("momentum", &LayerSpec::momentum, in(0, 1),
-                  "Running statistics: running = (1 - momentum) * running + momentum * batch."),
-        layer_key("eps", &LayerSpec::eps, above(0, 1), "Added to the variance.")},
-       "Batch normalisation per channel of [C, H, W] (BatchNorm2d) or per feature of [F] "
-       "(BatchNorm1d), with learned scale and shift; training uses the statistics of the "
-       "global batch over all trainers (docs/training.md), evaluation the running ones."},
-      {"dropout",
-       {layer_key("rate", &LayerSpec::rate, in(0, 0.999999), "Probability of zeroing an element.")},
-       "Inverted dropout in training (kept elements scaled by 1 / (1 - rate)), identity in "
-       "evaluation; the mask is drawn from (run.seed, layer, step, sample)."},
-      {"add", {}, "Element-wise sum of two or more inputs of one shape (skip connections)."},
-      {"concat", {}, "Concatenation of two or more inputs along the channels (or features)."},
-      {"relu", {}, "Rectified linear unit."},
-      {"flatten", {}, "Flattens [C, H, W] to [C*H*W] before linear layers."},
-  };
-}
-
 std::string format_bound(double v, ValueType type) {
   if (v == kIntMax) return "inf";
   return type == ValueType::kInt ? fmt::format("{}", static_cast<long long>(v))
@@ -153,9 +91,18 @@ std::string LayerKey::text(const LayerSpec& spec) const {
   return std::visit([&](auto m) { return fmt::format("{}", spec.*m); }, member);
 }
 
-const std::vector<LayerKeySpec>& layer_keys() {
-  static const std::vector<LayerKeySpec> keys = make_layer_keys();
-  return keys;
+LayerKey layer_int_key(std::string name, int LayerSpec::*member, int min, int max,
+                       std::string default_toml, std::string doc) {
+  return LayerKey{key(std::move(name), ValueType::kInt, in(min, max), default_toml, {},
+                      std::move(doc), KeyBinding{}),
+                  member};
+}
+
+LayerKey layer_real_key(std::string name, double LayerSpec::*member, double min, double max,
+                        bool min_exclusive, std::string doc) {
+  return LayerKey{key(std::move(name), ValueType::kFloat, {min, max, min_exclusive},
+                      fmt::format("{}", LayerSpec{}.*member), {}, std::move(doc), KeyBinding{}),
+                  member};
 }
 
 const KeySpec* find_key(std::string_view path) {

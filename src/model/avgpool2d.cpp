@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "conflux/core/error.hpp"
+#include "conflux/model/layer_type.hpp"
 #include "conflux/model/pooling.hpp"
 
 namespace conflux::model {
@@ -118,6 +119,46 @@ void GlobalAvgPool::backward(const Tensor& in, const Tensor& grad_out, Tensor& g
     std::fill(dx, dx + plane, g * scale);
     dx += plane;
   }
+}
+
+const LayerType& avgpool_layer_type() {
+  static const LayerType type{
+      .config = {.type = "avgpool",
+                 .keys = {layer_int_key("kernel", &LayerSpec::kernel, 1, 64, "2", "Window size."),
+                          layer_int_key("stride", &LayerSpec::stride, 0, 64, "0",
+                                        "Stride; 0 = same as the window.")},
+                 .doc = "Average pooling (no padding).",
+                 .complete = complete_pool_stride},
+      .make = [](const LayerSpec& spec, const LayerOptions&) -> std::unique_ptr<Layer> {
+        CONFLUX_REQUIRE(spec.padding == 0, "avgpool: padding is not supported, got {}",
+                        spec.padding);
+        return std::make_unique<AvgPool2d>(spec.kernel, spec.stride);
+      },
+      // No padding, floor, like conflux's avgpool.
+      .onnx =
+          [](const LayerSpec& spec) {
+            const std::int64_t k = spec.kernel, s = pool_stride(spec.kernel, spec.stride);
+            return OnnxOp{.op_type = "AveragePool",
+                          .attributes = {{"kernel_shape", std::vector<std::int64_t>{k, k}},
+                                         {"strides", std::vector<std::int64_t>{s, s}}}};
+          }};
+  return type;
+}
+
+const LayerType& globalavgpool_layer_type() {
+  static const LayerType type{
+      .config = {.type = "globalavgpool",
+                 .keys = {},
+                 .doc = "Mean of each channel: [C, H, W] to [C], before the classifier."},
+      .make = [](const LayerSpec&, const LayerOptions&) -> std::unique_ptr<Layer> {
+        return std::make_unique<GlobalAvgPool>();
+      },
+      // ONNX keeps [N, C, 1, 1] where conflux's layer yields [N, C].
+      .onnx =
+          [](const LayerSpec&) {
+            return OnnxOp{.op_type = "GlobalAveragePool", .attributes = {}, .flatten_output = true};
+          }};
+  return type;
 }
 
 }  // namespace conflux::model

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "conflux/core/error.hpp"
+#include "conflux/model/layer_type.hpp"
 #include "conflux/model/relu.hpp"
 
 namespace conflux::model {
@@ -287,6 +288,31 @@ const Tensor& BatchNorm::gate_relu(const Tensor& grad_out) {
   dy_gated_.resize(grad_out.shape);
   relu_gate(gate, grad_out.data.data(), grad_out.size(), dy_gated_.data.data());
   return dy_gated_;
+}
+
+const LayerType& batchnorm_layer_type() {
+  static const LayerType type{
+      .config = {.type = "batchnorm",
+                 .keys = {layer_real_key("momentum", &LayerSpec::momentum, 0, 1, false,
+                                         "Running statistics: running = (1 - momentum) * "
+                                         "running + momentum * batch."),
+                          layer_real_key("eps", &LayerSpec::eps, 0, 1, true,
+                                         "Added to the variance.")},
+                 .doc = "Batch normalisation per channel of [C, H, W] (BatchNorm2d) or per "
+                        "feature of [F] (BatchNorm1d), with learned scale and shift; training "
+                        "uses the statistics of the global batch over all trainers "
+                        "(docs/training.md), evaluation the running ones."},
+      .make = [](const LayerSpec& spec, const LayerOptions&) -> std::unique_ptr<Layer> {
+        return std::make_unique<BatchNorm>(spec.momentum, spec.eps);
+      },
+      // The inference form, on the running statistics; ONNX's momentum weighs the old value.
+      .onnx =
+          [](const LayerSpec& spec) {
+            return OnnxOp{.op_type = "BatchNormalization",
+                          .attributes = {{"epsilon", static_cast<float>(spec.eps)},
+                                         {"momentum", static_cast<float>(1.0 - spec.momentum)}}};
+          }};
+  return type;
 }
 
 }  // namespace conflux::model

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "conflux/core/error.hpp"
+#include "conflux/model/layer_type.hpp"
 #include "conflux/model/relu.hpp"
 #include "onednn_conv.hpp"
 
@@ -201,6 +202,36 @@ void Conv2d::backward_im2col(const Tensor& in, const float* dy, const float* gat
 std::string Conv2d::describe() const {
   return fmt::format("conv2d {}->{} k{}{} p{}", in_channels_, out_, kernel_,
                      stride_ == 1 ? std::string() : fmt::format(" s{}", stride_), padding_);
+}
+
+const LayerType& conv2d_layer_type() {
+  // A conv2d layer's defaults are LayerSpec's own.
+  const auto default_of = [](int LayerSpec::*member) {
+    return fmt::format("{}", LayerSpec{}.*member);
+  };
+  static const LayerType type{
+      .config = {.type = "conv2d",
+                 .keys = {layer_int_key("out", &LayerSpec::out, 1, 1 << 20, "", "Output channels."),
+                          layer_int_key("kernel", &LayerSpec::kernel, 1, 64,
+                                        default_of(&LayerSpec::kernel), "Square kernel size."),
+                          layer_int_key("stride", &LayerSpec::stride, 1, 64,
+                                        default_of(&LayerSpec::stride), "Stride."),
+                          layer_int_key("padding", &LayerSpec::padding, 0, 64,
+                                        default_of(&LayerSpec::padding),
+                                        "Zero padding on each side.")},
+                 .doc = "2-D convolution (im2col + OpenBLAS sgemm)."},
+      .make = [](const LayerSpec& spec, const LayerOptions& options) -> std::unique_ptr<Layer> {
+        return std::make_unique<Conv2d>(spec.out, spec.kernel, spec.stride, spec.padding, options);
+      },
+      .onnx =
+          [](const LayerSpec& spec) {
+            const std::int64_t k = spec.kernel, s = spec.stride, p = spec.padding;
+            return OnnxOp{.op_type = "Conv",
+                          .attributes = {{"kernel_shape", std::vector<std::int64_t>{k, k}},
+                                         {"strides", std::vector<std::int64_t>{s, s}},
+                                         {"pads", std::vector<std::int64_t>{p, p, p, p}}}};
+          }};
+  return type;
 }
 
 }  // namespace conflux::model

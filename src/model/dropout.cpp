@@ -7,6 +7,7 @@
 
 #include "conflux/core/error.hpp"
 #include "conflux/core/rng.hpp"
+#include "conflux/model/layer_type.hpp"
 
 namespace conflux::model {
 
@@ -88,6 +89,22 @@ void Dropout::backward_pass(const Pass& pass, Inputs in, const Tensor& grad_out,
   CONFLUX_CHECK(mask_.size() == grad_out.size(),
                 "dropout: backward does not match the last forward");
   multiply(mask_, grad_out, *grad_in[0]);
+}
+
+const LayerType& dropout_layer_type() {
+  static const LayerType type{
+      .config = {.type = "dropout",
+                 .keys = {layer_real_key("rate", &LayerSpec::rate, 0, 0.999999, false,
+                                         "Probability of zeroing an element.")},
+                 .doc = "Inverted dropout in training (kept elements scaled by 1 / (1 - rate)), "
+                        "identity in evaluation; the mask is drawn from (run.seed, layer, step, "
+                        "sample)."},
+      .make = [](const LayerSpec& spec, const LayerOptions&) -> std::unique_ptr<Layer> {
+        return std::make_unique<Dropout>(spec.rate);
+      },
+      // Dropout is the identity in inference.
+      .onnx = [](const LayerSpec&) { return OnnxOp{.op_type = "Identity", .attributes = {}}; }};
+  return type;
 }
 
 }  // namespace conflux::model

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "conflux/core/error.hpp"
+#include "conflux/model/layer_type.hpp"
 
 namespace conflux::model {
 
@@ -36,6 +37,22 @@ void Flatten::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in
                 in.size());
   grad_in.shape = in.shape;
   grad_in.data = grad_out.data;
+}
+
+const LayerType& flatten_layer_type() {
+  static const LayerType type{
+      .config = {.type = "flatten",
+                 .keys = {},
+                 .doc = "Flattens [C, H, W] to [C*H*W] before linear layers."},
+      .make = [](const LayerSpec&, const LayerOptions&) -> std::unique_ptr<Layer> {
+        return std::make_unique<Flatten>();
+      },
+      // [N, C, H, W] -> [N, C*H*W] in C order, like conflux.
+      .onnx =
+          [](const LayerSpec&) {
+            return OnnxOp{.op_type = "Flatten", .attributes = {{"axis", std::int64_t{1}}}};
+          }};
+  return type;
 }
 
 }  // namespace conflux::model

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "conflux/core/error.hpp"
+#include "conflux/model/layer_type.hpp"
 
 namespace conflux::model {
 
@@ -98,6 +99,23 @@ void Linear::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in)
 
 std::string Linear::describe() const {
   return fmt::format("linear {}->{}", in_, out_);
+}
+
+const LayerType& linear_layer_type() {
+  static const LayerType type{
+      .config = {.type = "linear",
+                 .keys = {layer_int_key("out", &LayerSpec::out, 1, 1 << 20, "",
+                                        "Output features.")},
+                 .doc = "Fully connected layer y = x W^T + b."},
+      .make = [](const LayerSpec& spec, const LayerOptions&) -> std::unique_ptr<Layer> {
+        return std::make_unique<Linear>(spec.out);
+      },
+      // y = x W^T + b with W stored {out, in}, as in PyTorch.
+      .onnx =
+          [](const LayerSpec&) {
+            return OnnxOp{.op_type = "Gemm", .attributes = {{"transB", std::int64_t{1}}}};
+          }};
+  return type;
 }
 
 }  // namespace conflux::model

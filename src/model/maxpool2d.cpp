@@ -7,6 +7,7 @@
 
 #include "conflux/core/error.hpp"
 #include "conflux/model/im2col.hpp"
+#include "conflux/model/layer_type.hpp"
 #include "conflux/model/pooling.hpp"
 
 namespace conflux::model {
@@ -209,6 +210,34 @@ void MaxPool2d::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_
 std::string MaxPool2d::describe() const {
   return padding_ > 0 ? fmt::format("maxpool k{} s{} p{}", kernel_, stride_, padding_)
                       : fmt::format("maxpool k{} s{}", kernel_, stride_);
+}
+
+const LayerType& maxpool_layer_type() {
+  static const LayerType type{
+      .config = {.type = "maxpool",
+                 .keys = {layer_int_key("kernel", &LayerSpec::kernel, 1, 64, "2", "Window size."),
+                          layer_int_key("stride", &LayerSpec::stride, 0, 64, "0",
+                                        "Stride; 0 = same as the window."),
+                          layer_int_key("padding", &LayerSpec::padding, 0, 32, "0",
+                                        "Implicit -infinity padding on each side (never the "
+                                        "maximum); at most half the window, as in PyTorch.")},
+                 .doc = "Max pooling.",
+                 .complete = complete_pool_stride},
+      .make = [](const LayerSpec& spec, const LayerOptions&) -> std::unique_ptr<Layer> {
+        return std::make_unique<MaxPool2d>(spec.kernel, spec.stride, spec.padding);
+      },
+      // Floor, and padded positions never win: ONNX's defaults too.
+      .onnx =
+          [](const LayerSpec& spec) {
+            const std::int64_t k = spec.kernel, s = pool_stride(spec.kernel, spec.stride),
+                               p = spec.padding;
+            OnnxOp op{.op_type = "MaxPool",
+                      .attributes = {{"kernel_shape", std::vector<std::int64_t>{k, k}},
+                                     {"strides", std::vector<std::int64_t>{s, s}}}};
+            if (p > 0) op.attributes.push_back({"pads", std::vector<std::int64_t>{p, p, p, p}});
+            return op;
+          }};
+  return type;
 }
 
 }  // namespace conflux::model

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "conflux/core/error.hpp"
+#include "conflux/model/layer_type.hpp"
 #include "conflux/model/relu.hpp"
 
 namespace conflux::model {
@@ -120,6 +121,35 @@ void Concat::backward_pass(const Pass& /*pass*/, Inputs in, const Tensor& grad_o
     }
     offset += block;
   }
+}
+
+const LayerType& add_layer_type() {
+  static const LayerType type{
+      .config = {.type = "add",
+                 .keys = {},
+                 .doc = "Element-wise sum of two or more inputs of one shape (skip connections)."},
+      .make = [](const LayerSpec&, const LayerOptions&) -> std::unique_ptr<Layer> {
+        return std::make_unique<Add>();
+      },
+      // Element-wise, any number of inputs, in order.
+      .onnx = [](const LayerSpec&) { return OnnxOp{.op_type = "Sum", .attributes = {}}; }};
+  return type;
+}
+
+const LayerType& concat_layer_type() {
+  static const LayerType type{
+      .config = {.type = "concat",
+                 .keys = {},
+                 .doc = "Concatenation of two or more inputs along the channels (or features)."},
+      .make = [](const LayerSpec&, const LayerOptions&) -> std::unique_ptr<Layer> {
+        return std::make_unique<Concat>();
+      },
+      // Axis 1: the channels (or features).
+      .onnx =
+          [](const LayerSpec&) {
+            return OnnxOp{.op_type = "Concat", .attributes = {{"axis", std::int64_t{1}}}};
+          }};
+  return type;
 }
 
 }  // namespace conflux::model

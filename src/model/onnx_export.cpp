@@ -10,7 +10,7 @@
 #include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/model/graph.hpp"
-#include "conflux/model/pooling.hpp"
+#include "conflux/model/layer_type.hpp"
 #include "onnx/onnx.pb.h"
 
 namespace conflux::model {
@@ -41,25 +41,21 @@ void fill_tensor(onnx::TensorProto& out, const std::string& name, const std::vec
   out.set_raw_data(values.data(), values.size_bytes());
 }
 
-void add_ints(onnx::NodeProto& node, const char* name, std::initializer_list<std::int64_t> ints) {
+void add_attribute(onnx::NodeProto& node, const OnnxAttribute& attribute) {
   onnx::AttributeProto& a = *node.add_attribute();
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INTS);
-  for (const std::int64_t v : ints) a.add_ints(v);
-}
-
-void add_float(onnx::NodeProto& node, const char* name, float value) {
-  onnx::AttributeProto& a = *node.add_attribute();
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::FLOAT);
-  a.set_f(value);
-}
-
-void add_int(onnx::NodeProto& node, const char* name, std::int64_t value) {
-  onnx::AttributeProto& a = *node.add_attribute();
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INT);
-  a.set_i(value);
+  a.set_name(attribute.name);
+  if (const auto* i = std::get_if<std::int64_t>(&attribute.value)) {
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(*i);
+  } else if (const auto* f = std::get_if<float>(&attribute.value)) {
+    a.set_type(onnx::AttributeProto::FLOAT);
+    a.set_f(*f);
+  } else {
+    a.set_type(onnx::AttributeProto::INTS);
+    for (const std::int64_t v : std::get<std::vector<std::int64_t>>(attribute.value)) {
+      a.add_ints(v);
+    }
+  }
 }
 
 // The state tensors of layer `index` ("layer3.conv2d.weight", "...bias"; batch norm's
@@ -90,60 +86,17 @@ void add_layer(onnx::GraphProto& graph, const Model& model, std::size_t index,
     node.add_input(info->name);
   }
   node.add_output(output);
-  const std::size_t expected = spec.type == "linear" || spec.type == "conv2d" ? 2u
-                               : spec.type == "batchnorm"                     ? 4u
-                                                                              : 0u;
-  CONFLUX_CHECK(params.size() == expected, "layer {} ({}) has {} state tensors", index, spec.type,
-                params.size());
-  if (spec.type == "linear") {
-    node.set_op_type("Gemm");  // y = x W^T + b, W stored {out, in} as in PyTorch
-    add_int(node, "transB", 1);
-  } else if (spec.type == "conv2d") {
-    node.set_op_type("Conv");
-    add_ints(node, "kernel_shape", {spec.kernel, spec.kernel});
-    add_ints(node, "strides", {spec.stride, spec.stride});
-    add_ints(node, "pads", {spec.padding, spec.padding, spec.padding, spec.padding});
-  } else if (spec.type == "maxpool") {
-    node.set_op_type("MaxPool");  // floor, padded positions never win: ONNX's default too
-    const int stride = pool_stride(spec.kernel, spec.stride);
-    add_ints(node, "kernel_shape", {spec.kernel, spec.kernel});
-    add_ints(node, "strides", {stride, stride});
-    if (spec.padding > 0) {
-      add_ints(node, "pads", {spec.padding, spec.padding, spec.padding, spec.padding});
-    }
-  } else if (spec.type == "avgpool") {
-    node.set_op_type("AveragePool");  // no padding, floor, like conflux's avgpool
-    const int stride = pool_stride(spec.kernel, spec.stride);
-    add_ints(node, "kernel_shape", {spec.kernel, spec.kernel});
-    add_ints(node, "strides", {stride, stride});
-  } else if (spec.type == "globalavgpool") {
-    // ONNX keeps [N, C, 1, 1]; conflux's layer yields [N, C]: a Flatten follows.
-    node.set_op_type("GlobalAveragePool");
+  const OnnxOp op = layer_type(spec.type).onnx(spec);
+  node.set_op_type(op.op_type);
+  for (const OnnxAttribute& attribute : op.attributes) add_attribute(node, attribute);
+  if (op.flatten_output) {
     node.set_output(0, output + ".pooled");
     onnx::NodeProto& flatten = *graph.add_node();
     flatten.set_name(node.name() + ".flatten");
     flatten.set_op_type("Flatten");
     flatten.add_input(output + ".pooled");
     flatten.add_output(output);
-    add_int(flatten, "axis", 1);
-  } else if (spec.type == "batchnorm") {
-    node.set_op_type("BatchNormalization");  // inference form: the running statistics
-    add_float(node, "epsilon", static_cast<float>(spec.eps));
-    add_float(node, "momentum", static_cast<float>(1.0 - spec.momentum));  // ONNX's convention
-  } else if (spec.type == "dropout") {
-    node.set_op_type("Identity");  // dropout is the identity in inference
-  } else if (spec.type == "add") {
-    node.set_op_type("Sum");  // element-wise, any number of inputs, in order
-  } else if (spec.type == "concat") {
-    node.set_op_type("Concat");
-    add_int(node, "axis", 1);  // the channels (or features)
-  } else if (spec.type == "relu") {
-    node.set_op_type("Relu");
-  } else if (spec.type == "flatten") {
-    node.set_op_type("Flatten");  // [N, C, H, W] -> [N, C*H*W] in C order, like conflux
-    add_int(node, "axis", 1);
-  } else {
-    CONFLUX_INPUT_ERROR("layer {} ({}): no ONNX operator for this layer type", index, spec.type);
+    add_attribute(flatten, {"axis", std::int64_t{1}});
   }
 }
 

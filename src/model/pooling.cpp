@@ -9,6 +9,10 @@
 
 namespace conflux::model {
 
+void complete_pool_stride(LayerSpec& spec) {
+  spec.stride = pool_stride(spec.kernel, spec.stride);
+}
+
 SampleShape pooled_shape(int kernel, int stride, int padding, const SampleShape& input) {
   CONFLUX_REQUIRE(input.size() == 3, "expects an image [C,H,W] but gets [{}]",
                   fmt::join(input, ","));

@@ -1,6 +1,7 @@
 #include "conflux/model/relu.hpp"
 
 #include "conflux/core/error.hpp"
+#include "conflux/model/layer_type.hpp"
 
 namespace conflux::model {
 
@@ -36,6 +37,16 @@ void Relu::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) {
                 grad_out.size(), in.size());
   grad_in.resize(in.shape);
   relu_gate(in.data.data(), grad_out.data.data(), in.size(), grad_in.data.data());
+}
+
+const LayerType& relu_layer_type() {
+  static const LayerType type{
+      .config = {.type = "relu", .keys = {}, .doc = "Rectified linear unit."},
+      .make = [](const LayerSpec&, const LayerOptions&) -> std::unique_ptr<Layer> {
+        return std::make_unique<Relu>();
+      },
+      .onnx = [](const LayerSpec&) { return OnnxOp{.op_type = "Relu", .attributes = {}}; }};
+  return type;
 }
 
 }  // namespace conflux::model

@@ -60,11 +60,25 @@ struct LayerKeySpec {
   std::string type;            ///< layer type
   std::vector<LayerKey> keys;  ///< keys besides "type" (paths are bare names)
   std::string doc;             ///< what the layer does
+  /// Fills values that depend on other keys once all are read (a pool's stride 0: its
+  /// window); nullptr: none.
+  void (*complete)(LayerSpec& spec) = nullptr;
 };
+
+/// A [[model.layers]] key setting an integer member of LayerSpec: a whole number in
+/// [min, max]; `default_toml` empty means required.
+LayerKey layer_int_key(std::string name, int LayerSpec::*member, int min, int max,
+                       std::string default_toml, std::string doc);
+/// A [[model.layers]] key setting a real member of LayerSpec: a number in [min, max] (or
+/// (min, max] when `min_exclusive`), defaulting to LayerSpec's own value of the member.
+LayerKey layer_real_key(std::string name, double LayerSpec::*member, double min, double max,
+                        bool min_exclusive, std::string doc);
 
 /// All scalar keys, in documentation order.
 const std::vector<KeySpec>& config_keys();
-/// Per-type keys of [[model.layers]] tables.
+/// Per-type keys of [[model.layers]] tables, in documentation order. Declared here, where the
+/// loader reads it, and defined by the layer registry (src/model/layer_registry.cpp), where
+/// each layer type declares its keys beside its kernels (docs/design.md, "Adding a layer").
 const std::vector<LayerKeySpec>& layer_keys();
 /// The spec of a dotted key, or nullptr.
 const KeySpec* find_key(std::string_view path);
