@@ -106,6 +106,21 @@ const std::vector<std::string>& section_names() {
   return names;
 }
 
+// `text` with line breaks shown as \n, so that a message quoting it stays on one line.
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 /// Turns TOML text plus overrides into a Config; one instance per load.
@@ -151,7 +166,7 @@ class ConfigLoader {
     std::string path = text.substr(0, eq);
     path.erase(path.find_last_not_of(" \t") + 1);
     const std::string value_text = text.substr(eq + 1);
-    const std::string origin = fmt::format("--set {}", text);
+    const std::string origin = fmt::format("--set {}", one_line(text));
     // The one name the schema does not hold: without this, "unknown key" would be the answer.
     CONFLUX_REQUIRE(path != "model.layers" && !path.starts_with("model.layers[") &&
                         !path.starts_with("model.layers."),
@@ -163,8 +178,18 @@ class ConfigLoader {
     toml::table snippet;
     try {
       snippet = toml::parse(std::string_view("v = " + value_text), std::string_view(origin));
+      // "0.1\nepochs=99" parses as two keys: the second must not vanish silently.
+      CONFLUX_REQUIRE(snippet.size() == 1,
+                      "{}: expected one value, found trailing content after it (one key=value "
+                      "per --set)",
+                      origin);
     } catch (const toml::parse_error&) {
-      // Not a TOML value: take the text as a bare string (e.g. --set data.dataset=mnist).
+      // Not a TOML value: take the text as a bare string (e.g. --set data.dataset=mnist), but
+      // one line only, for the same reason as above.
+      CONFLUX_REQUIRE(value_text.find_first_of("\r\n") == std::string::npos,
+                      "{}: expected one value, found trailing content after it (one key=value "
+                      "per --set)",
+                      origin);
       snippet = toml::table{};
       snippet.insert_or_assign("v", value_text);
     }

@@ -79,6 +79,7 @@ expect_fail "/dev/zero as --config: refused at once, not read without end" 2 "/d
   timeout 10 "$CONFLUX" config check --config /dev/zero
 expect_fail "bad --set value" 2 "train.lr: expected a number" -- "$CONFLUX" config check --config configs/mnist_mlp.toml --set train.lr=fast
 expect_fail "--set without =" 2 "expected key=value" -- "$CONFLUX" config check --config configs/mnist_mlp.toml --set train.lr
+expect_fail "--set with trailing content" 2 "--set train.lr=0.1" -- "$CONFLUX" config check --config configs/mnist_mlp.toml --set $'train.lr=0.1\nepochs=99'
 expect_fail "unknown option" 2 "unrecognised option" -- "$CONFLUX" train --config configs/mnist_mlp.toml --sett x=1
 expect_fail "too few ranks: error on every rank" 2 "cluster.trainers = 3 needs at least 3 ranks, but the job has 2" 2 -- \
   mnist_train 2 ranks --set cluster.trainers=3

@@ -241,6 +241,11 @@ TEST(ConfigBad, BadOverrides) {
              {"trian.lr=1"});
   expect_bad(kValid, {"--set train.lr=abc", "train.lr: expected a number"}, {"train.lr=abc"});
   expect_bad(kValid, {"--set train.epochs=0", "train.epochs"}, {"train.epochs=0"});
+  // Everything after the value was once dropped silently (train.epochs kept its value).
+  expect_bad(kValid, {"--set train.lr=0.1", "one value, found trailing content"},
+             {"train.lr=0.1\nepochs=99"});
+  expect_bad(kValid, {"trailing content"}, {"train.lr=0.1 # note\nx = 1"});
+  expect_bad(kValid, {"trailing content"}, {"run.name=bare\nrun.seed=1"});
 }
 TEST(ConfigBad, MissingFileNamesIt) {
   try {
