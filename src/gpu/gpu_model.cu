@@ -57,15 +57,17 @@ struct GpuModel::Impl {
 };
 
 GpuModel::GpuModel(const std::vector<LayerSpec>& specs, const model::SampleShape& input_shape,
-                   int num_classes, std::uint64_t seed, const model::SgdOptions& sgd) {
+                   int num_classes, std::uint64_t seed, const model::SgdOptions& sgd)
+    // The CPU model validates the specs and yields the layout and the initial parameters, so
+    // both implementations start from the same bits.
+    : GpuModel(model::Model(specs, input_shape, num_classes, seed), sgd) {}
+
+GpuModel::GpuModel(const model::Model& initial, const model::SgdOptions& sgd) {
   validate(sgd);
-  // The CPU model validates the specs and yields the layout and the initial parameters, so
-  // both implementations start from the same bits.
-  const model::Model reference(specs, input_shape, num_classes, seed);
   int device = -1;
   CONFLUX_CUDA_CHECK(cudaGetDevice(&device));
-  impl_ = std::make_unique<Impl>(specs, reference, sgd, device);
-  impl_->stream.synchronize();  // the upload read the reference's host memory
+  impl_ = std::make_unique<Impl>(initial.specs(), initial, sgd, device);
+  impl_->stream.synchronize();  // the upload read the initial model's host memory
 }
 
 GpuModel::GpuModel(GpuModel&&) noexcept = default;

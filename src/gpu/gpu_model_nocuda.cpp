@@ -26,6 +26,9 @@ GpuModel::GpuModel(const std::vector<LayerSpec>& /*specs*/,
                    std::uint64_t /*seed*/, const model::SgdOptions& /*sgd*/) {
   no_cuda();
 }
+GpuModel::GpuModel(const model::Model& /*initial*/, const model::SgdOptions& /*sgd*/) {
+  no_cuda();
+}
 GpuModel::GpuModel(GpuModel&&) noexcept = default;
 GpuModel& GpuModel::operator=(GpuModel&&) noexcept = default;
 GpuModel::~GpuModel() = default;

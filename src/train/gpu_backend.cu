@@ -51,10 +51,11 @@ class GpuBackend final : public ComputeBackend {
         trainers_(*o.trainers),
         host_(std::move(host)),
         sample_floats_(model::Tensor::count_of(host_.input_shape())),
-        model_(o.config->layers(), host_.input_shape(), o.num_classes, o.config->run().seed,
-               model::SgdOptions{static_cast<float>(o.config->train().lr),
-                                 static_cast<float>(o.config->train().momentum),
-                                 static_cast<float>(o.config->train().weight_decay)}) {
+        // From the host model's parameters, not a fresh model of run.seed: weights loaded by
+        // train.init_from must reach the GPU.
+        model_(host_, model::SgdOptions{static_cast<float>(o.config->train().lr),
+                                        static_cast<float>(o.config->train().momentum),
+                                        static_cast<float>(o.config->train().weight_decay)}) {
     const auto max_batch = static_cast<int>(o.max_batch);
     model_.reserve(max_batch);
     for (StagingSlot& slot : slots_) grow(slot, o.max_batch);

@@ -25,6 +25,7 @@
 #include "conflux/comm/roles.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/gpu/runtime.hpp"
+#include "conflux/model/model_io.hpp"
 #include "conflux/train/device_choice.hpp"
 #include "conflux/train/trainer.hpp"
 #include "conflux/train/training_data.hpp"
@@ -186,6 +187,48 @@ TEST(GpuTraining, CheckpointResumeIsBitIdenticalOnTheGpu) {
       const TrainSummary summary = trainer.run({});
       EXPECT_FALSE(summary.stopped);
       EXPECT_EQ(summary.digest, whole.digest) << "stopped after " << stop_at << " steps";
+    }
+  } else {
+    world.split(1, world.rank());
+  }
+  world.barrier();
+}
+
+// Losses of every step of one trainer on `self` with `config`; `save_to` (when not empty)
+// receives the trained weights.
+std::vector<double> losses_of(const Config& config, const comm::Communicator& self,
+                              const std::filesystem::path& save_to = {}) {
+  const data::SourceSplits data = open_training_data(config);
+  const DeviceChoice choice = choose_device(config, self, nullptr);
+  Trainer trainer(TrainerSetup{config, self, data, {}, nullptr, nullptr, choice});
+  LossRecorder recorder;
+  TrainingCallback* callbacks[] = {&recorder};
+  trainer.run(callbacks);
+  if (!save_to.empty()) model::save_model_hdf5(save_to, trainer.model());
+  return recorder.losses;
+}
+
+// train.init_from reaches the GPU: a GPU trainer starting from a file's (trained) weights takes
+// the CPU trainer's steps from those weights. The GPU model once uploaded a fresh model of
+// run.seed instead, whose first loss is that of an untrained model (checked to be far above).
+TEST(GpuTraining, InitFromReachesTheGpu) {
+  REQUIRE_GPU_AND_MNIST();
+  const auto world = comm::Communicator::world();
+  if (world.rank() == 0) {
+    const comm::Communicator self = world.split(0, 0);
+    testing::TempDir dir;
+    const auto weights = dir.path() / "trained.h5";
+    const std::vector<std::string> every_step = {"train.log_every=1", "train.epochs=2"};
+    const std::vector<double> fresh = losses_of(gpu_config(1, "cpu", every_step), self, weights);
+    std::vector<std::string> from_file = {"train.log_every=1",
+                                          fmt::format("train.init_from=\"{}\"", weights.string())};
+    const std::vector<double> cpu = losses_of(gpu_config(1, "cpu", from_file), self);
+    const std::vector<double> gpu = losses_of(gpu_config(1, "gpu", from_file), self);
+    ASSERT_EQ(cpu.size(), 10u);
+    ASSERT_EQ(gpu.size(), cpu.size());
+    EXPECT_LT(cpu[0], 0.7 * fresh[0]) << "the file's weights must matter for this test";
+    for (std::size_t i = 0; i < cpu.size(); ++i) {
+      EXPECT_NEAR(gpu[i], cpu[i], 1e-3 * cpu[i]) << "step " << i;
     }
   } else {
     world.split(1, world.rank());

@@ -33,6 +33,7 @@
 
 #include "conflux/model/layer.hpp"
 #include "conflux/model/loss.hpp"
+#include "conflux/model/model.hpp"
 #include "conflux/model/sgd.hpp"
 
 /// The CUDA runtime's stream type (cudaStream_t is CUstream_st*), declared here so that this
@@ -93,6 +94,9 @@ class GpuModel {
   /// out of memory) and in a CPU-only build.
   GpuModel(const std::vector<LayerSpec>& specs, const model::SampleShape& input_shape,
            int num_classes, std::uint64_t seed, const model::SgdOptions& sgd = {});
+  /// Uploads `initial`'s layout and current parameters (loaded weights, e.g. train.init_from,
+  /// included), so that the GPU starts where the host model is; otherwise as above.
+  GpuModel(const model::Model& initial, const model::SgdOptions& sgd);
   GpuModel(GpuModel&&) noexcept;
   GpuModel& operator=(GpuModel&&) noexcept;
   ~GpuModel();
