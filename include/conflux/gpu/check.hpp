@@ -52,3 +52,21 @@ namespace conflux::gpu::detail {
     if (conflux_nccl_status_ != ncclSuccess) [[unlikely]]                                        \
       ::conflux::gpu::detail::throw_nccl_error(#expr, conflux_nccl_status_, __FILE__, __LINE__); \
   } while (0)
+
+namespace conflux::gpu::detail {
+
+/// Throws RuntimeError "CALL failed: CUDNN_STATUS_X: <cuDNN's last error message>"
+/// (src/gpu/cudnn_api.cu). `status` is a cudnnStatus_t; int keeps cudnn.h out of this header.
+[[noreturn]] void throw_cudnn_error(const char* call, int status, const char* file, int line);
+
+}  // namespace conflux::gpu::detail
+
+/// Evaluates a cuDNN call once; throws RuntimeError unless it returns CUDNN_STATUS_SUCCESS. Use
+/// it where cudnn.h is included (conflux/gpu/cudnn_api.hpp).
+#define CONFLUX_CUDNN_CHECK(expr)                                                               \
+  do {                                                                                          \
+    const cudnnStatus_t conflux_cudnn_status_ = (expr);                                         \
+    if (conflux_cudnn_status_ != CUDNN_STATUS_SUCCESS) [[unlikely]]                             \
+      ::conflux::gpu::detail::throw_cudnn_error(#expr, static_cast<int>(conflux_cudnn_status_), \
+                                                __FILE__, __LINE__);                            \
+  } while (0)

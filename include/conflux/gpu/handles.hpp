@@ -24,6 +24,7 @@
 #include "conflux/core/error.hpp"
 #include "conflux/gpu/check.hpp"
 #include "conflux/gpu/cublas_api.hpp"
+#include "conflux/gpu/cudnn_api.hpp"
 
 namespace conflux::gpu {
 
@@ -284,5 +285,35 @@ void copy_on_device(T* device_dst, const T* device_src, std::size_t count, cudaS
                                        cudaMemcpyDeviceToDevice, stream));
   }
 }
+
+}  // namespace conflux::gpu
+
+namespace conflux::gpu {
+
+/// A cuDNN handle (cudnnCreate, on the current device; its calls run on the legacy default stream
+/// until set_stream). The first one loads cuDNN (cudnn_api.hpp). Not for concurrent use by
+/// several host threads.
+class CudnnHandle {
+ public:
+  CudnnHandle() { CONFLUX_CUDNN_CHECK(cudnn().create(&handle_)); }
+  /// A handle whose calls run on `stream`.
+  explicit CudnnHandle(cudaStream_t stream) : CudnnHandle() { set_stream(stream); }
+  ~CudnnHandle() {
+    if (handle_ != nullptr) static_cast<void>(cudnn().destroy(handle_));
+  }
+  CudnnHandle(CudnnHandle&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  CudnnHandle& operator=(CudnnHandle&& other) noexcept {
+    std::swap(handle_, other.handle_);
+    return *this;
+  }
+  CudnnHandle(const CudnnHandle&) = delete;
+  CudnnHandle& operator=(const CudnnHandle&) = delete;
+
+  cudnnHandle_t get() const noexcept { return handle_; }
+  void set_stream(cudaStream_t stream) { CONFLUX_CUDNN_CHECK(cudnn().set_stream(handle_, stream)); }
+
+ private:
+  cudnnHandle_t handle_ = nullptr;
+};
 
 }  // namespace conflux::gpu
