@@ -166,17 +166,15 @@ Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape
     : specs_(specs), input_shape_(input_shape), options_(options) {
   Wired w = wire(specs, input_shape, num_classes, options);
   layers_ = std::move(w.layers);
-  inputs_ = std::move(w.wiring.inputs);
-  order_ = std::move(w.wiring.order);
-  needs_grad_ = std::move(w.needs_grad);
+  plan_.inputs = std::move(w.wiring.inputs);
+  plan_.order = std::move(w.wiring.order);
+  plan_.needs_grad = std::move(w.needs_grad);
   output_shapes_ = std::move(w.output_shapes);
   input_shapes_ = std::move(w.input_shapes);
   bind_and_init(lay_out_state(), seed);
   tell_unneeded_input_grads();
   fuse_relus(w.wiring.consumers);
-  activations_.resize(layers_.size());
-  gradients_.resize(layers_.size());
-  written_.assign(layers_.size(), false);
+  walk_ = GraphWalk<Tensor>(layers_.size());
 }
 
 // Nothing reads the gradient with respect to an input without trainable layers above it
@@ -185,8 +183,8 @@ Model::Model(const std::vector<LayerSpec>& specs, const SampleShape& input_shape
 void Model::tell_unneeded_input_grads() {
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     if (layers_[i]->arity() != 1) continue;
-    const std::size_t in = inputs_[i][0];
-    if (in == kModelInput || !needs_grad_[in]) layers_[i]->set_input_grad_needed(false);
+    const std::size_t in = plan_.inputs[i][0];
+    if (in == kModelInput || !plan_.needs_grad[in]) layers_[i]->set_input_grad_needed(false);
   }
 }
 
@@ -196,13 +194,14 @@ void Model::tell_unneeded_input_grads() {
 // over the whole batch. The same operations in the same order: the same bits. The ReLU layer
 // stays in the model (names, summary, export) but is not called.
 void Model::fuse_relus(const std::vector<std::vector<std::size_t>>& consumers) {
-  holder_.resize(layers_.size());
-  std::iota(holder_.begin(), holder_.end(), std::size_t{0});
+  std::vector<std::size_t>& holder = plan_.holder;
+  holder.resize(layers_.size());
+  std::iota(holder.begin(), holder.end(), std::size_t{0});
   for (std::size_t i = 0; i + 1 < layers_.size(); ++i) {
-    if (layers_[i]->type() != "relu" || inputs_[i].size() != 1) continue;
-    const std::size_t in = inputs_[i][0];
+    if (layers_[i]->type() != "relu" || plan_.inputs[i].size() != 1) continue;
+    const std::size_t in = plan_.inputs[i][0];
     if (in == kModelInput || consumers[in].size() != 1) continue;
-    if (layers_[in]->fuse_relu()) holder_[i] = in;
+    if (layers_[in]->fuse_relu()) holder[i] = in;
   }
 }
 
@@ -258,6 +257,25 @@ const Tensor& Model::forward(const Tensor& input) {
   return forward(input, Pass{});
 }
 
+// The CPU's layer calls of the walk: the layer objects, watched by the observer when set.
+struct Model::LayerCalls {
+  Model& model;
+  const Pass& pass;
+  void forward(std::size_t i, Inputs in, Tensor& out) {
+    if (model.observer_ != nullptr) model.observer_->begin(i, false);
+    model.layers_[i]->forward_pass(pass, in, out);
+    if (model.observer_ != nullptr) model.observer_->end(i, false);
+  }
+  void backward(std::size_t i, Inputs in, const Tensor& grad_out, InputGrads grad_in) {
+    if (model.observer_ != nullptr) model.observer_->begin(i, true);
+    model.layers_[i]->backward_pass(pass, in, grad_out, grad_in);
+    if (model.observer_ != nullptr) model.observer_->end(i, true);
+  }
+  static void accumulate(Tensor& sum, const Tensor& add) {
+    for (std::size_t e = 0; e < sum.size(); ++e) sum.data[e] += add.data[e];
+  }
+};
+
 const Tensor& Model::forward(const Tensor& input, const Pass& pass) {
   CONFLUX_REQUIRE(
       input.shape.size() == input_shape_.size() + 1 &&
@@ -265,67 +283,18 @@ const Tensor& Model::forward(const Tensor& input, const Pass& pass) {
           input.size() == Tensor::count_of(input.shape),
       "model expects input [N,{}] but gets [{}]", fmt::join(input_shape_, ","),
       fmt::join(input.shape, ","));
-  last_input_ = &input;
   last_pass_ = pass;
-  std::vector<const Tensor*>& ins = inputs_scratch_;
-  for (const std::size_t i : order_) {
-    if (holder(i) != i) continue;  // a fused ReLU
-    ins.clear();
-    for (const std::size_t in : inputs_[i])
-      ins.push_back(in == kModelInput ? &input : &activations_[holder(in)]);
-    if (observer_ != nullptr) observer_->begin(i, false);
-    layers_[i]->forward_pass(pass, ins, activations_[i]);
-    if (observer_ != nullptr) observer_->end(i, false);
-  }
-  return activations_.back();
+  LayerCalls calls{*this, last_pass_};
+  return walk_.forward(plan_, input, calls);
 }
 
 void Model::backward(const Tensor& grad_logits) {
-  CONFLUX_CHECK(last_input_ != nullptr, "Model::backward called before forward");
-  CONFLUX_CHECK(grad_logits.shape == activations_.back().shape,
+  CONFLUX_CHECK(walk_.input() != nullptr, "Model::backward called before forward");
+  CONFLUX_CHECK(grad_logits.shape == walk_.logits().shape,
                 "Model::backward: gradient [{}] does not match the logits [{}]",
-                fmt::join(grad_logits.shape, ","), fmt::join(activations_.back().shape, ","));
-  std::fill(written_.begin(), written_.end(), false);
-  // Layers without trainable layers at or above them need no backward pass (their input
-  // gradients would be thrown away).
-  for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
-    const std::size_t i = *it;
-    if (!needs_grad_[i] || holder(i) != i) continue;
-    backward_layer(i, i + 1 == layers_.size() ? grad_logits : gradients_[i]);
-  }
-}
-
-// One layer's backward pass. The first consumer of an output (in backward order) writes its
-// gradient in place; later ones write scratch that is added to it, in that fixed order.
-void Model::backward_layer(std::size_t i, const Tensor& grad_out) {
-  const std::vector<std::size_t>& inputs = inputs_[i];
-  // Reused from layer to layer and step to step: no allocation on the step's path.
-  std::vector<const Tensor*>& ins = inputs_scratch_;
-  std::vector<Tensor*>& grad_ins = grad_inputs_scratch_;
-  ins.clear();
-  grad_ins.clear();
-  if (scratch_.size() < inputs.size()) scratch_.resize(inputs.size());
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
-    const std::size_t in = inputs[k] == kModelInput ? kModelInput : holder(inputs[k]);
-    ins.push_back(in == kModelInput ? last_input_ : &activations_[in]);
-    if (in == kModelInput || !needs_grad_[in]) {
-      grad_ins.push_back(nullptr);
-    } else if (!written_[in]) {
-      grad_ins.push_back(&gradients_[in]);
-      written_[in] = true;
-    } else {
-      grad_ins.push_back(&scratch_[k]);
-    }
-  }
-  if (observer_ != nullptr) observer_->begin(i, true);
-  layers_[i]->backward_pass(last_pass_, ins, grad_out, grad_ins);
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
-    if (grad_ins[k] != &scratch_[k]) continue;
-    Tensor& sum = gradients_[holder(inputs[k])];
-    const float* add = scratch_[k].data.data();
-    for (std::size_t e = 0; e < sum.size(); ++e) sum.data[e] += add[e];
-  }
-  if (observer_ != nullptr) observer_->end(i, true);
+                fmt::join(grad_logits.shape, ","), fmt::join(walk_.logits().shape, ","));
+  LayerCalls calls{*this, last_pass_};
+  walk_.backward(plan_, grad_logits, calls);
 }
 
 std::vector<std::string> Model::summary() const {

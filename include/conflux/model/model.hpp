@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "conflux/model/graph_walk.hpp"
 #include "conflux/model/layer.hpp"
 
 namespace conflux::model {
@@ -115,6 +116,15 @@ class Model {
   std::string describe(std::size_t index) const { return layers_.at(index)->describe(); }
   /// Watches the layer calls from now on; nullptr stops. The observer must outlive its use.
   void set_observer(LayerObserver* observer) noexcept { observer_ = observer; }
+  /// The order of the layer calls and where their tensors live, for another device's walk of
+  /// this model (gpu::DeviceModel).
+  const GraphPlan& plan() const noexcept { return plan_; }
+  /// Per layer, the per-sample shapes of its inputs.
+  const std::vector<std::vector<SampleShape>>& input_shapes() const noexcept {
+    return input_shapes_;
+  }
+  /// Per layer, the per-sample shape of its output.
+  const std::vector<SampleShape>& output_shapes() const noexcept { return output_shapes_; }
 
  private:
   struct Wired;  // layers, wiring and shapes: the one walk of the specs
@@ -125,18 +135,11 @@ class Model {
   void bind_and_init(const std::vector<std::size_t>& layer_begin, std::uint64_t seed);
   void tell_unneeded_input_grads();
   void fuse_relus(const std::vector<std::vector<std::size_t>>& consumers);
-  // Where layer i's output lives: activations_[holder_[i]] (itself, or for a fused ReLU the
-  // layer it runs in); likewise its gradient.
-  std::size_t holder(std::size_t i) const noexcept { return holder_[i]; }
-  // Backward steps.
-  void backward_layer(std::size_t i, const Tensor& grad_out);
+  struct LayerCalls;  // the CPU's layer calls of the walk
 
   std::vector<LayerSpec> specs_;
   std::vector<std::unique_ptr<Layer>> layers_;
-  std::vector<std::vector<std::size_t>> inputs_;        // per layer (model/graph.hpp)
-  std::vector<std::size_t> order_;                      // execution order
-  std::vector<bool> needs_grad_;                        // its output's gradient is needed
-  std::vector<std::size_t> holder_;                     // per layer: see holder()
+  GraphPlan plan_;
   std::vector<std::vector<SampleShape>> input_shapes_;  // per layer, one per input
   std::vector<SampleShape> output_shapes_;              // per layer; back() is the model's
   std::vector<ParamInfo> param_infos_;
@@ -144,15 +147,9 @@ class Model {
   std::size_t num_params_ = 0;
   std::vector<float> state_;  // parameters, then buffers
   std::vector<float> grads_;
-  std::vector<Tensor> activations_;            // activations_[i] = output of layer i
-  std::vector<Tensor> gradients_;              // gradients_[i] = dL/d(output of layer i)
-  std::vector<Tensor> scratch_;                // a merge's input gradients, added to shared ones
-  std::vector<bool> written_;                  // backward: gradients_[i] holds a first contribution
-  std::vector<const Tensor*> inputs_scratch_;  // one layer call's inputs
-  std::vector<Tensor*> grad_inputs_scratch_;   // one backward call's input gradients
+  GraphWalk<Tensor> walk_{0};
   SampleShape input_shape_;
   LayerOptions options_;
-  const Tensor* last_input_ = nullptr;
   Pass last_pass_;
   LayerObserver* observer_ = nullptr;
 };
