@@ -13,10 +13,6 @@ namespace conflux::model {
 
 namespace {
 
-// "drop" in ASCII: keeps dropout's draws apart from the data streams (docs/design.md
-// invariant 2). Frozen: changing it changes every trained model.
-constexpr std::uint64_t kDropoutStream = 0x64726f70;
-
 void multiply(const std::vector<float>& mask, const Tensor& in, Tensor& out) {
   out.resize(in.shape);
   const float* x = in.data.data();

@@ -10,6 +10,11 @@
 
 namespace conflux::model {
 
+/// "drop" in ASCII: keeps dropout's draws apart from the data streams (docs/design.md
+/// invariant 2); every device's dropout draws from it. Frozen: changing it changes every
+/// trained model.
+inline constexpr std::uint64_t kDropoutStream = 0x64726f70;
+
 /// Training pass with rate p > 0: each element is kept with probability 1 - p and scaled by
 /// float(1 / (1 - p)), or zeroed. Evaluation pass, p = 0, and the one-input forward/backward:
 /// identity. Any input shape.

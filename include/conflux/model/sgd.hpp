@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "conflux/core/host_device.hpp"
 #include "conflux/model/optimizer.hpp"
 
 namespace conflux::model {
@@ -20,6 +21,25 @@ struct SgdOptions {
   float momentum = 0.0f;
   float weight_decay = 0.0f;
   bool nesterov = false;  ///< needs momentum > 0, as in PyTorch
+};
+
+/// One element of Sgd::step, operation by operation as torch.optim.SGD (dampening 0, no decay
+/// term when wd == 0, no buffer when momentum == 0): the update every device applies.
+struct SgdElement {
+  float lr = 0.0f;
+  float momentum = 0.0f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+  bool first = false;  ///< no step has run: the buffer starts as d
+  CONFLUX_HD void operator()(float& w, float g, float& v) const {
+    const float d = weight_decay != 0.0f ? g + weight_decay * w : g;
+    if (momentum == 0.0f) {
+      w -= lr * d;
+      return;
+    }
+    v = first ? d : momentum * v + d;
+    w -= nesterov ? lr * (d + momentum * v) : lr * v;
+  }
 };
 
 /// d = g + wd * w;  v = momentum * v + d (v = d on the first step);
@@ -38,6 +58,10 @@ class Sgd final : public Optimizer {
   bool started() const noexcept { return steps_ > 0; }
   /// Options in force.
   const SgdOptions& options() const noexcept { return options_; }
+  /// The element update of the next step().
+  SgdElement next_update() const noexcept {
+    return {options_.lr, options_.momentum, options_.weight_decay, options_.nesterov, steps_ == 0};
+  }
 
  private:
   SgdOptions options_;
