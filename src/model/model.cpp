@@ -244,6 +244,10 @@ void Model::bind_and_init(const std::vector<std::size_t>& layer_begin, std::uint
                      std::span(grads_).subspan(layer_begin[i], size));
     const std::size_t buffers = float_count(layers_[i]->buffer_layout(input_shapes_[i].front()));
     layers_[i]->bind_buffers(std::span(state_).subspan(buffer_begin, buffers));
+    slices_.push_back({.param_offset = layer_begin[i],
+                       .param_count = size,
+                       .buffer_offset = buffer_begin,
+                       .buffer_count = buffers});
     buffer_begin += buffers;
     layers_[i]->init_params(rng);
   }

@@ -40,6 +40,14 @@ struct ModelFootprint {
   std::size_t largest(std::size_t batch) const;
 };
 
+/// Where one layer's tensors are in a model's flat buffers (Model::layer_slices).
+struct LayerSlice {
+  std::size_t param_offset = 0;   ///< into params() (and grads())
+  std::size_t param_count = 0;    ///< parameters, in param_layout order
+  std::size_t buffer_offset = 0;  ///< into state() (after every parameter)
+  std::size_t buffer_count = 0;   ///< buffers, in buffer_layout order
+};
+
 /// Watches a model's layer calls, e.g. to clock each layer (conflux-bench gemm-limit). The
 /// model calls it around every layer's forward and backward pass when one is set.
 class LayerObserver {
@@ -123,6 +131,8 @@ class Model {
   const std::vector<std::vector<SampleShape>>& input_shapes() const noexcept {
     return input_shapes_;
   }
+  /// Per layer, where its parameters and buffers are in the flat buffers.
+  const std::vector<LayerSlice>& layer_slices() const noexcept { return slices_; }
   /// Per layer, the per-sample shape of its output.
   const std::vector<SampleShape>& output_shapes() const noexcept { return output_shapes_; }
 
@@ -142,6 +152,7 @@ class Model {
   GraphPlan plan_;
   std::vector<std::vector<SampleShape>> input_shapes_;  // per layer, one per input
   std::vector<SampleShape> output_shapes_;              // per layer; back() is the model's
+  std::vector<LayerSlice> slices_;                      // per layer
   std::vector<ParamInfo> param_infos_;
   std::vector<ParamInfo> state_infos_;
   std::size_t num_params_ = 0;

@@ -42,6 +42,9 @@ class Optimizer {
   virtual double lr() const noexcept = 0;
   /// Updates applied so far.
   std::uint64_t steps() const noexcept { return steps_; }
+  /// Records one update applied elsewhere, from this optimiser's next-step values (a device's
+  /// kernels of the same update): its state buffers there, its count here.
+  void count_step() noexcept { ++steps_; }
   /// Copies the state into `out`, reusing its buffers' memory (checkpoint capture).
   void save(OptimizerState& out) const;
   /// Restores a state saved by save(): InputError when it is another optimiser's,

@@ -1,0 +1,162 @@
+#pragma once
+/// @file device_layer.hpp
+/// The GPU side of "one model, kernels per device": a layer's kernels on a device executor, the
+/// tensors they work on, and what a pass tells them. Free of CUDA types: the kernels are
+/// templates over an executor, instantiated for CUDA (src/gpu, grid-stride kernels, cuBLAS and
+/// cuDNN) and, in the tests, for a host executor that runs the same element functions in
+/// loops, so that the GPU path's indexing is checked on machines without a GPU.
+///
+/// An executor `Ex` provides:
+///   - `template <class T> using Buffer`: owned memory of the device (data(), size(),
+///     constructible from a count);
+///   - `for_each(count, f)`: calls f(i) for every i in [0, count), in any order and in parallel
+///     (f writes only what element i owns);
+///   - `gemm(const Gemm&)`: column-major SGEMM as cuBLAS takes it;
+///   - `conv(const ConvCall&)`: a convolution of NHWC activations with KRSC weights (forward,
+///     backward data or backward filter), cuDNN's semantics;
+///   - `zero(p, count)`, `copy(dst, src, count)` (device to device), `upload(dst, host, count)`,
+///     `download(host, src, count)` and `synchronize()`; a download is complete when
+///     synchronize() returns.
+///
+/// Layout: activations of images live channels-last (NHWC) on the device, with the logical shape
+/// [N, C, H, W] of the CPU model; feature batches are [N, F]. Parameters keep the CPU layout
+/// (conv2d weights {out, C, k, k}), so that checkpoints and model files do not depend on the
+/// device; a kernel that wants another layout converts its working copy.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "conflux/config/layer_spec.hpp"
+#include "conflux/core/host_device.hpp"
+#include "conflux/model/layer.hpp"
+#include "conflux/model/tensor.hpp"
+
+namespace conflux::gpu {
+
+/// One column-major SGEMM with alpha = 1, exactly cublasSgemm's arguments:
+/// C[m x n] = op(A)[m x k] * op(B)[k x n] + beta * C, op(X) = X^T when trans_X.
+/// A row-major [r, c] matrix is a column-major [c x r] one with leading dimension c.
+struct Gemm {
+  bool trans_a = false;
+  bool trans_b = false;
+  int m = 0;
+  int n = 0;
+  int k = 0;
+  const float* a = nullptr;
+  int lda = 0;
+  const float* b = nullptr;
+  int ldb = 0;
+  float beta = 0.0f;
+  float* c = nullptr;
+  int ldc = 0;
+};
+
+/// The geometry of a convolution: a batch of NHWC images and KRSC weights.
+struct ConvGeometry {
+  int batch = 0;
+  int channels = 0;  ///< C
+  int height = 0;
+  int width = 0;
+  int out_channels = 0;  ///< K
+  int kernel = 0;        ///< square kernel side
+  int stride = 1;
+  int padding = 0;
+  /// (height + 2 padding - kernel) / stride + 1, as model::Conv2d.
+  CONFLUX_HD int out_height() const noexcept {
+    return (height + 2 * padding - kernel) / stride + 1;
+  }
+  /// (width + 2 padding - kernel) / stride + 1.
+  CONFLUX_HD int out_width() const noexcept { return (width + 2 * padding - kernel) / stride + 1; }
+};
+
+/// One convolution call: y = conv(x, w) (kForward), dx from dy and w (kBackwardData, x is dx,
+/// y is dy), or dw from x and dy (kBackwardFilter, w is dw). Every call overwrites its output.
+struct ConvCall {
+  enum class Kind { kForward, kBackwardData, kBackwardFilter };
+  Kind kind = Kind::kForward;
+  ConvGeometry geometry;
+  const float* x = nullptr;  ///< input [N, H, W, C] (kBackwardData: written as dx)
+  const float* w = nullptr;  ///< weights [K, k, k, C] (kBackwardFilter: written as dw)
+  const float* y = nullptr;  ///< output [N, H', W', K] (backward: dy)
+  float* out = nullptr;      ///< what the call writes: y, dx or dw
+};
+
+/// A batch on a device: the CPU model's logical shape, channels-last storage for images.
+/// Storage only grows, so that a smaller last batch of an epoch reuses it.
+template <class Ex>
+struct DeviceTensor {
+  std::vector<int> shape;
+  typename Ex::template Buffer<float> storage;
+
+  std::size_t size() const noexcept { return model::Tensor::count_of(shape); }
+  int batch() const noexcept { return shape.empty() ? 0 : shape[0]; }
+  float* data() noexcept { return storage.data(); }
+  const float* data() const noexcept { return storage.data(); }
+  /// Sets the shape; grows the storage when it is too small (values unspecified).
+  void resize(std::vector<int> new_shape) {
+    shape = std::move(new_shape);
+    if (storage.size() < size()) storage = typename Ex::template Buffer<float>(size());
+  }
+};
+
+/// Grows `buffer` to at least `count` elements (values unspecified after growth).
+template <class Buffer>
+void ensure(Buffer& buffer, std::size_t count) {
+  if (buffer.size() < count) buffer = Buffer(count);
+}
+
+/// What a pass tells the device kernels (model::Pass, with the sample indices on the device).
+struct DevicePass {
+  bool training = false;                   ///< batch statistics and dropout when true
+  std::uint64_t seed = 0;                  ///< run.seed: dropout masks
+  std::uint64_t step = 0;                  ///< global training step: dropout masks
+  const std::uint32_t* samples = nullptr;  ///< device: dataset index of each row; null: row
+  model::StatReducer* reducer = nullptr;   ///< sums over trainers (host); null: this replica
+};
+
+/// The spans of the model's flat device buffers that belong to one layer, in the layer's
+/// param_layout / buffer_layout order (the CPU layout).
+struct DeviceBinding {
+  float* params = nullptr;
+  float* grads = nullptr;
+  std::size_t param_count = 0;
+  float* buffers = nullptr;  ///< running statistics (batch norm)
+  std::size_t buffer_count = 0;
+};
+
+/// What a layer's device kernels are built from.
+struct DeviceLayerSpec {
+  const LayerSpec* spec = nullptr;
+  std::size_t index = 0;                   ///< in the model (dropout's salt)
+  std::vector<model::SampleShape> inputs;  ///< per-sample shape of each input
+  model::SampleShape output;               ///< per-sample shape of the output
+};
+
+/// One layer's kernels on executor Ex: the GPU twin of model::Layer, with the same semantics
+/// (conflux/model/<type>.hpp), called by gpu::DeviceModel through the model's GraphWalk.
+template <class Ex>
+class DeviceLayer {
+ public:
+  using Tensor = DeviceTensor<Ex>;
+  using Inputs = std::span<const Tensor* const>;
+  using InputGrads = std::span<Tensor* const>;
+
+  virtual ~DeviceLayer() = default;
+  /// Gives the layer its parameters, gradients and buffers (device memory).
+  virtual void bind(const DeviceBinding& /*binding*/) {}
+  /// Applies a ReLU to the layer's own output, as model::Layer::fuse_relu; false where the
+  /// layer cannot (the model then refuses, since the CPU plan fused it).
+  virtual bool fuse_relu() noexcept { return false; }
+  /// Computes the output of `in`; keeps what backward needs.
+  virtual void forward(Ex& ex, const DevicePass& pass, Inputs in, Tensor& out) = 0;
+  /// Writes the gradient of each input whose entry is not nullptr and overwrites the layer's
+  /// parameter gradients, after forward() with the same pass and inputs.
+  virtual void backward(Ex& ex, const DevicePass& pass, Inputs in, const Tensor& grad_out,
+                        InputGrads grad_in) = 0;
+};
+
+}  // namespace conflux::gpu

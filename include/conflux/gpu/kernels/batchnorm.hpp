@@ -1,0 +1,220 @@
+#pragma once
+/// @file batchnorm.hpp
+/// batchnorm's device kernels, with model::BatchNorm's arithmetic: per-channel sums in double
+/// (deterministic two-level sums, channels-last), the statistics of the global batch when the
+/// pass has a reducer (the sums travel through the host to it: 2C + 1 doubles per layer and
+/// step), running statistics updated in double, one element-wise map per pass, the fused ReLU.
+
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "conflux/gpu/device_layer.hpp"
+#include "conflux/gpu/kernels/common.hpp"
+
+namespace conflux::gpu::kernels {
+
+/// sums[i] = value (the element count after the per-channel sums).
+struct SetDouble {
+  double* target;
+  double value;
+  CONFLUX_HD void operator()(std::size_t /*i*/) const { *target = value; }
+};
+
+/// Per channel, from sums = [sum x (C), sum x^2 (C), count]: the batch mean and 1 / std, the
+/// running statistics (count >= 2), and a = weight * invstd; as BatchNorm::batch_statistics.
+struct BatchStatistics {
+  const double* sums;
+  std::size_t channels;
+  double momentum, eps;
+  const float* weight;
+  float *mean, *invstd, *coef_a, *running_mean, *running_var;
+  CONFLUX_HD void operator()(std::size_t c) const {
+    const double count = sums[2 * channels];
+    const double m = count > 0.0 ? sums[c] / count : 0.0;
+    double var = count > 0.0 ? sums[channels + c] / count - m * m : 0.0;
+    if (var < 0.0) var = 0.0;
+    mean[c] = static_cast<float>(m);
+    invstd[c] = static_cast<float>(1.0 / sqrt(var + eps));
+    coef_a[c] = weight[c] * invstd[c];
+    if (count < 2.0) return;  // no variance estimate: keep the running statistics
+    running_mean[c] = static_cast<float>((1.0 - momentum) * running_mean[c] + momentum * m);
+    running_var[c] = static_cast<float>((1.0 - momentum) * running_var[c] +
+                                        momentum * var * count / (count - 1.0));
+  }
+};
+
+/// Per channel, evaluation: the running statistics as mean and 1 / std.
+struct RunningStatistics {
+  const float *running_mean, *running_var, *weight;
+  double eps;
+  float *mean, *invstd, *coef_a;
+  CONFLUX_HD void operator()(std::size_t c) const {
+    mean[c] = running_mean[c];
+    invstd[c] = static_cast<float>(1.0 / sqrt(static_cast<double>(running_var[c]) + eps));
+    coef_a[c] = weight[c] * invstd[c];
+  }
+};
+
+/// out = (x - m[c]) * p[c] + q[c] (+ dy * r[c] when dy is set), then the ReLU when `relu`.
+struct ChannelMap {
+  const float *x, *dy, *m, *p, *q, *r;
+  float* out;
+  std::size_t channels;
+  bool relu;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const std::size_t c = i % channels;
+    float v = (x[i] - m[c]) * p[c] + q[c];
+    if (dy != nullptr) v += dy[i] * r[c];
+    out[i] = relu && !(v > 0.0f) ? 0.0f : v;
+  }
+};
+
+/// Per channel, backward: from the local sums [sum dy (C), sum dy x (C)] the parameter
+/// gradients, and sums[C + c] becomes sum(dy * xhat) (what the trainers then add up).
+struct BatchNormGradients {
+  double* sums;
+  std::size_t channels;
+  const float *mean, *invstd;
+  float *weight_grad, *bias_grad;
+  CONFLUX_HD void operator()(std::size_t c) const {
+    const double dy_xhat = invstd[c] * (sums[channels + c] - mean[c] * sums[c]);
+    sums[channels + c] = dy_xhat;
+    bias_grad[c] = static_cast<float>(sums[c]);
+    weight_grad[c] = static_cast<float>(dy_xhat);
+  }
+};
+
+/// Per channel: dx = dy * a + (x - mean) * b + c, as BatchNorm::run_backward.
+struct InputGradientCoefficients {
+  const double* sums;  // [sum dy, sum dy * xhat] over the batch the statistics came from
+  const double* count;
+  std::size_t channels;
+  bool through_stats;
+  const float *weight, *invstd;
+  float *a, *b, *c;
+  CONFLUX_HD void operator()(std::size_t ch) const {
+    const double n = *count;
+    const bool through = through_stats && n > 0.0;
+    const double coef = static_cast<double>(weight[ch]) * invstd[ch];
+    a[ch] = static_cast<float>(coef);
+    b[ch] = through ? static_cast<float>(-coef * invstd[ch] * sums[channels + ch] / n) : 0.0f;
+    c[ch] = through ? static_cast<float>(-coef * sums[ch] / n) : 0.0f;
+  }
+};
+
+template <class Ex>
+class BatchNormKernel final : public DeviceLayer<Ex> {
+ public:
+  using typename DeviceLayer<Ex>::Tensor;
+  using typename DeviceLayer<Ex>::Inputs;
+  using typename DeviceLayer<Ex>::InputGrads;
+
+  explicit BatchNormKernel(const DeviceLayerSpec& s)
+      : layout_(channels_last(s.inputs.at(0))), momentum_(s.spec->momentum), eps_(s.spec->eps) {}
+
+  bool fuse_relu() noexcept override { return relu_ = true; }
+
+  void bind(const DeviceBinding& b) override {
+    const std::size_t c = layout_.channels;
+    weight_ = b.params;
+    bias_ = b.params + c;
+    weight_grad_ = b.grads;
+    bias_grad_ = b.grads + c;
+    running_mean_ = b.buffers;
+    running_var_ = b.buffers + c;
+  }
+
+  void forward(Ex& ex, const DevicePass& pass, Inputs in, Tensor& out) override {
+    const Tensor& x = *in[0];
+    const std::size_t c = layout_.channels;
+    trained_ = pass.training;
+    ensure(coefs_, 6 * c);  // mean, invstd, a (forward), then a, b, c (backward)
+    ensure(stats_, 2 * c + 1);
+    if (pass.training) {
+      const std::size_t rows = static_cast<std::size_t>(x.batch()) * layout_.pixels;
+      channel_sums(ex, x.data(), nullptr, rows, c, stats_.data(), partials_);
+      channel_sums(ex, x.data(), x.data(), rows, c, stats_.data() + c, partials_);
+      ex.for_each(1, SetDouble{stats_.data() + 2 * c, static_cast<double>(rows)});
+      if (pass.reducer != nullptr) reduce(ex, *pass.reducer, 2 * c + 1);
+      ex.for_each(c, BatchStatistics{stats_.data(), c, momentum_, eps_, weight_, mean(), invstd(),
+                                     coef(2), running_mean_, running_var_});
+    } else {
+      ex.for_each(c, RunningStatistics{running_mean_, running_var_, weight_, eps_, mean(), invstd(),
+                                       coef(2)});
+    }
+    out.resize(x.shape);
+    ex.for_each(out.size(), ChannelMap{x.data(), nullptr, mean(), coef(2), bias_, nullptr,
+                                       out.data(), c, relu_});
+    output_ = &out;
+  }
+
+  void backward(Ex& ex, const DevicePass& pass, Inputs in, const Tensor& grad_out,
+                InputGrads grad_in) override {
+    const Tensor& x = *in[0];
+    const std::size_t c = layout_.channels;
+    const float* dy = grad_out.data();
+    if (relu_ && grad_out.size() > 0) {
+      ensure(gated_, grad_out.size());
+      ex.for_each(grad_out.size(), ReluGate{output_->data(), dy, gated_.data()});
+      dy = gated_.data();
+    }
+    ensure(grad_sums_, 2 * c);
+    const std::size_t rows = static_cast<std::size_t>(x.batch()) * layout_.pixels;
+    channel_sums(ex, dy, nullptr, rows, c, grad_sums_.data(), partials_);
+    channel_sums(ex, dy, x.data(), rows, c, grad_sums_.data() + c, partials_);
+    ex.for_each(
+        c, BatchNormGradients{grad_sums_.data(), c, mean(), invstd(), weight_grad_, bias_grad_});
+    if (grad_in[0] == nullptr) return;
+    // With batch statistics dx also flows through the mean and the variance of the global
+    // batch, whose sums the trainers add up.
+    if (trained_ && pass.reducer != nullptr) reduce_grad(ex, *pass.reducer, 2 * c);
+    ex.for_each(c, InputGradientCoefficients{grad_sums_.data(), stats_.data() + 2 * c, c, trained_,
+                                             weight_, invstd(), coef(3), coef(4), coef(5)});
+    grad_in[0]->resize(x.shape);
+    ex.for_each(grad_in[0]->size(), ChannelMap{x.data(), dy, mean(), coef(4), coef(5), coef(3),
+                                               grad_in[0]->data(), c, false});
+  }
+
+ private:
+  float* coef(std::size_t k) noexcept { return coefs_.data() + k * layout_.channels; }
+  float* mean() noexcept { return coef(0); }
+  float* invstd() noexcept { return coef(1); }
+
+  // Sums the first `count` doubles of `buffer` over the trainers, through the host.
+  void reduce_through_host(Ex& ex, model::StatReducer& reducer,
+                           typename Ex::template Buffer<double>& buffer, std::size_t count) {
+    host_.resize(count);
+    ex.download(host_.data(), buffer.data(), count);
+    ex.synchronize();
+    reducer.sum(host_);
+    ex.upload(buffer.data(), host_.data(), count);
+    ex.synchronize();  // host_ may change before an asynchronous upload would have read it
+  }
+  void reduce(Ex& ex, model::StatReducer& reducer, std::size_t count) {
+    reduce_through_host(ex, reducer, stats_, count);
+  }
+  void reduce_grad(Ex& ex, model::StatReducer& reducer, std::size_t count) {
+    reduce_through_host(ex, reducer, grad_sums_, count);
+  }
+
+  ChannelsLast layout_;
+  double momentum_, eps_;
+  bool relu_ = false;
+  bool trained_ = false;
+  const float* weight_ = nullptr;
+  const float* bias_ = nullptr;
+  float* weight_grad_ = nullptr;
+  float* bias_grad_ = nullptr;
+  float* running_mean_ = nullptr;
+  float* running_var_ = nullptr;
+  const Tensor* output_ = nullptr;
+  typename Ex::template Buffer<float> coefs_;
+  typename Ex::template Buffer<double> stats_;      // sum x, sum x^2, count
+  typename Ex::template Buffer<double> grad_sums_;  // sum dy, sum dy * x (then * xhat)
+  typename Ex::template Buffer<double> partials_;
+  typename Ex::template Buffer<float> gated_;
+  std::vector<double> host_;
+};
+
+}  // namespace conflux::gpu::kernels

@@ -1,0 +1,174 @@
+#pragma once
+/// @file common.hpp
+/// Element functions and steps the layers' device kernels share: ReLU maps, channel-last bias,
+/// deterministic per-channel sums, and layout conversions. Each runs on any executor
+/// (gpu/device_layer.hpp).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "conflux/core/host_device.hpp"
+#include "conflux/gpu/device_layer.hpp"
+
+namespace conflux::gpu::kernels {
+
+/// y = max(x, 0) (x > 0 ? x : 0, so -0 and NaN give +0, as model::relu_value).
+struct ReluForward {
+  const float* x;
+  float* y;
+  CONFLUX_HD void operator()(std::size_t i) const { y[i] = x[i] > 0.0f ? x[i] : 0.0f; }
+};
+
+/// dx = gate > 0 ? dy : 0; `gate` is the ReLU's input or output (model::relu_gate).
+struct ReluGate {
+  const float* gate;
+  const float* dy;
+  float* dx;
+  CONFLUX_HD void operator()(std::size_t i) const { dx[i] = gate[i] > 0.0f ? dy[i] : 0.0f; }
+};
+
+/// y[i] = y[i] + bias[i % channels], then the ReLU when `relu` (channels-last rows).
+struct AddChannelBias {
+  float* y;
+  const float* bias;
+  std::size_t channels;
+  bool relu;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const float v = y[i] + bias[i % channels];
+    y[i] = relu && !(v > 0.0f) ? 0.0f : v;
+  }
+};
+
+/// partial[p * channels + c] = sum over the rows of chunk p of x[r, c] (times y[r, c] when y
+/// is set), in double and in row order: the first level of a deterministic reduction.
+struct ChannelPartials {
+  const float* x;
+  const float* y;
+  double* partial;
+  std::size_t rows;
+  std::size_t channels;
+  std::size_t parts;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const std::size_t c = i % channels;
+    const std::size_t p = i / channels;
+    const std::size_t begin = rows * p / parts;
+    const std::size_t end = rows * (p + 1) / parts;
+    double s = 0.0;
+    for (std::size_t r = begin; r < end; ++r) {
+      const double v = x[r * channels + c];
+      s += y != nullptr ? v * static_cast<double>(y[r * channels + c]) : v;
+    }
+    partial[i] = s;
+  }
+};
+
+/// out[c] = sum over p of partial[p * channels + c], in order.
+struct SumPartials {
+  const double* partial;
+  double* out;
+  std::size_t channels;
+  std::size_t parts;
+  CONFLUX_HD void operator()(std::size_t c) const {
+    double s = 0.0;
+    for (std::size_t p = 0; p < parts; ++p) s += partial[p * channels + c];
+    out[c] = s;
+  }
+};
+
+/// out[i] = float(in[i]).
+struct ToFloat {
+  const double* in;
+  float* out;
+  CONFLUX_HD void operator()(std::size_t i) const { out[i] = static_cast<float>(in[i]); }
+};
+
+/// How many chunks a per-channel sum over `rows` rows uses: enough threads to fill a GPU,
+/// chunks of at least 32 rows; a function of the shape only, so every run sums alike.
+inline std::size_t channel_parts(std::size_t rows, std::size_t channels) {
+  const std::size_t by_rows = std::max<std::size_t>(1, rows / 32);
+  const std::size_t by_threads =
+      std::max<std::size_t>(1, 65536 / std::max<std::size_t>(1, channels));
+  return std::min(by_rows, by_threads);
+}
+
+/// out[c] = sum over rows r of x[r, c] (* y[r, c]) for a channels-last [rows, channels] x, in
+/// double and in a fixed order; `scratch` holds the partial sums.
+template <class Ex>
+void channel_sums(Ex& ex, const float* x, const float* y, std::size_t rows, std::size_t channels,
+                  double* out, typename Ex::template Buffer<double>& scratch) {
+  const std::size_t parts = channel_parts(rows, channels);
+  ensure(scratch, parts * channels);
+  ex.for_each(parts * channels, ChannelPartials{x, y, scratch.data(), rows, channels, parts});
+  ex.for_each(channels, SumPartials{scratch.data(), out, channels, parts});
+}
+
+/// dst (NHWC) from src (NCHW): one destination element per i.
+struct ToChannelsLast {
+  const float* src;
+  float* dst;
+  std::size_t c, h, w;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const std::size_t ch = i % c;
+    const std::size_t pixel = i / c;  // n * h * w + y * w + x
+    const std::size_t n = pixel / (h * w);
+    const std::size_t yx = pixel % (h * w);
+    dst[i] = src[(n * c + ch) * h * w + yx];
+  }
+};
+
+/// dst (NCHW) from src (NHWC): one destination element per i.
+struct ToChannelsFirst {
+  const float* src;
+  float* dst;
+  std::size_t c, h, w;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const std::size_t yx = i % (h * w);
+    const std::size_t nc = i / (h * w);
+    const std::size_t ch = nc % c;
+    const std::size_t n = nc / c;
+    dst[i] = src[(n * h * w + yx) * c + ch];
+  }
+};
+
+/// KRSC weights from KCRS ones ({out, C, k, k}, the CPU layout): one destination element per i.
+struct WeightsToChannelsLast {
+  const float* src;
+  float* dst;
+  std::size_t c, kk;  // input channels, kernel * kernel
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const std::size_t ch = i % c;
+    const std::size_t rs = (i / c) % kk;
+    const std::size_t k = i / (c * kk);
+    dst[i] = src[(k * c + ch) * kk + rs];
+  }
+};
+
+/// KCRS weights from KRSC ones: one destination element per i.
+struct WeightsToChannelsFirst {
+  const float* src;
+  float* dst;
+  std::size_t c, kk;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const std::size_t rs = i % kk;
+    const std::size_t ch = (i / kk) % c;
+    const std::size_t k = i / (c * kk);
+    dst[i] = src[(k * kk + rs) * c + ch];
+  }
+};
+
+/// The channels of a per-sample shape ({C, H, W} or {F}) and the pixels per sample (H * W, or
+/// 1 for features): a tensor is [N * pixels, channels] channels-last.
+struct ChannelsLast {
+  std::size_t channels = 0;
+  std::size_t pixels = 1;
+};
+
+inline ChannelsLast channels_last(const model::SampleShape& sample) {
+  ChannelsLast l;
+  l.channels = static_cast<std::size_t>(sample.at(0));
+  for (std::size_t d = 1; d < sample.size(); ++d) l.pixels *= static_cast<std::size_t>(sample[d]);
+  return l;
+}
+
+}  // namespace conflux::gpu::kernels

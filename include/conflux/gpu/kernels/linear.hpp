@@ -1,0 +1,123 @@
+#pragma once
+/// @file linear.hpp
+/// linear's device kernels: y = x W^T + b as a bias broadcast and one GEMM (the CPU order:
+/// bias first, the product added onto it); dW = dY^T X, db = column sums of dY, dX = dY W.
+
+#include <cstddef>
+
+#include "conflux/gpu/device_layer.hpp"
+#include "conflux/gpu/kernels/common.hpp"
+
+namespace conflux::gpu::kernels {
+
+/// y[r, j] = bias[j] for a row-major [rows, width] y.
+struct BroadcastRows {
+  float* y;
+  const float* bias;
+  std::size_t width;
+  CONFLUX_HD void operator()(std::size_t i) const { y[i] = bias[i % width]; }
+};
+
+/// sums[j] = sum over r of x[r, j], in row order from 0 (the CPU linear bias gradient).
+struct ColumnSums {
+  const float* x;
+  float* sums;
+  std::size_t rows;
+  std::size_t width;
+  CONFLUX_HD void operator()(std::size_t j) const {
+    float s = 0.0f;
+    for (std::size_t r = 0; r < rows; ++r) s += x[r * width + j];
+    sums[j] = s;
+  }
+};
+
+template <class Ex>
+class LinearKernel final : public DeviceLayer<Ex> {
+ public:
+  using typename DeviceLayer<Ex>::Tensor;
+  using typename DeviceLayer<Ex>::Inputs;
+  using typename DeviceLayer<Ex>::InputGrads;
+
+  explicit LinearKernel(const DeviceLayerSpec& s)
+      : in_(s.inputs.at(0).at(0)), out_(s.output.at(0)) {}
+
+  void bind(const DeviceBinding& b) override {
+    const std::size_t w = static_cast<std::size_t>(out_) * in_;
+    weight_ = b.params;
+    bias_ = b.params + w;
+    weight_grad_ = b.grads;
+    bias_grad_ = b.grads + w;
+  }
+
+  void forward(Ex& ex, const DevicePass& /*pass*/, Inputs in, Tensor& out) override {
+    const Tensor& x = *in[0];
+    const int n = x.batch();
+    out.resize({n, out_});
+    ex.for_each(out.size(), BroadcastRows{out.data(), bias_, static_cast<std::size_t>(out_)});
+    // Column-major: y^T [out x n] += W [out x in] x^T [in x n]; W row-major is [in x out].
+    ex.gemm({.trans_a = true,
+             .trans_b = false,
+             .m = out_,
+             .n = n,
+             .k = in_,
+             .a = weight_,
+             .lda = in_,
+             .b = x.data(),
+             .ldb = in_,
+             .beta = 1.0f,
+             .c = out.data(),
+             .ldc = out_});
+  }
+
+  void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
+                InputGrads grad_in) override {
+    const Tensor& x = *in[0];
+    const int n = x.batch();
+    if (n == 0) {
+      ex.zero(weight_grad_, static_cast<std::size_t>(out_) * in_ + out_);
+    } else {
+      // dW^T [in x out] = x^T [in x n] dy [n x out].
+      ex.gemm({.trans_a = false,
+               .trans_b = true,
+               .m = in_,
+               .n = out_,
+               .k = n,
+               .a = x.data(),
+               .lda = in_,
+               .b = grad_out.data(),
+               .ldb = out_,
+               .beta = 0.0f,
+               .c = weight_grad_,
+               .ldc = in_});
+      ex.for_each(static_cast<std::size_t>(out_),
+                  ColumnSums{grad_out.data(), bias_grad_, static_cast<std::size_t>(n),
+                             static_cast<std::size_t>(out_)});
+    }
+    if (grad_in[0] == nullptr) return;
+    grad_in[0]->resize(x.shape);
+    if (n == 0) return;
+    // dx^T [in x n] = W^T [in x out] dy^T [out x n].
+    ex.gemm({.trans_a = false,
+             .trans_b = false,
+             .m = in_,
+             .n = n,
+             .k = out_,
+             .a = weight_,
+             .lda = in_,
+             .b = grad_out.data(),
+             .ldb = out_,
+             .beta = 0.0f,
+             .c = grad_in[0]->data(),
+             .ldc = in_});
+  }
+
+ private:
+  int in_;
+  int out_;
+  const float* weight_ = nullptr;
+  const float* bias_ = nullptr;
+  float* weight_grad_ = nullptr;
+  float* bias_grad_ = nullptr;
+};
+
+}  // namespace conflux::gpu::kernels

@@ -1,0 +1,274 @@
+#pragma once
+/// @file pooling.hpp
+/// maxpool, avgpool and globalavgpool's device kernels on channels-last images. Forward is one
+/// thread per output element; backward one thread per input element gathering the gradients
+/// of the windows that used it, in output order: no atomics, and the sums of the CPU's
+/// scatter in the same order (bit-identical to it).
+
+#include <cstddef>
+#include <cstdint>
+
+#include "conflux/gpu/device_layer.hpp"
+#include "conflux/gpu/kernels/common.hpp"
+#include "conflux/model/pooling.hpp"
+
+namespace conflux::gpu::kernels {
+
+/// A pooling window geometry over channels-last images [n, h, w, c].
+struct PoolGeometry {
+  int c = 0, h = 0, w = 0;     ///< input
+  int oh = 0, ow = 0;          ///< output
+  int kernel = 1, stride = 1;  ///< square window
+  int padding = 0;             ///< each side (max pooling only)
+
+  /// The output rows (or columns: same formula) whose windows cover input row `i` of a
+  /// dimension with `out` outputs: [first, last], empty when first > last.
+  CONFLUX_HD void covering(int i, int out, int& first, int& last) const {
+    const int hi = i + padding;  // covered by o when o*stride <= hi < o*stride + kernel
+    first = hi - kernel + 1 <= 0 ? 0 : (hi - kernel + 1 + stride - 1) / stride;
+    last = hi / stride;
+    if (last > out - 1) last = out - 1;
+  }
+};
+
+/// One output per i: the window maximum (padding never wins; ties: the first in row-major
+/// window order, as the CPU) and its position y * w + x within the sample's plane.
+struct MaxPoolForward {
+  const float* x;
+  float* y;
+  std::int32_t* arg;
+  PoolGeometry g;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const int ch = static_cast<int>(i % g.c);
+    const std::size_t pixel = i / g.c;
+    const int ox = static_cast<int>(pixel % g.ow);
+    const int oy = static_cast<int>((pixel / g.ow) % g.oh);
+    const std::size_t n = pixel / (static_cast<std::size_t>(g.ow) * g.oh);
+    const int y0 = oy * g.stride - g.padding, x0 = ox * g.stride - g.padding;
+    const int ya = y0 < 0 ? 0 : y0, xa = x0 < 0 ? 0 : x0;
+    const int yb = y0 + g.kernel < g.h ? y0 + g.kernel : g.h;
+    const int xb = x0 + g.kernel < g.w ? x0 + g.kernel : g.w;
+    const float* plane = x + n * static_cast<std::size_t>(g.h) * g.w * g.c;
+    int best = ya * g.w + xa;
+    float value = plane[static_cast<std::size_t>(best) * g.c + ch];
+    for (int yy = ya; yy < yb; ++yy) {
+      for (int xx = xa; xx < xb; ++xx) {
+        const float v = plane[(static_cast<std::size_t>(yy) * g.w + xx) * g.c + ch];
+        if (v > value) {  // strict: the first maximum stays
+          value = v;
+          best = yy * g.w + xx;
+        }
+      }
+    }
+    y[i] = value;
+    arg[i] = best;
+  }
+};
+
+/// One input element per i: the sum of the gradients of the outputs whose maximum it was.
+struct MaxPoolBackward {
+  const float* dy;
+  const std::int32_t* arg;
+  float* dx;
+  PoolGeometry g;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const int ch = static_cast<int>(i % g.c);
+    const std::size_t pixel = i / g.c;
+    const int xx = static_cast<int>(pixel % g.w);
+    const int yy = static_cast<int>((pixel / g.w) % g.h);
+    const std::size_t n = pixel / (static_cast<std::size_t>(g.w) * g.h);
+    const int me = yy * g.w + xx;
+    int oy0, oy1, ox0, ox1;
+    g.covering(yy, g.oh, oy0, oy1);
+    g.covering(xx, g.ow, ox0, ox1);
+    float sum = 0.0f;
+    const std::size_t base = n * static_cast<std::size_t>(g.oh) * g.ow;
+    for (int oy = oy0; oy <= oy1; ++oy) {
+      for (int ox = ox0; ox <= ox1; ++ox) {
+        const std::size_t o = (base + static_cast<std::size_t>(oy) * g.ow + ox) * g.c + ch;
+        if (arg[o] == me) sum += dy[o];
+      }
+    }
+    dx[i] = sum;
+  }
+};
+
+/// One output per i: the window's sum in row-major order, times 1 / kernel^2 (no padding).
+struct AvgPoolForward {
+  const float* x;
+  float* y;
+  PoolGeometry g;
+  float scale;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const int ch = static_cast<int>(i % g.c);
+    const std::size_t pixel = i / g.c;
+    const int ox = static_cast<int>(pixel % g.ow);
+    const int oy = static_cast<int>((pixel / g.ow) % g.oh);
+    const std::size_t n = pixel / (static_cast<std::size_t>(g.ow) * g.oh);
+    const float* plane = x + n * static_cast<std::size_t>(g.h) * g.w * g.c;
+    float sum = 0.0f;
+    for (int ky = 0; ky < g.kernel; ++ky) {
+      for (int kx = 0; kx < g.kernel; ++kx) {
+        const std::size_t yy = static_cast<std::size_t>(oy) * g.stride + ky;
+        const std::size_t xx = static_cast<std::size_t>(ox) * g.stride + kx;
+        sum += plane[(yy * g.w + xx) * g.c + ch];
+      }
+    }
+    y[i] = sum * scale;
+  }
+};
+
+/// One input element per i: the sum of dy * scale over the windows that cover it, in order.
+struct AvgPoolBackward {
+  const float* dy;
+  float* dx;
+  PoolGeometry g;
+  float scale;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const int ch = static_cast<int>(i % g.c);
+    const std::size_t pixel = i / g.c;
+    const int xx = static_cast<int>(pixel % g.w);
+    const int yy = static_cast<int>((pixel / g.w) % g.h);
+    const std::size_t n = pixel / (static_cast<std::size_t>(g.w) * g.h);
+    int oy0, oy1, ox0, ox1;
+    g.covering(yy, g.oh, oy0, oy1);
+    g.covering(xx, g.ow, ox0, ox1);
+    float sum = 0.0f;
+    const std::size_t base = n * static_cast<std::size_t>(g.oh) * g.ow;
+    for (int oy = oy0; oy <= oy1; ++oy) {
+      for (int ox = ox0; ox <= ox1; ++ox) {
+        sum += dy[(base + static_cast<std::size_t>(oy) * g.ow + ox) * g.c + ch] * scale;
+      }
+    }
+    dx[i] = sum;
+  }
+};
+
+/// y[n, c] = (sum over the plane of x[n, :, :, c], in row-major order) * scale.
+struct GlobalPoolForward {
+  const float* x;
+  float* y;
+  std::size_t c, plane;
+  float scale;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const std::size_t ch = i % c, n = i / c;
+    const float* p = x + n * plane * c + ch;
+    float sum = 0.0f;
+    for (std::size_t k = 0; k < plane; ++k) sum += p[k * c];
+    y[i] = sum * scale;
+  }
+};
+
+/// dx[n, y, x, c] = dy[n, c] * scale.
+struct GlobalPoolBackward {
+  const float* dy;
+  float* dx;
+  std::size_t c, plane;
+  float scale;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const std::size_t ch = i % c, n = i / (plane * c);
+    dx[i] = dy[n * c + ch] * scale;
+  }
+};
+
+/// The geometry of a pool of `spec` on per-sample input `in` ({C, H, W}).
+inline PoolGeometry pool_geometry(const LayerSpec& spec, const model::SampleShape& in,
+                                  const model::SampleShape& out) {
+  return {.c = in.at(0),
+          .h = in.at(1),
+          .w = in.at(2),
+          .oh = out.at(1),
+          .ow = out.at(2),
+          .kernel = spec.kernel,
+          .stride = model::pool_stride(spec.kernel, spec.stride),
+          .padding = spec.padding};
+}
+
+template <class Ex>
+class MaxPoolKernel final : public DeviceLayer<Ex> {
+ public:
+  using typename DeviceLayer<Ex>::Tensor;
+  using typename DeviceLayer<Ex>::Inputs;
+  using typename DeviceLayer<Ex>::InputGrads;
+
+  explicit MaxPoolKernel(const DeviceLayerSpec& s)
+      : g_(pool_geometry(*s.spec, s.inputs.at(0), s.output)) {}
+
+  void forward(Ex& ex, const DevicePass& /*pass*/, Inputs in, Tensor& out) override {
+    const Tensor& x = *in[0];
+    out.resize({x.batch(), g_.c, g_.oh, g_.ow});
+    ensure(arg_, out.size());
+    ex.for_each(out.size(), MaxPoolForward{x.data(), out.data(), arg_.data(), g_});
+  }
+  void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
+                InputGrads grad_in) override {
+    if (grad_in[0] == nullptr) return;
+    grad_in[0]->resize(in[0]->shape);
+    ex.for_each(grad_in[0]->size(),
+                MaxPoolBackward{grad_out.data(), arg_.data(), grad_in[0]->data(), g_});
+  }
+
+ private:
+  PoolGeometry g_;
+  typename Ex::template Buffer<std::int32_t> arg_;
+};
+
+template <class Ex>
+class AvgPoolKernel final : public DeviceLayer<Ex> {
+ public:
+  using typename DeviceLayer<Ex>::Tensor;
+  using typename DeviceLayer<Ex>::Inputs;
+  using typename DeviceLayer<Ex>::InputGrads;
+
+  explicit AvgPoolKernel(const DeviceLayerSpec& s)
+      : g_(pool_geometry(*s.spec, s.inputs.at(0), s.output)),
+        scale_(1.0f / static_cast<float>(g_.kernel * g_.kernel)) {}
+
+  void forward(Ex& ex, const DevicePass& /*pass*/, Inputs in, Tensor& out) override {
+    const Tensor& x = *in[0];
+    out.resize({x.batch(), g_.c, g_.oh, g_.ow});
+    ex.for_each(out.size(), AvgPoolForward{x.data(), out.data(), g_, scale_});
+  }
+  void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
+                InputGrads grad_in) override {
+    if (grad_in[0] == nullptr) return;
+    grad_in[0]->resize(in[0]->shape);
+    ex.for_each(grad_in[0]->size(),
+                AvgPoolBackward{grad_out.data(), grad_in[0]->data(), g_, scale_});
+  }
+
+ private:
+  PoolGeometry g_;
+  float scale_;
+};
+
+template <class Ex>
+class GlobalAvgPoolKernel final : public DeviceLayer<Ex> {
+ public:
+  using typename DeviceLayer<Ex>::Tensor;
+  using typename DeviceLayer<Ex>::Inputs;
+  using typename DeviceLayer<Ex>::InputGrads;
+
+  explicit GlobalAvgPoolKernel(const DeviceLayerSpec& s)
+      : c_(static_cast<std::size_t>(s.inputs.at(0).at(0))),
+        plane_(static_cast<std::size_t>(s.inputs.at(0).at(1)) * s.inputs.at(0).at(2)),
+        scale_(1.0f / static_cast<float>(plane_)) {}
+
+  void forward(Ex& ex, const DevicePass& /*pass*/, Inputs in, Tensor& out) override {
+    out.resize({in[0]->batch(), static_cast<int>(c_)});
+    ex.for_each(out.size(), GlobalPoolForward{in[0]->data(), out.data(), c_, plane_, scale_});
+  }
+  void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
+                InputGrads grad_in) override {
+    if (grad_in[0] == nullptr) return;
+    grad_in[0]->resize(in[0]->shape);
+    ex.for_each(grad_in[0]->size(),
+                GlobalPoolBackward{grad_out.data(), grad_in[0]->data(), c_, plane_, scale_});
+  }
+
+ private:
+  std::size_t c_, plane_;
+  float scale_;
+};
+
+}  // namespace conflux::gpu::kernels

@@ -1,0 +1,298 @@
+// The device model (gpu/device_model.hpp) and optimiser on the host executor against the CPU
+// model: every layer type's device kernels, channels-last layouts, fused ReLUs, the shared
+// graph walk (a gradient fed by three layers), the loss with label smoothing and skipped
+// samples, batch norm in both modes, dropout's masks, SGD, Nesterov, Adam, AdamW, clipping,
+// and starting from the host model's current weights. This checks the indexing and sequencing
+// of the GPU path without a GPU; the CUDA executor runs the same kernels (GPU tests).
+// Tolerances: GEMMs and convolutions differ from OpenBLAS/oneDNN only in summation order, and
+// batch-norm sums in the order of their partial sums: |got - want| <= 1e-4 |want| + 1e-5
+// max|want| for one pass, 1e-3 after optimiser steps (the differences compound).
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "conflux/core/error.hpp"
+#include "conflux/core/rng.hpp"
+#include "conflux/gpu/device_model.hpp"
+#include "conflux/gpu/device_optimizer.hpp"
+#include "conflux/model/loss.hpp"
+#include "conflux/model/model.hpp"
+#include "conflux/model/optimizer.hpp"
+#include "gpu_test_support.hpp"
+#include "host_executor.hpp"
+
+namespace conflux::gpu::testing {
+namespace {
+
+using model::Model;
+using model::Tensor;
+using Device = DeviceModel<HostExecutor>;
+using model::SampleShape;
+
+// Every layer type, channels-last activations and fused ReLUs (conv, batchnorm, add).
+const std::vector<LayerSpec> kEveryLayer{
+    {.type = "conv2d", .out = 6, .kernel = 3, .stride = 1, .padding = 1, .name = "stem"},
+    {.type = "batchnorm", .name = "bn"},
+    {.type = "relu", .name = "act"},
+    {.type = "dropout", .rate = 0.5, .name = "drop2d"},
+    {.type = "maxpool", .kernel = 3, .stride = 2, .padding = 1, .name = "pool"},
+    {.type = "conv2d", .out = 6, .kernel = 3, .stride = 1, .padding = 1, .name = "c1"},
+    {.type = "relu", .name = "r1"},
+    {.type = "conv2d", .out = 6, .kernel = 1, .stride = 1, .padding = 0, .name = "c2"},
+    {.type = "add", .name = "sum", .inputs = {"c2", "pool"}},
+    {.type = "relu", .name = "r2"},
+    {.type = "conv2d",
+     .out = 4,
+     .kernel = 3,
+     .stride = 2,
+     .padding = 0,
+     .name = "proj",
+     .inputs = {"r2"}},
+    {.type = "avgpool", .kernel = 3, .stride = 2, .name = "avg2", .inputs = {"r2"}},
+    {.type = "concat", .name = "cat", .inputs = {"proj", "avg2", "proj"}},
+    {.type = "avgpool", .kernel = 2, .stride = 1, .name = "avg"},
+    {.type = "globalavgpool", .name = "gap", .inputs = {"avg"}},
+    {.type = "dropout", .rate = 0.25, .name = "drop"},
+    {.type = "batchnorm", .name = "bn1d"},
+    {.type = "linear", .out = 5, .name = "fc"}};
+
+// An MLP with a flatten of an image (channels-last to the CPU's feature order).
+const std::vector<LayerSpec> kFlattenMlp{{.type = "conv2d", .out = 3, .kernel = 3, .padding = 1},
+                                         {.type = "flatten"},
+                                         {.type = "linear", .out = 7},
+                                         {.type = "relu"},
+                                         {.type = "linear", .out = 5}};
+
+std::vector<float> to_vector(std::span<const float> s) {
+  return {s.begin(), s.end()};
+}
+
+struct Batch {
+  Tensor images;
+  std::vector<model::Label> labels;
+  std::vector<std::uint32_t> samples;
+};
+
+Batch random_batch(const model::SampleShape& sample, int n, int classes, std::uint64_t seed) {
+  Rng rng{seed, 99};
+  Batch b;
+  std::vector<int> shape{n};
+  shape.insert(shape.end(), sample.begin(), sample.end());
+  b.images = tensor(shape, random_floats(Tensor::count_of(shape), rng));
+  for (int i = 0; i < n; ++i) {
+    b.labels.push_back(static_cast<model::Label>(rng.below(static_cast<std::uint64_t>(classes))));
+    b.samples.push_back(static_cast<std::uint32_t>(1000 + 7 * i));
+  }
+  return b;
+}
+
+// One forward, loss and backward on both devices; returns the two losses.
+struct StepResult {
+  model::LossResult cpu, device;
+};
+
+StepResult step_both(Model& cpu, Device& device, const Batch& b, const model::Pass& pass,
+                     double smoothing = 0.0) {
+  const int n = b.images.batch();
+  const float scale = 1.0f / static_cast<float>(n);
+  const Tensor& logits = cpu.forward(b.images, pass);
+  Tensor grad;
+  StepResult r;
+  r.cpu = model::softmax_cross_entropy(logits, b.labels, scale, &grad, smoothing);
+  cpu.backward(grad);
+  device.forward(b.images.data.data(), n, pass);
+  device.loss(b.labels.data(), scale, smoothing, true);
+  r.device = device.loss_result();
+  device.backward();
+  return r;
+}
+
+std::vector<float> device_grads(Device& d) {
+  return {d.grads(), d.grads() + d.num_params()};
+}
+std::vector<float> device_state(Device& d) {
+  std::vector<float> s(d.state_size());
+  d.download_state(s);
+  return s;
+}
+
+TEST(DeviceModel, EveryLayerTypeMatchesTheCpuModelInTraining) {
+  HostExecutor ex;
+  Model cpu(kEveryLayer, {3, 9, 9}, 5, 11);
+  Device device(ex, cpu);
+  const Batch b = random_batch({3, 9, 9}, 6, 5, 1);
+  const model::Pass pass{.training = true, .seed = 42, .step = 3, .samples = b.samples};
+  const StepResult r = step_both(cpu, device, b, pass);
+  EXPECT_NEAR(r.device.loss_sum, r.cpu.loss_sum, 1e-5 * std::fabs(r.cpu.loss_sum));
+  EXPECT_EQ(r.device.correct, r.cpu.correct);
+  expect_close(device_grads(device), to_vector(cpu.grads()), "gradients");
+  // Batch norm's running statistics were updated alike.
+  expect_close(device_state(device), to_vector(cpu.state()), "state after the forward");
+}
+
+// Stands for the other trainers of a step: adds fixed values to every sum, as another
+// trainer's batch would (the same on both devices).
+class OtherTrainers final : public model::StatReducer {
+ public:
+  void sum(std::span<double> values) override {
+    for (std::size_t i = 0; i < values.size(); ++i)
+      values[i] += 0.25 * static_cast<double>(i % 7 + 1);
+  }
+};
+
+TEST(DeviceModel, BatchNormSumsTheStatisticsOfEveryTrainer) {
+  HostExecutor ex;
+  Model cpu(kEveryLayer, {3, 9, 9}, 5, 18);
+  Device device(ex, cpu);
+  const Batch b = random_batch({3, 9, 9}, 4, 5, 8);
+  OtherTrainers others;
+  const model::Pass pass{
+      .training = true, .seed = 3, .step = 1, .samples = b.samples, .reducer = &others};
+  step_both(cpu, device, b, pass);
+  expect_close(device_grads(device), to_vector(cpu.grads()), "gradients");
+  expect_close(device_state(device), to_vector(cpu.state()), "running statistics");
+}
+
+TEST(DeviceModel, EvaluationUsesTheRunningStatisticsAndNoDropout) {
+  HostExecutor ex;
+  Model cpu(kEveryLayer, {3, 9, 9}, 5, 12);
+  Device device(ex, cpu);
+  const Batch train = random_batch({3, 9, 9}, 4, 5, 2);
+  step_both(cpu, device, train, {.training = true, .seed = 1, .step = 0, .samples = train.samples});
+  const Batch b = random_batch({3, 9, 9}, 5, 5, 3);
+  const Tensor& want = cpu.forward(b.images);
+  const auto& got = device.forward(b.images.data.data(), 5, model::Pass{});
+  expect_close(std::vector<float>(got.data(), got.data() + got.size()), want.data,
+               "evaluation logits");
+}
+
+TEST(DeviceModel, FlattenKeepsTheCpuFeatureOrder) {
+  HostExecutor ex;
+  Model cpu(kFlattenMlp, {2, 4, 5}, 5, 13);
+  Device device(ex, cpu);
+  const Batch b = random_batch({2, 4, 5}, 3, 5, 4);
+  step_both(cpu, device, b, {.training = true});
+  expect_close(device_grads(device), to_vector(cpu.grads()), "gradients");
+}
+
+TEST(DeviceModel, LossWithLabelSmoothingAndSkippedSamples) {
+  HostExecutor ex;
+  Model cpu(kFlattenMlp, {2, 4, 5}, 5, 14);
+  Device device(ex, cpu);
+  Batch b = random_batch({2, 4, 5}, 6, 5, 5);
+  b.labels[2] = model::kSkippedLabel;
+  const StepResult r = step_both(cpu, device, b, {.training = true}, 0.1);
+  EXPECT_EQ(r.device.skipped, 1);
+  EXPECT_EQ(r.device.skipped, r.cpu.skipped);
+  EXPECT_NEAR(r.device.loss_sum, r.cpu.loss_sum, 1e-5 * std::fabs(r.cpu.loss_sum));
+  expect_close(device_grads(device), to_vector(cpu.grads()), "gradients");
+  // A label outside the classes is an input error, as on the CPU.
+  b.labels[0] = 9;
+  device.forward(b.images.data.data(), 6, model::Pass{});
+  device.loss(b.labels.data(), 1.0f, 0.0, false);
+  EXPECT_THROW(device.loss_result(), InputError);
+}
+
+TEST(DeviceModel, StartsFromTheHostModelsCurrentWeights) {
+  HostExecutor ex;
+  Model cpu(kFlattenMlp, {2, 4, 5}, 5, 15);
+  const Model other(kFlattenMlp, {2, 4, 5}, 5, 16);  // e.g. weights loaded by train.init_from
+  std::copy(other.state().begin(), other.state().end(), cpu.state().begin());
+  Device device(ex, cpu);
+  EXPECT_EQ(device_state(device), to_vector(other.state()));
+}
+
+TEST(DeviceModel, MakesNoKernelForAnUnknownType) {
+  const LayerSpec spec{.type = "warp"};
+  try {
+    make_device_layer<HostExecutor>({.spec = &spec, .index = 0, .inputs = {{4}}, .output = {4}});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'warp' has no GPU kernel"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(has_device_kernels("conv2d"));
+  EXPECT_FALSE(has_device_kernels("warp"));
+  EXPECT_EQ(first_layer_without_device_kernels(kEveryLayer), -1);
+}
+
+// Optimiser steps on both devices from the same gradients: the same update. Adam's runs use
+// a model without batch norm: a conv bias before batch norm has a gradient that is zero but
+// for rounding noise, which Adam (without coupled decay) scales up to full steps of either
+// sign, on the CPU too.
+void train_both(const std::string& optimizer, const std::vector<LayerSpec>& specs,
+                const model::SampleShape& sample, const std::vector<std::string>& extra = {}) {
+  TrainSection train;
+  train.optimizer = optimizer;
+  train.lr = 0.05;
+  train.momentum = 0.9;
+  train.weight_decay = 0.01;
+  for (const std::string& key : extra) {
+    if (key == "nesterov") train.nesterov = true;
+  }
+  HostExecutor ex;
+  Model cpu(specs, sample, 5, 21);
+  Device device(ex, cpu);
+  const auto cpu_opt = model::make_optimizer(train, cpu.params().size());
+  DeviceOptimizer<HostExecutor> device_opt(ex, train, device.num_params());
+  for (int s = 0; s < 3; ++s) {
+    const Batch b = random_batch(sample, 4, 5, 30 + s);
+    step_both(
+        cpu, device, b,
+        {.training = true, .seed = 7, .step = static_cast<std::uint64_t>(s), .samples = b.samples});
+    model::clip_grad_norm(cpu.grads(), 0.5f);
+    device.clip_grads(0.5f);
+    cpu_opt->step(cpu.params(), cpu.grads());
+    device_opt.step(device.params(), device.grads());
+  }
+  expect_close(device_state(device), to_vector(cpu.state()), optimizer + " after 3 steps", 1e-3,
+               1e-4);
+  EXPECT_EQ(device_opt.steps(), cpu_opt->steps());
+  // The saved state holds the device's buffers.
+  model::OptimizerState want, got;
+  cpu_opt->save(want);
+  device_opt.save(got);
+  ASSERT_EQ(got.buffers.size(), want.buffers.size());
+  EXPECT_EQ(got.name, want.name);
+  for (std::size_t i = 0; i < got.buffers.size(); ++i) {
+    expect_close(got.buffers[i].values, want.buffers[i].values, got.buffers[i].name, 1e-3, 1e-4);
+  }
+}
+
+TEST(DeviceOptimizer, SgdWithMomentumAndDecayMatchesTheCpu) {
+  train_both("sgd", kEveryLayer, {3, 9, 9});
+}
+TEST(DeviceOptimizer, NesterovMatchesTheCpu) {
+  train_both("sgd", kEveryLayer, {3, 9, 9}, {"nesterov"});
+}
+TEST(DeviceOptimizer, AdamMatchesTheCpu) {
+  train_both("adam", kFlattenMlp, {2, 4, 5});
+}
+TEST(DeviceOptimizer, AdamWMatchesTheCpu) {
+  train_both("adamw", kFlattenMlp, {2, 4, 5});
+}
+
+TEST(DeviceOptimizer, RestoreRefusesAnotherOptimisersState) {
+  TrainSection train;
+  train.optimizer = "adam";
+  HostExecutor ex;
+  DeviceOptimizer<HostExecutor> adam(ex, train, 10);
+  model::OptimizerState sgd_state{.name = "sgd", .steps = 3, .buffers = {}};
+  EXPECT_THROW(adam.restore(sgd_state), InputError);
+}
+
+TEST(DeviceModel, GradientSumOfSquaresMatchesTheCpu) {
+  HostExecutor ex;
+  Model cpu(kFlattenMlp, {2, 4, 5}, 5, 17);
+  Device device(ex, cpu);
+  const Batch b = random_batch({2, 4, 5}, 3, 5, 6);
+  step_both(cpu, device, b, {.training = true});
+  const double want = model::sum_of_squares(cpu.grads());
+  EXPECT_NEAR(device.grad_sum_of_squares(), want, 1e-5 * want);
+}
+
+}  // namespace
+}  // namespace conflux::gpu::testing
