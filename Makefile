@@ -181,6 +181,8 @@ help:
 	@echo "                                   then the MPI suites again under $(OTHER_MPI)"
 	@echo "make bench                         run benchmarks/ (MNIST vs PyTorch DDP, data service,"
 	@echo "                                   checkpoints, scaling, grad sync, training) into bench-results/"
+	@echo "make bundle                        build + pack the binaries, test binaries, Open MPI and the"
+	@echo "                                   libraries a GPU host lacks into $(BUILDDIR)/bundle (docs/gpu.md)"
 	@echo "make docs                          regenerate docs/config.md from the schema"
 	@echo "make install PREFIX=/opt/conflux   install binaries, headers, libconflux.a, pkg-config and"
 	@echo "     [DESTDIR=/stage]              CMake files, configs, the S3 tables (PREFIX=$(PREFIX))"
@@ -312,6 +314,14 @@ bench: deps bench-deps
 	@CONFLUX_BIN=$(BINDIR) benchmarks/checkpoint.sh
 	@CONFLUX_BIN=$(BINDIR) benchmarks/plan_accuracy.sh
 	@CONFLUX_BIN=$(BINDIR) benchmarks/scenarios.sh
+
+# `make bundle`: the binaries, the test binaries, the example plugins, Open MPI and every library
+# a GPU host without the build's packages lacks, in one relocatable archive,
+# $(BUILDDIR)/bundle/conflux-bundle.tar.xz, for tools/gpu-check.sh there (docs/gpu.md, "Device
+# check and bundle"). Open MPI builds only.
+.PHONY: bundle
+bundle: all build-tests
+	@tools/make-bundle.sh $(BINDIR) $(BUILDDIR)/bundle
 
 # docs/config.md = its hand-written head + the schema table printed by the binary.
 docs: $(CONFLUX)
