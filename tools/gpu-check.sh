@@ -236,8 +236,8 @@ step() {
   say "$name: $result, exit $rc, $secs s, passed $p, failed $f, skipped $s"
 }
 
-step unit 150 "$SHOWN_BIN/conflux-unit-tests --gtest_filter='Gpu*'" \
-  "$BIN/conflux-unit-tests" --gtest_filter='Gpu*' --gtest_color=no
+step unit 150 "$SHOWN_BIN/conflux-unit-tests --gtest_filter='Gpu*:Cuda*:Cudnn*:Device*'" \
+  "$BIN/conflux-unit-tests" --gtest_filter='Gpu*:Cuda*:Cudnn*:Device*' --gtest_color=no
 # MPIRUN (tools/mpi-env.sh) already has --oversubscribe, and the ranks share the cores.
 step mpi-np1 120 "${MPIRUN[*]} -np 1 $SHOWN_BIN/conflux-mpi-tests --gtest_filter='GpuTraining*'" \
   "${MPIRUN[@]}" -np 1 "$BIN/conflux-mpi-tests" --gtest_filter='GpuTraining*' --gtest_color=no

@@ -121,15 +121,6 @@ void check_lr_schedule(const Config& c) {
   }
 }
 
-void check_gpu(const Config& c) {
-  if (c.train().device != "gpu") return;
-  const std::string key = gpu_unsupported_key(c);
-  CONFLUX_REQUIRE(key.empty(),
-                  "{}: {} = {} is not implemented on the GPU path; set train.device = \"cpu\" "
-                  "(or \"auto\") or change {}",
-                  c.where(key), key, c.value_text(key), key);
-}
-
 // oneDNN picks its kernels for the CPU it runs on, and they differ in the order of their
 // sums: with portable results asked for, the convolutions must be OpenBLAS's pinned ones.
 void check_conv_kernels(const Config& c) {
@@ -143,16 +134,6 @@ void check_conv_kernels(const Config& c) {
 
 }  // namespace
 
-std::string gpu_unsupported_key(const Config& config) {
-  const auto& t = config.train();
-  if (t.optimizer != "sgd") return "train.optimizer";
-  if (t.nesterov) return "train.nesterov";
-  if (t.label_smoothing != 0.0) return "train.label_smoothing";
-  if (t.clip_grad_norm != 0.0) return "train.clip_grad_norm";
-  if (t.noise_scale) return "train.noise_scale";
-  return "";
-}
-
 void check_cross_key_rules(const Config& config) {
   check_transform_and_batch(config);
   check_offload(config);
@@ -160,7 +141,6 @@ void check_cross_key_rules(const Config& config) {
   check_kreduce(config);
   check_optimizer(config);
   check_lr_schedule(config);
-  check_gpu(config);
   check_conv_kernels(config);
 }
 

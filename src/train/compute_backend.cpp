@@ -23,20 +23,6 @@ std::unique_ptr<comm::GradientSync> make_gradient_sync(const Config& config,
 
 namespace {
 
-// Batch norm's statistics summed over the trainers of a step (synchronised batch norm).
-class TrainerStatReducer final : public model::StatReducer {
- public:
-  TrainerStatReducer(const comm::Communicator& trainers, std::chrono::duration<double> timeout)
-      : trainers_(trainers), timeout_(timeout) {}
-  void sum(std::span<double> values) override {
-    if (trainers_.size() > 1) trainers_.allreduce_sum(values, timeout_);
-  }
-
- private:
-  const comm::Communicator& trainers_;
-  std::chrono::duration<double> timeout_;
-};
-
 // model::Model + model::Optimizer + a host GradientSync: the calls the training loop always
 // made.
 class CpuBackend final : public ComputeBackend {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "conflux/core/error.hpp"
-#include "conflux/gpu/gpu_model.hpp"
+#include "conflux/gpu/device_layer_types.hpp"
 #include "conflux/gpu/runtime.hpp"
 
 namespace conflux::train {
@@ -45,30 +45,12 @@ DeviceChoice choose_device(const Config& config, const comm::Communicator& train
   DeviceChoice choice;
   choice.description = "CPU";
   if (setting == "cpu") return choice;  // the same on every trainer: nothing to agree on
-  // The same on every trainer too (the config is agreed); "gpu" with it is refused at load.
-  if (const std::string key = gpu_unsupported_key(config); !key.empty()) {
-    if (log != nullptr && trainers.rank() == 0) {
-      log->info("{} = {} is not implemented on the GPU path: trainers compute on the CPU", key,
-                config.value_text(key));
-    }
-    return choice;
-  }
-
-  // Layers too: the same on every trainer, and never a silent fallback for "gpu".
-  if (const int layer = gpu::first_layer_without_gpu_kernel(config.layers()); layer >= 0) {
+  // The same on every trainer too (the config is agreed), and never a silent fallback for
+  // "gpu": a layer type without device kernels.
+  if (const int layer = gpu::first_layer_without_device_kernels(config.layers()); layer >= 0) {
     const LayerSpec& spec = config.layers()[static_cast<std::size_t>(layer)];
     const std::string what =
-        !gpu::has_gpu_kernel(spec.type)
-            ? fmt::format("model.layers[{}] (type = \"{}\") has no GPU kernel", layer, spec.type)
-        : !gpu::gpu_kernel_covers(spec)
-            ? fmt::format(
-                  "model.layers[{}] (type = \"{}\", padding = {}) has no GPU kernel: the "
-                  "GPU max pool has no padding",
-                  layer, spec.type, spec.padding)
-            : fmt::format(
-                  "model.layers[{}] (type = \"{}\") takes inputs other than the previous "
-                  "layer's output, and the GPU path runs straight lists only",
-                  layer, spec.type);
+        fmt::format("model.layers[{}] (type = \"{}\") has no GPU kernel", layer, spec.type);
     CONFLUX_REQUIRE(setting != "gpu", "{}: {}; set train.device = \"cpu\" (or \"auto\")",
                     config.where("model.layers"), what);
     if (log != nullptr && trainers.rank() == 0) log->info("{}: trainers compute on the CPU", what);

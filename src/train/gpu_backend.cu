@@ -1,22 +1,22 @@
-// The GPU compute backend (compute_backend.hpp) in the CUDA build: gpu::GpuModel on the trainer's
-// device, batches staged through double-buffered pinned memory on a copy stream, gradients summed
-// with NCCL on the compute stream (or through host memory with a comm::GradientSync).
+// The GPU compute backend (compute_backend.hpp) in the CUDA build: the one model's device
+// kernels (gpu::CudaModel) on the trainer's device, batches staged through double-buffered
+// pinned memory on a copy stream, gradients exchanged by a comm::GradientSync over device
+// memory (NCCL, or a host strategy on a pinned copy).
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
-#include <optional>
+#include <cstdint>
 #include <utility>
 
 #include "conflux/core/error.hpp"
 #include "conflux/gpu/check.hpp"
-#include "conflux/gpu/gpu_model.hpp"
+#include "conflux/gpu/cuda_model.hpp"
+#include "conflux/gpu/gradient_syncs.hpp"
 #include "conflux/gpu/handles.hpp"
-#include "conflux/gpu/nccl_allreduce.hpp"
 #include "conflux/gpu/runtime.hpp"
-#include "conflux/model/sgd.hpp"
 #include "conflux/train/compute_backend.hpp"
 
 namespace conflux::train {
@@ -35,6 +35,7 @@ struct StagingSlot {
   gpu::PinnedBuffer<model::Label> host_labels;
   gpu::DeviceBuffer<float> images;
   gpu::DeviceBuffer<model::Label> labels;
+  std::vector<std::uint32_t> samples;  // the batch's dataset indices (dropout's masks)
   gpu::Event copied;    // copy stream: the upload of host_* into images/labels is done
   gpu::Event consumed;  // compute stream: the step that read images/labels is done with them
   bool copy_recorded = false;
@@ -51,23 +52,15 @@ class GpuBackend final : public ComputeBackend {
         trainers_(*o.trainers),
         host_(std::move(host)),
         sample_floats_(model::Tensor::count_of(host_.input_shape())),
-        // From the host model's parameters, not a fresh model of run.seed: weights loaded by
-        // train.init_from must reach the GPU.
-        model_(host_, model::SgdOptions{static_cast<float>(o.config->train().lr),
-                                        static_cast<float>(o.config->train().momentum),
-                                        static_cast<float>(o.config->train().weight_decay)}) {
-    const auto max_batch = static_cast<int>(o.max_batch);
-    model_.reserve(max_batch);
+        // From the host model's state, not a fresh model of run.seed: weights loaded by
+        // train.init_from reach the GPU.
+        model_(host_, o.config->train(), gpu::CudaModelOptions{}),
+        reducer_(*o.trainers, o.timeout),
+        seed_(o.config->run().seed),
+        config_(o.config),
+        timeout_(o.timeout),
+        shared_gpu_(o.device.shared_gpu) {
     for (StagingSlot& slot : slots_) grow(slot, o.max_batch);
-    // NCCL needs one device per rank; K-Reduce (and trainers sharing a GPU) go through the host.
-    use_nccl_ = o.config->comm().strategy != "kreduce" && !o.device.shared_gpu;
-    if (!use_nccl_) {
-      host_sync_ = make_gradient_sync(*o.config, trainers_, model_.num_params(), o.timeout);
-      host_grads_ = gpu::PinnedBuffer<float>(model_.num_params());
-      staging_reason_ = o.device.shared_gpu && o.config->comm().strategy != "kreduce"
-                            ? "; trainers share a GPU, which NCCL does not allow"
-                            : "";
-    }
   }
 
   ~GpuBackend() override {
@@ -82,20 +75,26 @@ class GpuBackend final : public ComputeBackend {
 
   std::string device_name() const override { return description_; }
   std::string sync_name() const override {
-    if (use_nccl_) return "nccl-allreduce";
-    return fmt::format("{} (GPU gradients staged through host memory{})", host_sync_->name(),
-                       staging_reason_);
+    const std::string why = uses_nccl() || config_->comm().strategy == "kreduce"
+                                ? ""
+                                : "; trainers share a GPU, which NCCL does not allow";
+    return sync_ ? sync_->name() + why : "not connected";
   }
-  // GPU models have no buffers (batch norm is refused on the GPU): the state is the parameters.
   const std::vector<model::ParamInfo>& state_infos() const noexcept override {
-    return model_.param_infos();
+    return host_.state_infos();
   }
-  std::size_t state_size() const noexcept override { return model_.num_params(); }
+  std::size_t state_size() const noexcept override { return host_.state().size(); }
 
+  // NCCL needs one device per rank; K-Reduce (and trainers sharing a GPU) go through the host.
   void connect() override {
-    if (use_nccl_ && !nccl_) {
-      gpu::use_device(device_);
-      nccl_.emplace(trainers_);
+    if (sync_) return;
+    gpu::use_device(device_);
+    if (uses_nccl()) {
+      sync_ = gpu::make_nccl_sync(trainers_, model_.stream());
+    } else {
+      sync_ = gpu::make_host_staged_sync(
+          make_gradient_sync(*config_, trainers_, model_.num_params(), timeout_),
+          model_.num_params(), model_.stream());
     }
   }
 
@@ -117,6 +116,7 @@ class GpuBackend final : public ComputeBackend {
     // from one byte to four.
     std::copy_n(batch.images.data.data(), floats, s.host_images.data());
     std::copy_n(batch.labels.data(), n, s.host_labels.data());
+    s.samples.assign(batch.samples.begin(), batch.samples.end());
     // The device buffers may still be read by the step that used this slot last.
     if (s.consume_recorded) copy_.wait(s.consumed);
     gpu::copy_to_device(s.images.data(), s.host_images.data(), floats, copy_.get());
@@ -128,58 +128,32 @@ class GpuBackend final : public ComputeBackend {
     next_ = 1 - next_;
   }
 
-  // The step matters only to dropout, which the GPU path refuses.
-  void compute(float grad_scale, std::uint64_t /*global_step*/) override {
+  void compute(float grad_scale, std::uint64_t global_step) override {
     CONFLUX_CHECK(staged_ >= 0, "GPU trainer: compute() without a staged batch");
     StagingSlot& s = slots_[static_cast<std::size_t>(std::exchange(staged_, -1))];
-    if (host_sync_) host_sync_->progress();
-    cudaStream_t stream = model_.compute_stream();
+    if (sync_) sync_->progress();
+    cudaStream_t stream = model_.stream();
     CONFLUX_CUDA_CHECK(cudaStreamWaitEvent(stream, s.copied.get(), 0));
-    model_.forward(s.images.data(), s.n);
-    model_.loss_and_grad_async(s.labels.data(), grad_scale);
-    model_.backward();
+    const model::Pass pass{.training = true,
+                           .seed = seed_,
+                           .step = global_step,
+                           .samples = s.samples,
+                           .reducer = &reducer_};
+    model_.compute(s.images.data(), s.labels.data(), s.n, grad_scale, pass);
     s.consumed.record(stream);
     s.consume_recorded = true;
   }
 
   model::LossResult loss() override { return model_.loss_result(); }
 
-  comm::Merged exchange() override {
-    if (use_nccl_) {
-      CONFLUX_CHECK(nccl_.has_value(), "GPU trainer: exchange() before connect()");
-      const gpu::DeviceSpan<float> grads = model_.grads();
-      nccl_->sum_async(grads.data, grads.size, model_.compute_stream());
-      return comm::Merged::kCurrent;
-    }
-    model_.download_grads(host_grads_.span());  // waits for the backward pass
-    const comm::Merged merged = host_sync_->exchange(host_grads_.span());
-    if (merged != comm::Merged::kNone) model_.upload_grads(host_grads_.span());
-    return merged;
-  }
-
-  bool drain() override {
-    if (use_nccl_) return false;
-    if (!host_sync_->drain(host_grads_.span())) return false;
-    model_.upload_grads(host_grads_.span());
-    return true;
-  }
-
+  comm::Merged exchange() override { return connected().exchange(grads()); }
+  bool drain() override { return connected().drain(grads()); }
   void progress() override {
-    if (host_sync_) host_sync_->progress();
+    if (sync_) sync_->progress();
   }
-
-  // Never called: train.noise_scale is one of the keys the GPU path refuses
-  // (config::gpu_unsupported_key), so such a run computes on the CPU.
-  double gradient_sum_of_squares() override {
-    CONFLUX_CHECK(false, "the gradient noise scale is not implemented on the GPU path");
-    return 0.0;
-  }
-
-  void apply(double lr) override {
-    model_.sgd_step(static_cast<float>(lr));
-    ++sgd_steps_;
-  }
-  double lr() const override { return model_.sgd_options().lr; }
+  double gradient_sum_of_squares() override { return model_.grad_sum_of_squares(); }
+  void apply(double lr) override { model_.apply(lr); }
+  double lr() const override { return model_.lr(); }
 
   model::LossResult evaluate(const model::Tensor& images,
                              std::span<const model::Label> labels) override {
@@ -194,42 +168,37 @@ class GpuBackend final : public ComputeBackend {
       eval_labels_ = gpu::DeviceBuffer<model::Label>(std::max(n, eval_labels_.size()));
     }
     // From pageable memory: each copy returns once the host data has been taken.
-    cudaStream_t stream = model_.compute_stream();
-    gpu::copy_to_device(eval_images_.data(), images.data.data(), floats, stream);
-    gpu::copy_to_device(eval_labels_.data(), labels.data(), n, stream);
-    model_.forward(eval_images_.data(), static_cast<int>(n));
-    return model_.loss_and_grad(eval_labels_.data(), 0.0f);
+    gpu::copy_to_device(eval_images_.data(), images.data.data(), floats, model_.stream());
+    gpu::copy_to_device(eval_labels_.data(), labels.data(), n, model_.stream());
+    return model_.evaluate(eval_images_.data(), eval_labels_.data(), static_cast<int>(n));
   }
 
-  // The GPU runs model::Sgd only (train.optimizer = "sgd" is checked before the backend is
-  // built): its state is SGD's, with the momentum buffer on the device.
-  void download(std::vector<float>& params, model::OptimizerState& optimizer) override {
-    params.resize(model_.num_params());
-    model_.download_params(params);
-    optimizer.name = "sgd";
-    optimizer.steps = sgd_steps_;
-    optimizer.buffers.resize(1);
-    optimizer.buffers[0].name = model::kSgdMomentumBuffer;
-    optimizer.buffers[0].values.resize(model_.num_params());
-    model_.download_velocity(optimizer.buffers[0].values);
+  void download(std::vector<float>& state, model::OptimizerState& optimizer) override {
+    state.resize(model_.state_size());
+    model_.download(state, optimizer);
   }
 
-  void restore(std::span<const float> params, const model::OptimizerState& optimizer) override {
-    // The host optimiser checks the state (its name, buffers and sizes) as the CPU's does.
-    model::Sgd(model_.sgd_options(), model_.num_params()).restore(optimizer);
-    model_.upload_params(params);
-    model_.upload_velocity(optimizer.buffers[0].values, optimizer.steps > 0);
-    sgd_steps_ = optimizer.steps;
-    std::copy(params.begin(), params.end(), host_.params().begin());
+  void restore(std::span<const float> state, const model::OptimizerState& optimizer) override {
+    CONFLUX_CHECK(state.size() == host_.state().size(),
+                  "restore: {} values for a model state of {}", state.size(), host_.state().size());
+    model_.restore(state, optimizer);
+    std::copy(state.begin(), state.end(), host_.state().begin());
   }
 
   const model::Model& sync_host_model() override {
-    model_.download_params(host_.params());
+    model_.download_state(host_.state());
     return host_;
   }
   const model::Model& host_model() const noexcept override { return host_; }
 
  private:
+  bool uses_nccl() const { return config_->comm().strategy != "kreduce" && !shared_gpu_; }
+  comm::GradientSync& connected() {
+    CONFLUX_CHECK(sync_ != nullptr, "GPU trainer: a gradient exchange before connect()");
+    return *sync_;
+  }
+  std::span<float> grads() { return {model_.grads(), model_.num_params()}; }
+
   // Makes room in `s` for batches of `n` samples. Replaced buffers are idle first: their last
   // upload is done and the last step that read them has finished.
   void grow(StagingSlot& s, std::size_t n) {
@@ -248,17 +217,17 @@ class GpuBackend final : public ComputeBackend {
   const comm::Communicator& trainers_;
   model::Model host_;  // the host copy for callbacks, model.h5 and the digest
   std::size_t sample_floats_;
-  gpu::GpuModel model_;
-  std::uint64_t sgd_steps_ = 0;  // updates applied (the checkpoint's /optimizer/steps)
-  gpu::Stream copy_;             // host-to-device uploads of the batches
+  gpu::CudaModel model_;
+  TrainerStatReducer reducer_;
+  std::uint64_t seed_;
+  const Config* config_;
+  std::chrono::duration<double> timeout_;
+  bool shared_gpu_;
+  gpu::Stream copy_;  // host-to-device uploads of the batches
   std::array<StagingSlot, 2> slots_;
   int staged_ = -1;  // slot of the batch the next compute() uses, -1 when none
   int next_ = 0;     // slot the next stage() fills
-  bool use_nccl_ = false;
-  std::optional<gpu::NcclAllreduce> nccl_;         // NCCL: set up by connect()
-  std::unique_ptr<comm::GradientSync> host_sync_;  // otherwise: on host_grads_
-  gpu::PinnedBuffer<float> host_grads_;
-  std::string staging_reason_;
+  std::unique_ptr<comm::GradientSync> sync_;  // set up by connect()
   gpu::DeviceBuffer<float> eval_images_;
   gpu::DeviceBuffer<model::Label> eval_labels_;
 };

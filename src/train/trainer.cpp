@@ -43,14 +43,8 @@ std::unique_ptr<ComputeBackend> make_backend(const TrainerSetup& setup, model::M
                                .num_classes = setup.data.train->info().num_classes,
                                .max_batch = max_batch,
                                .device = setup.device};
-  if (setup.device.device == ComputeDevice::kGpu) {
-    // choose_device() picks the CPU for "auto" and the config refuses "gpu" with these; never
-    // a silent fallback.
-    const std::string key = gpu_unsupported_key(setup.config);
-    CONFLUX_REQUIRE(key.empty(), "{}: {} = {} is not implemented on the GPU path",
-                    setup.config.where(key), key, setup.config.value_text(key));
+  if (setup.device.device == ComputeDevice::kGpu)
     return make_gpu_backend(std::move(model), options);
-  }
   log_conv_kernels(setup, model);
   return make_cpu_backend(std::move(model), options);
 }

@@ -27,14 +27,11 @@ TEST(ConfigOptimizer, AcceptsEachOptimiserAndSchedule) {
   EXPECT_EQ(c.train().optimizer, "adamw");
   EXPECT_EQ(c.train().lr_milestones, (std::vector<float>{100, 150}));
   EXPECT_DOUBLE_EQ(c.train().adam_beta2, 0.98);
-  EXPECT_EQ(gpu_unsupported_key(c), "train.optimizer");
   EXPECT_NO_THROW(load({"train.nesterov=true", "train.momentum=0.9", "train.lr_schedule=step",
                         "train.lr_step_size=30"}));
-  EXPECT_EQ(gpu_unsupported_key(load({"train.lr_schedule=step", "train.lr_step_size=3"})), "");
-  EXPECT_EQ(gpu_unsupported_key(load({"train.momentum=0.9", "train.nesterov=true"})),
-            "train.nesterov");
-  EXPECT_EQ(gpu_unsupported_key(load({"train.label_smoothing=0.1"})), "train.label_smoothing");
-  EXPECT_EQ(gpu_unsupported_key(load({"train.clip_grad_norm=5"})), "train.clip_grad_norm");
+  // Every optimiser, label smoothing and clipping run on the GPU too: "gpu" accepts them.
+  EXPECT_NO_THROW(load({"train.device=\"gpu\"", "train.optimizer=adamw",
+                        "train.label_smoothing=0.1", "train.clip_grad_norm=5"}));
 }
 
 TEST(ConfigOptimizer, RejectsMomentumKeysThatDoNotApply) {
@@ -62,17 +59,14 @@ TEST(ConfigOptimizer, RejectsInconsistentSchedules) {
   expect_error({"train.lr_gamma=0"}, {"train.lr_gamma"});
 }
 
-TEST(ConfigOptimizer, GpuDeviceRefusesWhatTheGpuPathLacks) {
-  expect_error({"train.device=gpu", "train.optimizer=adam"},
-               {"train.optimizer = 'adam' is not implemented on the GPU path",
-                "--set train.optimizer=adam"});
-  expect_error({"train.device=gpu", "train.clip_grad_norm=1"},
-               {"train.clip_grad_norm = 1 is not implemented on the GPU path"});
-  expect_error({"train.device=gpu", "train.noise_scale=true"},
-               {"train.noise_scale = true is not implemented on the GPU path"});
+// The GPU path runs every optimiser, clipping and the noise scale (gpu::DeviceOptimizer):
+// train.device = "gpu" accepts them.
+TEST(ConfigOptimizer, GpuDeviceAcceptsEveryOptimiserAndOption) {
+  EXPECT_NO_THROW(load({"train.device=gpu", "train.optimizer=adam"}));
+  EXPECT_NO_THROW(load({"train.device=gpu", "train.clip_grad_norm=1"}));
+  EXPECT_NO_THROW(load({"train.device=gpu", "train.noise_scale=true"}));
   EXPECT_NO_THROW(load({"train.device=gpu", "train.lr_schedule=multistep",
                         "train.lr_milestones=[5]", "train.momentum=0.9"}));
-  EXPECT_NO_THROW(load({"train.device=auto", "train.optimizer=adam"}));
 }
 
 }  // namespace

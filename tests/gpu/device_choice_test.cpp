@@ -7,7 +7,7 @@
 #include <string>
 
 #include "conflux/core/error.hpp"
-#include "conflux/gpu/gpu_model.hpp"
+#include "conflux/gpu/device_layer_types.hpp"
 #include "conflux/gpu/runtime.hpp"
 #include "conflux/model/model.hpp"
 #include "conflux/train/compute_backend.hpp"
@@ -87,25 +87,20 @@ TEST(GpuDeviceChoice, GpuBackendNeedsACudaBuildAndAChosenGpu) {
 namespace conflux::train {
 namespace {
 
-// The GPU model runs straight lists of its kernels' layers; a graph is refused by index.
-TEST(GpuDeviceChoice, GraphWiringAndLayersWithoutKernelsAreNamed) {
-  const std::vector<LayerSpec> chain{{.type = "flatten", .name = "f", .inputs = {"input"}},
-                                     {.type = "linear", .out = 10, .inputs = {"f"}}};
-  EXPECT_EQ(gpu::first_layer_without_gpu_kernel(chain), -1);
-  std::vector<LayerSpec> skip = chain;
-  skip[1].inputs = {"input"};
-  EXPECT_EQ(gpu::first_layer_without_gpu_kernel(skip), 1);
-  std::vector<LayerSpec> norm = chain;
-  norm.insert(norm.begin() + 1, LayerSpec{.type = "batchnorm"});
-  norm[2].inputs.clear();
-  EXPECT_EQ(gpu::first_layer_without_gpu_kernel(norm), 1);
-  // The GPU max pool has no padding: a padded one is refused, an unpadded one runs.
-  std::vector<LayerSpec> pooled = chain;
-  pooled.insert(pooled.begin(), LayerSpec{.type = "maxpool", .kernel = 3, .stride = 2});
-  pooled[1].inputs.clear();
-  EXPECT_EQ(gpu::first_layer_without_gpu_kernel(pooled), -1);
-  pooled[0].padding = 1;
-  EXPECT_EQ(gpu::first_layer_without_gpu_kernel(pooled), 0);
+// Every layer type has device kernels, graphs included; a type without them would be named by
+// index (the one list: gpu/device_layer_types.hpp).
+TEST(GpuDeviceChoice, LayersWithoutDeviceKernelsAreNamed) {
+  const std::vector<LayerSpec> graph{{.type = "conv2d", .out = 4, .name = "c", .inputs = {"input"}},
+                                     {.type = "batchnorm", .name = "b"},
+                                     {.type = "maxpool", .kernel = 3, .stride = 2, .padding = 1},
+                                     {.type = "add", .inputs = {"b", "c"}},
+                                     {.type = "globalavgpool"},
+                                     {.type = "dropout"},
+                                     {.type = "linear", .out = 10}};
+  EXPECT_EQ(gpu::first_layer_without_device_kernels(graph), -1);
+  std::vector<LayerSpec> unknown = graph;
+  unknown[4].type = "lstm";
+  EXPECT_EQ(gpu::first_layer_without_device_kernels(unknown), 4);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "conflux/model/loss.hpp"
 #include "conflux/model/model.hpp"
 #include "conflux/model/optimizer.hpp"
+#include "device_model_cases.hpp"
 #include "gpu_test_support.hpp"
 #include "host_executor.hpp"
 
@@ -31,63 +32,6 @@ using model::Model;
 using model::Tensor;
 using Device = DeviceModel<HostExecutor>;
 using model::SampleShape;
-
-// Every layer type, channels-last activations and fused ReLUs (conv, batchnorm, add).
-const std::vector<LayerSpec> kEveryLayer{
-    {.type = "conv2d", .out = 6, .kernel = 3, .stride = 1, .padding = 1, .name = "stem"},
-    {.type = "batchnorm", .name = "bn"},
-    {.type = "relu", .name = "act"},
-    {.type = "dropout", .rate = 0.5, .name = "drop2d"},
-    {.type = "maxpool", .kernel = 3, .stride = 2, .padding = 1, .name = "pool"},
-    {.type = "conv2d", .out = 6, .kernel = 3, .stride = 1, .padding = 1, .name = "c1"},
-    {.type = "relu", .name = "r1"},
-    {.type = "conv2d", .out = 6, .kernel = 1, .stride = 1, .padding = 0, .name = "c2"},
-    {.type = "add", .name = "sum", .inputs = {"c2", "pool"}},
-    {.type = "relu", .name = "r2"},
-    {.type = "conv2d",
-     .out = 4,
-     .kernel = 3,
-     .stride = 2,
-     .padding = 0,
-     .name = "proj",
-     .inputs = {"r2"}},
-    {.type = "avgpool", .kernel = 3, .stride = 2, .name = "avg2", .inputs = {"r2"}},
-    {.type = "concat", .name = "cat", .inputs = {"proj", "avg2", "proj"}},
-    {.type = "avgpool", .kernel = 2, .stride = 1, .name = "avg"},
-    {.type = "globalavgpool", .name = "gap", .inputs = {"avg"}},
-    {.type = "dropout", .rate = 0.25, .name = "drop"},
-    {.type = "batchnorm", .name = "bn1d"},
-    {.type = "linear", .out = 5, .name = "fc"}};
-
-// An MLP with a flatten of an image (channels-last to the CPU's feature order).
-const std::vector<LayerSpec> kFlattenMlp{{.type = "conv2d", .out = 3, .kernel = 3, .padding = 1},
-                                         {.type = "flatten"},
-                                         {.type = "linear", .out = 7},
-                                         {.type = "relu"},
-                                         {.type = "linear", .out = 5}};
-
-std::vector<float> to_vector(std::span<const float> s) {
-  return {s.begin(), s.end()};
-}
-
-struct Batch {
-  Tensor images;
-  std::vector<model::Label> labels;
-  std::vector<std::uint32_t> samples;
-};
-
-Batch random_batch(const model::SampleShape& sample, int n, int classes, std::uint64_t seed) {
-  Rng rng{seed, 99};
-  Batch b;
-  std::vector<int> shape{n};
-  shape.insert(shape.end(), sample.begin(), sample.end());
-  b.images = tensor(shape, random_floats(Tensor::count_of(shape), rng));
-  for (int i = 0; i < n; ++i) {
-    b.labels.push_back(static_cast<model::Label>(rng.below(static_cast<std::uint64_t>(classes))));
-    b.samples.push_back(static_cast<std::uint32_t>(1000 + 7 * i));
-  }
-  return b;
-}
 
 // One forward, loss and backward on both devices; returns the two losses.
 struct StepResult {

@@ -110,9 +110,4 @@ Config load_config_file(const std::filesystem::path& path, const ConfigSources& 
 Config load_config_string(std::string_view toml_text, std::string_view source_name,
                           const ConfigSources& sources);
 
-/// The first [train] key set to something the GPU path does not implement (Adam/AdamW,
-/// Nesterov, label smoothing, gradient clipping; docs/gpu.md), or "" when it can run it.
-/// train.device = "gpu" with such a key is an InputError; "auto" chooses the CPU and says so.
-std::string gpu_unsupported_key(const Config& config);
-
 }  // namespace conflux

@@ -2,9 +2,9 @@
 /// @file compute_backend.hpp
 /// Where a trainer's model lives and computes, behind one interface, so that the training loop
 /// is the same for both: the CPU (model::Model + model::Optimizer + comm::GradientSync on host
-/// buffers, exactly the calls the loop made before) and one CUDA device (gpu::GpuModel, batches
-/// staged through pinned buffers on a copy stream, NCCL or host-staged gradient sums). Free of
-/// CUDA types. See docs/gpu.md.
+/// buffers, exactly the calls the loop made before) and one CUDA device (gpu::CudaModel: the same
+/// model's device kernels, batches staged through pinned buffers on a copy stream, NCCL or
+/// host-staged gradient exchanges). Free of CUDA types. See docs/gpu.md.
 ///
 /// One training step, in this order:
 ///
@@ -78,7 +78,7 @@ class ComputeBackend {
   virtual void progress() = 0;
   /// Sum of squares of the gradient buffer as it is now (model::sum_of_squares): before
   /// exchange() this trainer's contribution, after it the merged gradient. For the gradient
-  /// noise scale (train.noise_scale), which the GPU path does not implement.
+  /// noise scale (train.noise_scale).
   virtual double gradient_sum_of_squares() = 0;
   /// One optimiser step from the (merged) gradients with learning rate `lr`, after clipping
   /// them to train.clip_grad_norm when set.
@@ -104,6 +104,22 @@ class ComputeBackend {
   virtual const model::Model& host_model() const noexcept = 0;
 };
 
+/// Batch norm's statistics summed over the trainers of a step (synchronised batch norm), on
+/// every device: an MPI allreduce over the trainers with a bounded wait.
+class TrainerStatReducer final : public model::StatReducer {
+ public:
+  /// Uses `trainers` (which must outlive this object).
+  TrainerStatReducer(const comm::Communicator& trainers, std::chrono::duration<double> timeout)
+      : trainers_(trainers), timeout_(timeout) {}
+  void sum(std::span<double> values) override {
+    if (trainers_.size() > 1) trainers_.allreduce_sum(values, timeout_);
+  }
+
+ private:
+  const comm::Communicator& trainers_;
+  std::chrono::duration<double> timeout_;
+};
+
 /// What a backend is built from besides its model.
 struct BackendOptions {
   const Config* config = nullptr;
@@ -126,7 +142,7 @@ std::unique_ptr<comm::GradientSync> make_gradient_sync(const Config& config,
 std::unique_ptr<ComputeBackend> make_cpu_backend(model::Model model, const BackendOptions& options);
 
 /// The GPU backend on device options.device.gpu (made current by choose_device()): a
-/// gpu::GpuModel with `model`'s layout and initial parameters (`model` stays as the host copy).
+/// gpu::CudaModel of `model` (its layout and current state; `model` stays as the host copy).
 /// Gradients are summed with NCCL, or through host memory with make_gradient_sync() for
 /// comm.strategy = "kreduce" or when trainers share a GPU. RuntimeError "built without CUDA" in a
 /// CPU-only build, and on CUDA errors.

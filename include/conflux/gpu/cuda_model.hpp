@@ -1,0 +1,86 @@
+#pragma once
+/// @file cuda_model.hpp
+/// The device model (device_model.hpp) and its optimiser on the current CUDA device, behind an
+/// interface free of CUDA types, for the GPU trainer and the GPU tests. Defined in CUDA builds
+/// only (src/gpu/cuda_model.cu): a CPU-only build has no caller.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "conflux/config/sections.hpp"
+#include "conflux/model/layer.hpp"
+#include "conflux/model/loss.hpp"
+#include "conflux/model/model.hpp"
+#include "conflux/model/optimizer.hpp"
+
+/// The CUDA runtime's stream type (cudaStream_t is CUstream_st*).
+struct CUstream_st;
+
+namespace conflux::gpu {
+
+/// How the convolutions compute.
+struct CudaModelOptions {
+  /// Only algorithms cuDNN declares deterministic (the same bits on every run on one GPU
+  /// type); without, cuDNN may pick faster ones that add with atomics.
+  bool deterministic = true;
+  /// The most device memory one convolution call may use as scratch.
+  std::size_t workspace_limit_bytes = std::size_t{256} << 20;
+};
+
+class CudaModel {
+ public:
+  /// `initial`'s kernels, state (its current parameters and buffers) and the optimiser [train]
+  /// configures, on the calling thread's current device, with a compute stream of its own.
+  /// InputError naming a layer without device kernels; RuntimeError on CUDA errors.
+  CudaModel(const model::Model& initial, const TrainSection& train,
+            const CudaModelOptions& options = {});
+  CudaModel(CudaModel&&) noexcept;
+  CudaModel& operator=(CudaModel&&) noexcept;
+  ~CudaModel();
+
+  /// The stream every call enqueues on.
+  CUstream_st* stream() const noexcept;
+  /// The device the model lives on.
+  int device() const noexcept;
+  std::size_t num_params() const noexcept;
+  std::size_t state_size() const noexcept;
+  /// The gradients on the device (num_params floats), for a gradient exchange on stream().
+  float* grads() noexcept;
+
+  /// Forward pass of `n` samples (device memory: channels-first images as the data pipeline
+  /// makes them, and labels), the loss with train.label_smoothing and dL/dlogits scaled by
+  /// `grad_scale`, and the backward pass; enqueued. `pass` as model::Model::forward's.
+  void compute(const float* images, const model::Label* labels, int n, float grad_scale,
+               const model::Pass& pass);
+  /// The last compute()'s or evaluate()'s loss (waits for it).
+  model::LossResult loss_result();
+  /// Sum of squares of the gradients (waits).
+  double grad_sum_of_squares();
+  /// Clips the gradients to train.clip_grad_norm when set, then one optimiser step with `lr`;
+  /// enqueued.
+  void apply(double lr);
+  /// The learning rate of the last apply() (train.lr before the first).
+  double lr() const noexcept;
+  /// Evaluation forward pass and loss of `n` samples in device memory (no gradients); waits.
+  model::LossResult evaluate(const float* images, const model::Label* labels, int n);
+
+  /// The model's state (model::Model::state() layout) (waits).
+  void download_state(std::span<float> state);
+  /// The model's state and the optimiser's (waits).
+  void download(std::span<float> state, model::OptimizerState& optimizer);
+  /// Replaces both (resume); InputError for another optimiser's state.
+  void restore(std::span<const float> state, const model::OptimizerState& optimizer);
+  /// Waits for everything enqueued.
+  void synchronize();
+  /// One line on the convolutions, for logs.
+  std::string describe() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace conflux::gpu

@@ -1,0 +1,134 @@
+#pragma once
+// The CUDA executor of the device kernels (gpu/device_layer.hpp): element functions become
+// grid-stride kernels, GEMMs cublasSgemm calls, convolutions cuDNN's (one algorithm choice per
+// shape, cached; one shared workspace), all on one stream. Included by .cu files only.
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+
+#include "conflux/gpu/check.hpp"
+#include "conflux/gpu/cublas_api.hpp"
+#include "conflux/gpu/cudnn_conv.hpp"
+#include "conflux/gpu/device_layer.hpp"
+#include "conflux/gpu/handles.hpp"
+
+namespace conflux::gpu {
+namespace detail {
+
+inline constexpr int kThreadsPerBlock = 256;
+// Grid-stride loops cover any count; 8192 blocks of 256 threads fill an H200 (132 SMs) several
+// times over.
+inline constexpr std::size_t kMaxBlocks = 8192;
+
+template <class F>
+__global__ void __launch_bounds__(kThreadsPerBlock) for_each_kernel(std::size_t count, F f) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride) {
+    f(i);
+  }
+}
+
+}  // namespace detail
+
+/// Runs everything on `stream` of the current device; owns the cuBLAS and cuDNN handles bound
+/// to it and the convolutions' workspace.
+class CudaExecutor {
+ public:
+  template <class T>
+  using Buffer = DeviceBuffer<T>;
+
+  CudaExecutor(cudaStream_t stream, const ConvOptions& conv)
+      : stream_(stream), blas_(), dnn_(stream), convs_(dnn_.get(), conv) {
+    CONFLUX_CUBLAS_CHECK(cublas().set_stream(blas_.get(), stream_));
+    // Full FP32 products unless TF32 is asked for (cuDNN's math type follows the precision).
+    CONFLUX_CUBLAS_CHECK(cublas().set_math_mode(blas_.get(), conv.precision == Precision::kTf32
+                                                                 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                 : CUBLAS_DEFAULT_MATH));
+  }
+
+  cudaStream_t stream() const noexcept { return stream_; }
+
+  template <class F>
+  void for_each(std::size_t count, const F& f) {
+    if (count == 0) return;
+    const std::size_t blocks = std::min<std::size_t>(
+        (count + detail::kThreadsPerBlock - 1) / detail::kThreadsPerBlock, detail::kMaxBlocks);
+    detail::
+        for_each_kernel<<<static_cast<unsigned>(blocks), detail::kThreadsPerBlock, 0, stream_>>>(
+            count, f);
+    CONFLUX_CUDA_CHECK_LAUNCH();
+  }
+
+  void gemm(const Gemm& g) {
+    if (g.m == 0 || g.n == 0) return;
+    const float one = 1.0f;
+    CONFLUX_CUBLAS_CHECK(cublas().sgemm(blas_.get(), g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                        g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k, &one,
+                                        g.a, g.lda, g.b, g.ldb, &g.beta, g.c, g.ldc));
+  }
+
+  void conv(const ConvCall& call) {
+    const ConvGeometry& g = call.geometry;
+    const CudnnConv& conv = convs_.get(ConvShape{.batch = g.batch,
+                                                 .channels = g.channels,
+                                                 .height = g.height,
+                                                 .width = g.width,
+                                                 .out_channels = g.out_channels,
+                                                 .kernel = g.kernel,
+                                                 .stride = g.stride,
+                                                 .padding = g.padding});
+    if (workspace_.bytes() < conv.workspace_bytes()) {
+      // The old workspace may still be in use by enqueued calls: cudaFree waits for them.
+      workspace_ = DeviceBuffer<std::byte>(conv.workspace_bytes());
+    }
+    void* ws = workspace_.empty() ? nullptr : workspace_.data();
+    switch (call.kind) {
+      case ConvCall::Kind::kForward:
+        conv.forward(call.x, call.w, call.out, ws, stream_);
+        break;
+      case ConvCall::Kind::kBackwardData:
+        conv.backward_data(call.y, call.w, call.out, ws, stream_);
+        break;
+      case ConvCall::Kind::kBackwardFilter:
+        conv.backward_filter(call.x, call.y, call.out, ws, stream_);
+        break;
+    }
+  }
+
+  template <class T>
+  void zero(T* p, std::size_t count) {
+    if (count > 0) CONFLUX_CUDA_CHECK(cudaMemsetAsync(p, 0, count * sizeof(T), stream_));
+  }
+  template <class T>
+  void copy(T* dst, const T* src, std::size_t count) {
+    if (count > 0) {
+      CONFLUX_CUDA_CHECK(
+          cudaMemcpyAsync(dst, src, count * sizeof(T), cudaMemcpyDeviceToDevice, stream_));
+    }
+  }
+  template <class T>
+  void upload(T* device_dst, const T* host_src, std::size_t count) {
+    copy_to_device(device_dst, host_src, count, stream_);
+  }
+  template <class T>
+  void download(T* host_dst, const T* device_src, std::size_t count) {
+    copy_to_host(host_dst, device_src, count, stream_);
+  }
+  void synchronize() { CONFLUX_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+  /// How many distinct convolution shapes (algorithm choices) there are so far.
+  std::size_t conv_shapes() const noexcept { return convs_.size(); }
+
+ private:
+  cudaStream_t stream_;
+  CublasHandle blas_;
+  CudnnHandle dnn_;
+  CudnnConvCache convs_;
+  DeviceBuffer<std::byte> workspace_;
+};
+
+}  // namespace conflux::gpu

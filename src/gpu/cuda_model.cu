@@ -1,0 +1,130 @@
+// gpu::CudaModel (cuda_model.hpp): DeviceModel and DeviceOptimizer on the CUDA executor.
+
+#include <fmt/format.h>
+
+#include "conflux/core/error.hpp"
+#include "conflux/gpu/check.hpp"
+#include "conflux/gpu/cuda_model.hpp"
+#include "conflux/gpu/device_model.hpp"
+#include "conflux/gpu/device_optimizer.hpp"
+#include "conflux/gpu/handles.hpp"
+#include "cuda_executor.cuh"
+
+namespace conflux::gpu {
+namespace {
+
+int current_device() {
+  int device = -1;
+  CONFLUX_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+}  // namespace
+
+struct CudaModel::Impl {
+  Impl(const model::Model& initial, const TrainSection& train, const CudaModelOptions& o)
+      : device(current_device()),
+        executor(stream.get(), ConvOptions{.precision = Precision::kFp32,
+                                           .deterministic = o.deterministic,
+                                           .workspace_limit_bytes = o.workspace_limit_bytes}),
+        model(executor, initial),
+        optimizer(executor, train, model.num_params()),
+        label_smoothing(train.label_smoothing),
+        clip_norm(static_cast<float>(train.clip_grad_norm)),
+        deterministic(o.deterministic) {}
+
+  int device;
+  Stream stream;
+  CudaExecutor executor;
+  DeviceModel<CudaExecutor> model;
+  DeviceOptimizer<CudaExecutor> optimizer;
+  double label_smoothing;
+  float clip_norm;
+  bool deterministic;
+};
+
+CudaModel::CudaModel(const model::Model& initial, const TrainSection& train,
+                     const CudaModelOptions& options)
+    : impl_(std::make_unique<Impl>(initial, train, options)) {}
+CudaModel::CudaModel(CudaModel&&) noexcept = default;
+CudaModel& CudaModel::operator=(CudaModel&&) noexcept = default;
+CudaModel::~CudaModel() {
+  if (impl_ == nullptr) return;
+  try {
+    impl_->executor.synchronize();  // nothing enqueued may outlive the buffers
+  } catch (...) {  // a destructor must not throw; the error was reported where it happened
+  }
+}
+
+CUstream_st* CudaModel::stream() const noexcept {
+  return impl_->stream.get();
+}
+int CudaModel::device() const noexcept {
+  return impl_->device;
+}
+std::size_t CudaModel::num_params() const noexcept {
+  return impl_->model.num_params();
+}
+std::size_t CudaModel::state_size() const noexcept {
+  return impl_->model.state_size();
+}
+float* CudaModel::grads() noexcept {
+  return impl_->model.grads();
+}
+
+void CudaModel::compute(const float* images, const model::Label* labels, int n, float grad_scale,
+                        const model::Pass& pass) {
+  impl_->model.forward(images, n, pass);
+  impl_->model.loss(labels, grad_scale, impl_->label_smoothing, true);
+  impl_->model.backward();
+}
+
+model::LossResult CudaModel::loss_result() {
+  return impl_->model.loss_result();
+}
+
+double CudaModel::grad_sum_of_squares() {
+  return impl_->model.grad_sum_of_squares();
+}
+
+void CudaModel::apply(double lr) {
+  // The merged gradient is the same on every replica, so every replica clips alike.
+  if (impl_->clip_norm > 0.0f) impl_->model.clip_grads(impl_->clip_norm);
+  impl_->optimizer.set_lr(lr);
+  impl_->optimizer.step(impl_->model.params(), impl_->model.grads());
+}
+
+double CudaModel::lr() const noexcept {
+  return impl_->optimizer.lr();
+}
+
+model::LossResult CudaModel::evaluate(const float* images, const model::Label* labels, int n) {
+  impl_->model.forward(images, n, model::Pass{});
+  impl_->model.loss(labels, 0.0f, 0.0, false);
+  return impl_->model.loss_result();
+}
+
+void CudaModel::download_state(std::span<float> state) {
+  impl_->model.download_state(state);
+}
+
+void CudaModel::download(std::span<float> state, model::OptimizerState& optimizer) {
+  impl_->model.download_state(state);
+  impl_->optimizer.save(optimizer);
+}
+
+void CudaModel::restore(std::span<const float> state, const model::OptimizerState& optimizer) {
+  impl_->optimizer.restore(optimizer);  // checks the state first
+  impl_->model.upload_state(state);
+}
+
+void CudaModel::synchronize() {
+  impl_->executor.synchronize();
+}
+
+std::string CudaModel::describe() const {
+  return fmt::format("cuDNN convolutions ({} algorithms), cuBLAS linear layers, fp32",
+                     impl_->deterministic ? "deterministic" : "fastest");
+}
+
+}  // namespace conflux::gpu
