@@ -178,6 +178,10 @@ if [ -n "${from_host[*]}" ]; then
   cublas_major=$(sed -n 's/^#define CUBLAS_VER_MAJOR *\([0-9]*\).*/\1/p' \
     "${CUDA_HOME:-/usr/local/cuda}/include/cublas_api.h" 2>/dev/null | head -1)
   [ -n "$cublas_major" ] && from_host[libcublas.so.$cublas_major]=1
+  # cuDNN likewise (src/gpu/cudnn_api.cu): libcudnn.so.<CUDNN_MAJOR>, with its engines beside it.
+  cudnn_major=$(sed -n 's/^#define CUDNN_MAJOR *\([0-9]*\).*/\1/p' \
+    "${CUDA_HOME:-/usr/local/cuda}/include/cudnn_version.h" 2>/dev/null | head -1)
+  [ -n "$cudnn_major" ] && from_host[libcudnn.so.$cudnn_major]=1
 fi
 
 # --- data --------------------------------------------------------------------------------------
