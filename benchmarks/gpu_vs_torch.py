@@ -577,12 +577,14 @@ def run_conflux(args):
                  "data.offload_ratio=0", "cluster.trainers=1", "cluster.workers=0",
                  f'train.device="{device}"', "train.epochs=1", "train.eval=false",
                  f"train.batch_size={args.batch}", f"train.log_every={args.warmup}",
+                 f'train.precision="{args.conflux_precision}"',
                  f'run.dir="{run_dir.resolve()}"', *CONFLUX_NO_AUGMENT, *args.conflux_set]
     command = [binary, "train", "--config", str(args.config)]
     for o in overrides:
         command += ["--set", o]
     row = {"model": name, "config": args.config, "batch": args.batch, "image": list(shape),
-           "classes": classes, "precision": "fp32", "compile": False, "system": "conflux",
+           "classes": classes, "precision": args.conflux_precision, "compile": False,
+           "system": "conflux",
            "kind": CONFLUX_KIND, "train_device": device, "warmup": args.warmup,
            "steps": args.steps, "command": " ".join(command)}
     log(f"{name}: conflux train, batch {args.batch}, train.device = {device}")
@@ -696,8 +698,10 @@ def report(jsonl, markdown):
     devices = sorted({r["device"] for r in rows if r.get("device")})
     torch_versions = sorted({r["torch"] for r in rows if r.get("torch")})
     for r in rows:
+        # The ratio pairs rows of one precision: conflux bf16 against autocast, fp32 against fp32.
         conflux = next((c for c in rows if c.get("system") == "conflux" and c.get("status") == "ok"
-                        and c["model"] == r["model"] and c["batch"] == r["batch"]), None)
+                        and c["model"] == r["model"] and c["batch"] == r["batch"]
+                        and c.get("precision") == r.get("precision")), None)
         ratio = ""
         if r.get("system") == "pytorch" and r.get("samples_per_s") and conflux:
             ratio = f"{conflux['samples_per_s'] / r['samples_per_s']:.3f}"
@@ -748,6 +752,8 @@ def parse_args(argv):
                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     p.add_argument("--config", help="conflux config (blocks are resolved with `conflux config "
                    "check`; a resolved config.toml needs no binary)")
+    p.add_argument("--conflux-precision", choices=("fp32", "tf32", "bf16"), default="fp32",
+                   help="train.precision of the conflux row (GPU trainers)")
     p.add_argument("--system", choices=("pytorch", "conflux"), default="pytorch")
     p.add_argument("--conflux", help="conflux executable (default $CONFLUX_BIN/conflux, else "
                    "build/bin/conflux)")

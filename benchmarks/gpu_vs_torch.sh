@@ -181,26 +181,28 @@ torch_rows() {  # name phase(eager|compile) timeout
   fill_missing "$name" "$(batch_of "$name")" "$status" "$why" "$log" "${planned[@]}"
 }
 
-conflux_row() {  # name timeout
-  local name=$1 seconds=$2 log code=0
-  log=$OUT/logs/$name-conflux.log
-  echo "== $name: conflux train, train.device = $CONFLUX_DEVICE, batch $(batch_of "$name"), timeout ${seconds}s"
+conflux_row() {  # name timeout precision
+  local name=$1 seconds=$2 precision=$3 log code=0
+  log=$OUT/logs/$name-conflux-$precision.log
+  echo "== $name: conflux train, train.device = $CONFLUX_DEVICE, $precision, batch $(batch_of "$name"), timeout ${seconds}s"
   # conflux itself stops at `seconds`; the extra minute bounds writing the synthetic data.
   timeout --kill-after=10 $(( seconds + 60 )) \
     "$PYTHON" benchmarks/gpu_vs_torch.py --system conflux --config "$(config_of "$name")" \
     --name "$name" --batch "$(batch_of "$name")" --image-size "$(size_of "$name")" \
     --warmup "$CONFLUX_WARMUP" --steps "$CONFLUX_STEPS" --json "$jsonl" --work-dir "$OUT/work" \
     --device "$DEVICE" --conflux-device "$CONFLUX_DEVICE" --timeout "$seconds" \
+    --conflux-precision "$precision" \
     --conflux-set "cluster.preprocess_threads=$(( threads > 8 ? 8 : threads ))" \
     --conflux-set "cluster.blas_threads=$([ "$CONFLUX_DEVICE" = cpu ] && echo "$threads" || echo 1)" \
     >"$log" 2>&1 || code=$?
   if [ "$code" != 0 ]; then
     echo "   conflux row: gpu_vs_torch.py exit $code (see $log)"
-    "$PYTHON" - "$jsonl" "$name" "$(batch_of "$name")" "$log" "$CONFLUX_DEVICE" <<'PY'
+    "$PYTHON" - "$jsonl" "$name" "$(batch_of "$name")" "$log" "$CONFLUX_DEVICE" "$precision" <<'PY'
 import json, sys
-jsonl, name, batch, log, device = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+jsonl, name, batch, log, device, precision = sys.argv[1:7]
+batch = int(batch)
 tail = [l for l in open(log, errors="replace").read().splitlines() if l.strip()][-3:]
-row = {"model": name, "batch": batch, "precision": "fp32", "compile": False, "system": "conflux",
+row = {"model": name, "batch": batch, "precision": precision, "compile": False, "system": "conflux",
        "train_device": device, "status": "error",
        "message": " | ".join(tail)[-1500:] or "(no output)"}
 open(jsonl, "a").write(json.dumps(row) + "\n")
@@ -213,8 +215,11 @@ n=${#models[@]}
 for model in "${models[@]}"; do  # phase 1; keeps 20 s per conflux run and 40 per compile
   torch_rows "$model" eager "$(limit "$EAGER_TIMEOUT" $(( n * 60 )))"
 done
-for model in "${models[@]}"; do  # phase 2
-  conflux_row "$model" "$(limit "$CONFLUX_TIMEOUT" $(( n * 40 )))"
+for model in "${models[@]}"; do  # phase 2: conflux in bf16 (against autocast), then fp32
+  conflux_row "$model" "$(limit "$CONFLUX_TIMEOUT" $(( n * 40 )))" bf16
+done
+for model in "${models[@]}"; do
+  conflux_row "$model" "$(limit "$CONFLUX_TIMEOUT" $(( n * 40 )))" fp32
 done
 left=$n
 for model in "${models[@]}"; do  # phase 3: each compile gets an equal share of what is left

@@ -63,6 +63,7 @@ CublasApi load() {
   resolve(library, name.c_str(), "cublasDestroy_v2", api.destroy);
   resolve(library, name.c_str(), "cublasSetStream_v2", api.set_stream);
   resolve(library, name.c_str(), "cublasSetMathMode", api.set_math_mode);
+  resolve(library, name.c_str(), "cublasGemmEx", api.gemm_ex);
   resolve(library, name.c_str(), "cublasSgemm_v2", api.sgemm);
   resolve(library, name.c_str(), "cublasGetStatusName", api.status_name);
   resolve(library, name.c_str(), "cublasGetStatusString", api.status_string);

@@ -41,8 +41,10 @@ class CudaExecutor {
   template <class T>
   using Buffer = DeviceBuffer<T>;
 
+  /// `conv`: how fp32 convolutions compute (fp32 or TF32), whether deterministically, and the
+  /// workspace bound; bf16 calls use bf16 with the same bounds.
   CudaExecutor(cudaStream_t stream, const ConvOptions& conv)
-      : stream_(stream), blas_(), dnn_(stream), convs_(dnn_.get(), conv) {
+      : stream_(stream), conv_(conv), blas_(), dnn_(stream), convs_(dnn_.get(), conv) {
     CONFLUX_CUBLAS_CHECK(cublas().set_stream(blas_.get(), stream_));
     // Full FP32 products unless TF32 is asked for (cuDNN's math type follows the precision).
     CONFLUX_CUBLAS_CHECK(cublas().set_math_mode(blas_.get(), conv.precision == Precision::kTf32
@@ -66,13 +68,25 @@ class CudaExecutor {
   void gemm(const Gemm& g) {
     if (g.m == 0 || g.n == 0) return;
     const float one = 1.0f;
-    CONFLUX_CUBLAS_CHECK(cublas().sgemm(blas_.get(), g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                        g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k, &one,
-                                        g.a, g.lda, g.b, g.ldb, &g.beta, g.c, g.ldc));
+    const cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (g.a_type == DType::kF32 && g.c_type == DType::kF32) {
+      CONFLUX_CUBLAS_CHECK(cublas().sgemm(
+          blas_.get(), ta, tb, g.m, g.n, g.k, &one, static_cast<const float*>(g.a), g.lda,
+          static_cast<const float*>(g.b), g.ldb, &g.beta, static_cast<float*>(g.c), g.ldc));
+      return;
+    }
+    // bf16 products on tensor cores, accumulated in fp32; C in bf16 or fp32.
+    const auto type = [](DType t) { return t == DType::kBf16 ? CUDA_R_16BF : CUDA_R_32F; };
+    CONFLUX_CUBLAS_CHECK(cublas().gemm_ex(
+        blas_.get(), ta, tb, g.m, g.n, g.k, &one, g.a, type(g.a_type), g.lda, g.b, type(g.a_type),
+        g.ldb, &g.beta, g.c, type(g.c_type), g.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
 
   void conv(const ConvCall& call) {
     const ConvGeometry& g = call.geometry;
+    ConvOptions options = conv_;
+    if (call.dtype == DType::kBf16) options.precision = Precision::kBf16;
     const CudnnConv& conv = convs_.get(ConvShape{.batch = g.batch,
                                                  .channels = g.channels,
                                                  .height = g.height,
@@ -80,7 +94,8 @@ class CudaExecutor {
                                                  .out_channels = g.out_channels,
                                                  .kernel = g.kernel,
                                                  .stride = g.stride,
-                                                 .padding = g.padding});
+                                                 .padding = g.padding},
+                                       options);
     if (workspace_.bytes() < conv.workspace_bytes()) {
       // The old workspace may still be in use by enqueued calls: cudaFree waits for them.
       workspace_ = DeviceBuffer<std::byte>(conv.workspace_bytes());
@@ -125,6 +140,7 @@ class CudaExecutor {
 
  private:
   cudaStream_t stream_;
+  ConvOptions conv_;
   CublasHandle blas_;
   CudnnHandle dnn_;
   CudnnConvCache convs_;

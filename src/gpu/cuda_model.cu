@@ -24,14 +24,18 @@ int current_device() {
 struct CudaModel::Impl {
   Impl(const model::Model& initial, const TrainSection& train, const CudaModelOptions& o)
       : device(current_device()),
-        executor(stream.get(), ConvOptions{.precision = Precision::kFp32,
-                                           .deterministic = o.deterministic,
-                                           .workspace_limit_bytes = o.workspace_limit_bytes}),
-        model(executor, initial),
+        // fp32 calls (all of them but bf16 activations') in fp32 or TF32.
+        executor(stream.get(),
+                 ConvOptions{.precision = o.precision == Precision::kTf32 ? Precision::kTf32
+                                                                          : Precision::kFp32,
+                             .deterministic = o.deterministic,
+                             .workspace_limit_bytes = o.workspace_limit_bytes}),
+        model(executor, initial, o.precision == Precision::kBf16 ? DType::kBf16 : DType::kF32),
         optimizer(executor, train, model.num_params()),
         label_smoothing(train.label_smoothing),
         clip_norm(static_cast<float>(train.clip_grad_norm)),
-        deterministic(o.deterministic) {}
+        deterministic(o.deterministic),
+        precision(o.precision) {}
 
   int device;
   Stream stream;
@@ -41,6 +45,7 @@ struct CudaModel::Impl {
   double label_smoothing;
   float clip_norm;
   bool deterministic;
+  Precision precision;
 };
 
 CudaModel::CudaModel(const model::Model& initial, const TrainSection& train,
@@ -123,7 +128,8 @@ void CudaModel::synchronize() {
 }
 
 std::string CudaModel::describe() const {
-  return fmt::format("cuDNN convolutions ({} algorithms), cuBLAS linear layers, fp32",
+  return fmt::format("{}: cuDNN convolutions ({} algorithms), cuBLAS linear layers",
+                     to_string(impl_->precision),
                      impl_->deterministic ? "deterministic" : "fastest");
 }
 

@@ -193,22 +193,6 @@ Choice choose(const char* call, cudnnConvolutionDescriptor_t conv, int max_count
 
 }  // namespace
 
-const char* to_string(Precision precision) noexcept {
-  switch (precision) {
-    case Precision::kFp32:
-      return "fp32";
-    case Precision::kTf32:
-      return "tf32";
-    case Precision::kBf16:
-      return "bf16";
-  }
-  return "unknown";
-}
-
-std::size_t element_bytes(Precision precision) noexcept {
-  return precision == Precision::kBf16 ? 2 : 4;
-}
-
 std::string to_string(const ConvShape& s) {
   const bool valid =
       s.stride > 0 && s.height + 2 * s.padding >= s.kernel && s.width + 2 * s.padding >= s.kernel;

@@ -54,7 +54,12 @@ class GpuBackend final : public ComputeBackend {
         sample_floats_(model::Tensor::count_of(host_.input_shape())),
         // From the host model's state, not a fresh model of run.seed: weights loaded by
         // train.init_from reach the GPU.
-        model_(host_, o.config->train(), gpu::CudaModelOptions{}),
+        model_(host_, o.config->train(),
+               gpu::CudaModelOptions{
+                   .precision = gpu::precision_named(o.config->train().precision.c_str()),
+                   .deterministic = o.config->train().gpu_deterministic,
+                   .workspace_limit_bytes =
+                       static_cast<std::size_t>(o.config->train().gpu_workspace_mb) << 20}),
         reducer_(*o.trainers, o.timeout),
         seed_(o.config->run().seed),
         config_(o.config),

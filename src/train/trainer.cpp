@@ -33,6 +33,19 @@ void log_conv_kernels(const TrainerSetup& setup, const model::Model& model) {
                       : "im2col + OpenBLAS SGEMM");
 }
 
+// Says once how the trainers' arithmetic runs (train.precision): the GPU's precision, or that
+// the CPU computes in fp32 whatever the key says.
+void log_precision(const TrainerSetup& setup, bool gpu) {
+  if (setup.log == nullptr || setup.trainers.rank() != 0) return;
+  const std::string& precision = setup.config.train().precision;
+  if (gpu) {
+    setup.log->info("GPU trainers compute in {} (train.precision)", precision);
+  } else if (precision != "fp32") {
+    setup.log->info("train.precision = {} applies to GPU trainers; CPU trainers compute in fp32",
+                    precision);
+  }
+}
+
 // The model on the device setup.device names (the CPU unless a GPU was chosen).
 std::unique_ptr<ComputeBackend> make_backend(const TrainerSetup& setup, model::Model model,
                                              std::chrono::duration<double> timeout,
@@ -43,8 +56,9 @@ std::unique_ptr<ComputeBackend> make_backend(const TrainerSetup& setup, model::M
                                .num_classes = setup.data.train->info().num_classes,
                                .max_batch = max_batch,
                                .device = setup.device};
-  if (setup.device.device == ComputeDevice::kGpu)
-    return make_gpu_backend(std::move(model), options);
+  const bool gpu = setup.device.device == ComputeDevice::kGpu;
+  log_precision(setup, gpu);
+  if (gpu) return make_gpu_backend(std::move(model), options);
   log_conv_kernels(setup, model);
   return make_cpu_backend(std::move(model), options);
 }

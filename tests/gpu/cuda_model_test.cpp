@@ -84,6 +84,33 @@ TEST(CudaModel, EveryLayerTypeMatchesTheCpuModel) {
   expect_close(state_of(gpu), to_vector(cpu.state()), "running statistics");
 }
 
+// tf32 and bf16 against the fp32 CPU model: TF32 rounds the products' inputs to 10 mantissa
+// bits (within 5e-3 of the largest magnitude here), bf16 the activations to 8 (5e-2).
+void check_precision(Precision precision, double tolerance) {
+  Model cpu(kEveryLayer, {3, 9, 9}, 5, 13);
+  TrainSection t = train_section("sgd");
+  t.label_smoothing = 0.0;
+  CudaModel gpu(cpu, t, {.precision = precision});
+  const Batch b = random_batch({3, 9, 9}, 6, 5, 3);
+  const model::Pass pass{.training = true, .seed = 42, .step = 3, .samples = b.samples};
+  Tensor grad;
+  model::softmax_cross_entropy(cpu.forward(b.images, pass), b.labels, 1.0f / 6, &grad);
+  cpu.backward(grad);
+  const DeviceBatch d(b);
+  gpu.compute(d.images.data(), d.labels.data(), d.n, 1.0f / 6, pass);
+  expect_close(grads_of(gpu), to_vector(cpu.grads()), to_string(precision), 0.0, tolerance);
+}
+
+TEST(CudaModel, Tf32TracksTheFp32Model) {
+  CONFLUX_REQUIRE_GPU();
+  check_precision(Precision::kTf32, 5e-3);
+}
+
+TEST(CudaModel, Bf16TracksTheFp32Model) {
+  CONFLUX_REQUIRE_GPU();
+  check_precision(Precision::kBf16, 5e-2);
+}
+
 TEST(CudaModel, EvaluationMatchesTheCpuModel) {
   CONFLUX_REQUIRE_GPU();
   Model cpu(kEveryLayer, {3, 9, 9}, 5, 12);

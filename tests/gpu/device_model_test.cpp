@@ -108,9 +108,8 @@ TEST(DeviceModel, EvaluationUsesTheRunningStatisticsAndNoDropout) {
   step_both(cpu, device, train, {.training = true, .seed = 1, .step = 0, .samples = train.samples});
   const Batch b = random_batch({3, 9, 9}, 5, 5, 3);
   const Tensor& want = cpu.forward(b.images);
-  const auto& got = device.forward(b.images.data.data(), 5, model::Pass{});
-  expect_close(std::vector<float>(got.data(), got.data() + got.size()), want.data,
-               "evaluation logits");
+  device.forward(b.images.data.data(), 5, model::Pass{});
+  expect_close(device.download_logits(), want.data, "evaluation logits");
 }
 
 TEST(DeviceModel, FlattenKeepsTheCpuFeatureOrder) {
@@ -147,6 +146,40 @@ TEST(DeviceModel, StartsFromTheHostModelsCurrentWeights) {
   std::copy(other.state().begin(), other.state().end(), cpu.state().begin());
   Device device(ex, cpu);
   EXPECT_EQ(device_state(device), to_vector(other.state()));
+}
+
+// bf16 activations as torch.autocast: every layer computes on bf16 values (products summed in
+// fp32), the loss in fp32, parameters and their gradients in fp32. Against the fp32 CPU model
+// the results differ by bf16's rounding (8 significant bits: 2^-9 relative per rounding,
+// compounded over the layers): within 5e-2 of the largest magnitude, and not equal to the fp32
+// device's (the bf16 path is taken).
+TEST(DeviceModel, Bf16ActivationsTrackTheFp32Model) {
+  HostExecutor ex;
+  Model cpu(kEveryLayer, {3, 9, 9}, 5, 19);
+  Device device(ex, cpu, DType::kBf16);
+  Device fp32(ex, cpu);
+  const Batch b = random_batch({3, 9, 9}, 6, 5, 9);
+  const model::Pass pass{.training = true, .seed = 4, .step = 2, .samples = b.samples};
+  const StepResult r = step_both(cpu, device, b, pass);
+  EXPECT_NEAR(r.device.loss_sum, r.cpu.loss_sum, 2e-2 * std::fabs(r.cpu.loss_sum));
+  expect_close(device_grads(device), to_vector(cpu.grads()), "bf16 gradients", 0.0, 5e-2);
+  fp32.forward(b.images.data.data(), 6, pass);
+  device.forward(b.images.data.data(), 6, pass);
+  EXPECT_NE(device.download_logits(), fp32.download_logits());
+  // The master weights and the running statistics stay fp32: the same buffers as the CPU's.
+  EXPECT_EQ(device.state_size(), cpu.state().size());
+}
+
+TEST(DeviceModel, Bf16RoundsToNearestEven) {
+  EXPECT_EQ(to_bf16(1.0f).bits, 0x3f80);
+  EXPECT_EQ(to_bf16(1.0f + 0x1p-8f).bits, 0x3f80);             // a tie: to the even one
+  EXPECT_EQ(to_bf16(1.0f + 3 * 0x1p-8f).bits, 0x3f82);         // a tie: up to the even one
+  EXPECT_EQ(to_bf16(1.0f + 0x1p-8f + 0x1p-20f).bits, 0x3f81);  // above the tie: up
+  EXPECT_EQ(to_float(to_bf16(-2.5f)), -2.5f);                  // exact values stay
+  EXPECT_TRUE(std::isnan(to_float(to_bf16(std::nanf("")))));
+  EXPECT_TRUE(std::isinf(to_float(to_bf16(INFINITY))));
+  EXPECT_EQ(to_bf16(3.0e38f).bits, 0x7f62);         // large finite values stay finite
+  EXPECT_EQ(to_float(to_bf16(3.4e38f)), INFINITY);  // beyond the largest finite and a half ulp
 }
 
 TEST(DeviceModel, MakesNoKernelForAnUnknownType) {

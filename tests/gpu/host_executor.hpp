@@ -42,7 +42,8 @@ struct HostExecutor {
     for (std::size_t i = 0; i < count; ++i) f(i);
   }
 
-  /// Column-major SGEMM with cuBLAS's conventions and its checks of the leading dimensions.
+  /// Column-major GEMM with cuBLAS's conventions and its checks of the leading dimensions,
+  /// summing over k in order in float; a bf16 C is rounded once.
   void gemm(const Gemm& g) {
     const auto at_least = [](int ld, int rows) { return ld >= std::max(1, rows); };
     CONFLUX_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0 && at_least(g.lda, g.trans_a ? g.k : g.m) &&
@@ -53,19 +54,23 @@ struct HostExecutor {
       for (int i = 0; i < g.m; ++i) {
         float sum = 0.0f;
         for (int p = 0; p < g.k; ++p) {
-          const float a = g.trans_a ? g.a[p + static_cast<std::size_t>(i) * g.lda]
-                                    : g.a[i + static_cast<std::size_t>(p) * g.lda];
-          const float b = g.trans_b ? g.b[j + static_cast<std::size_t>(p) * g.ldb]
-                                    : g.b[p + static_cast<std::size_t>(j) * g.ldb];
+          const float a = at(g.a, g.a_type,
+                             g.trans_a ? p + static_cast<std::size_t>(i) * g.lda
+                                       : i + static_cast<std::size_t>(p) * g.lda);
+          const float b = at(g.b, g.a_type,
+                             g.trans_b ? j + static_cast<std::size_t>(p) * g.ldb
+                                       : p + static_cast<std::size_t>(j) * g.ldb);
           sum += a * b;
         }
-        float& c = g.c[i + static_cast<std::size_t>(j) * g.ldc];
-        c = g.beta == 0.0f ? sum : sum + g.beta * c;  // beta = 0 never reads C, like BLAS
+        const std::size_t ci = i + static_cast<std::size_t>(j) * g.ldc;
+        // beta = 0 never reads C, like BLAS.
+        put(g.c, g.c_type, ci, g.beta == 0.0f ? sum : sum + g.beta * at(g.c, g.c_type, ci));
       }
     }
   }
 
-  /// cuDNN's cross-correlation on NHWC activations and KRSC weights, by its definition.
+  /// cuDNN's cross-correlation on NHWC activations and KRSC weights, by its definition, summed
+  /// in float; bf16 outputs rounded once.
   void conv(const ConvCall& call) {
     const ConvGeometry& g = call.geometry;
     const std::size_t oh = g.out_height(), ow = g.out_width();
@@ -74,11 +79,10 @@ struct HostExecutor {
         static_cast<std::size_t>(g.out_channels) * g.kernel * g.kernel * g.channels;
     const std::size_t y_count = static_cast<std::size_t>(g.batch) * oh * ow * g.out_channels;
     using Kind = ConvCall::Kind;
-    std::fill_n(call.out,
-                call.kind == Kind::kForward        ? y_count
-                : call.kind == Kind::kBackwardData ? x_count
-                                                   : w_count,
-                0.0f);
+    const std::size_t out_count = call.kind == Kind::kForward        ? y_count
+                                  : call.kind == Kind::kBackwardData ? x_count
+                                                                     : w_count;
+    std::vector<float> sums(out_count, 0.0f);
     for (int n = 0; n < g.batch; ++n) {
       for (std::size_t oy = 0; oy < oh; ++oy) {
         for (std::size_t ox = 0; ox < ow; ++ox) {
@@ -98,11 +102,11 @@ struct HostExecutor {
                       ((static_cast<std::size_t>(k) * g.kernel + r) * g.kernel + s) * g.channels +
                       c;
                   if (call.kind == Kind::kForward) {
-                    call.out[yi] += call.x[xi] * call.w[wi];
+                    sums[yi] += at(call.x, call.dtype, xi) * at(call.w, call.dtype, wi);
                   } else if (call.kind == Kind::kBackwardData) {
-                    call.out[xi] += call.y[yi] * call.w[wi];
+                    sums[xi] += at(call.y, call.dtype, yi) * at(call.w, call.dtype, wi);
                   } else {
-                    call.out[wi] += call.y[yi] * call.x[xi];
+                    sums[wi] += at(call.y, call.dtype, yi) * at(call.x, call.dtype, xi);
                   }
                 }
               }
@@ -111,6 +115,7 @@ struct HostExecutor {
         }
       }
     }
+    for (std::size_t i = 0; i < out_count; ++i) put(call.out, call.dtype, i, sums[i]);
   }
 
   template <class T>
@@ -130,6 +135,19 @@ struct HostExecutor {
     copy(dst, src, count);
   }
   void synchronize() {}
+
+ private:
+  static float at(const void* p, DType t, std::size_t i) {
+    return t == DType::kBf16 ? to_float(static_cast<const Bf16*>(p)[i])
+                             : static_cast<const float*>(p)[i];
+  }
+  static void put(void* p, DType t, std::size_t i, float v) {
+    if (t == DType::kBf16) {
+      static_cast<Bf16*>(p)[i] = to_bf16(v);
+    } else {
+      static_cast<float*>(p)[i] = v;
+    }
+  }
 };
 
 }  // namespace conflux::gpu::testing

@@ -253,7 +253,18 @@
   KEY(train, conv_kernels, std::string, "auto", unbounded, ("auto", "onednn", "im2col"),        \
       "How conv2d layers compute on the CPU: onednn (oneDNN's direct convolutions, kernels "    \
       "chosen per CPU: fastest), im2col (im2col + OpenBLAS: the same digest on every AVX2 CPU " \
-      "with CONFLUX_BLAS_PIN=portable), or auto (onednn, im2col when results are portable).")
+      "with CONFLUX_BLAS_PIN=portable), or auto (onednn, im2col when results are portable).") \
+  KEY(train, precision, std::string, "fp32", unbounded, ("fp32", "tf32", "bf16"),               \
+      "GPU trainers' arithmetic: fp32 (TF32 off, the CPU's results within rounding), tf32 "     \
+      "(tensor cores on fp32 data), or bf16 (as torch.autocast: bf16 activations, "              \
+      "convolutions and matrix products; fp32 master weights, optimiser state, batch-norm "      \
+      "statistics and loss). CPU trainers always compute in fp32.")                             \
+  KEY(train, gpu_deterministic, bool, true, unbounded, (),                                      \
+      "GPU trainers: only convolution algorithms cuDNN declares deterministic (the same bits "  \
+      "on every run on one GPU type); false lets cuDNN pick faster ones that add with atomics.") \
+  KEY(train, gpu_workspace_mb, std::int64_t, 256, in(0, 65536), (),                             \
+      "GPU trainers: the most device memory one cuDNN convolution call may use as scratch, in " \
+      "MiB; algorithms that need more are not chosen (0: only those that need none).")
 
 #define CONFLUX_CHECKPOINT_KEYS(KEY, HOOKED)                                                    \
   KEY(checkpoint, every_steps, std::int64_t, 0, in(0, kIntMax), (),                             \

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "conflux/config/sections.hpp"
+#include "conflux/gpu/precision.hpp"
 #include "conflux/model/layer.hpp"
 #include "conflux/model/loss.hpp"
 #include "conflux/model/model.hpp"
@@ -21,8 +22,10 @@ struct CUstream_st;
 
 namespace conflux::gpu {
 
-/// How the convolutions compute.
+/// How the device model computes.
 struct CudaModelOptions {
+  /// fp32 (TF32 off), tf32, or bf16 activations as torch.autocast (gpu/precision.hpp).
+  Precision precision = Precision::kFp32;
   /// Only algorithms cuDNN declares deterministic (the same bits on every run on one GPU
   /// type); without, cuDNN may pick faster ones that add with atomics.
   bool deterministic = true;

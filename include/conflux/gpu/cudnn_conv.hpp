@@ -31,28 +31,9 @@
 #include <utility>
 
 #include "conflux/gpu/cudnn_api.hpp"
+#include "conflux/gpu/precision.hpp"
 
 namespace conflux::gpu {
-
-/// Numeric precision of a GPU layer's arithmetic. Every precision accumulates in fp32 (cuDNN's
-/// compute type CUDNN_DATA_FLOAT); they differ in the stored element type and in the
-/// multiplications:
-///   kFp32  float tensors, full fp32 multiplications: TF32 off (cuDNN's CUDNN_FMA_MATH, as
-///          PyTorch with torch.backends.cudnn.allow_tf32 = False).
-///   kTf32  float tensors; TF32 tensor cores allowed (inputs rounded to 10 mantissa bits before
-///          multiplying; CUDNN_DEFAULT_MATH, PyTorch's allow_tf32 = True). cuDNN still picks a
-///          plain fp32 kernel where its heuristic ranks one faster, and the environment variable
-///          NVIDIA_TF32_OVERRIDE=0 turns TF32 off altogether.
-///   kBf16  __nv_bfloat16 tensors (8 significant bits), tensor cores allowed
-///          (CUDNN_TENSOR_OP_MATH); results are stored in bf16.
-/// Defined here, with its first user; a model-side precision key would reuse it (it needs no
-/// CUDA type, so it can move to a header of its own when CPU-build code needs it).
-enum class Precision { kFp32, kTf32, kBf16 };
-
-/// "fp32", "tf32" or "bf16".
-const char* to_string(Precision precision) noexcept;
-/// Bytes of one stored element: 4 (fp32, tf32) or 2 (bf16).
-std::size_t element_bytes(Precision precision) noexcept;
 
 /// The geometry of one convolution call. The batch is part of it: cuDNN's algorithm choice and
 /// workspace size depend on it.

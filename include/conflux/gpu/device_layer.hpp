@@ -32,27 +32,31 @@
 
 #include "conflux/config/layer_spec.hpp"
 #include "conflux/core/host_device.hpp"
+#include "conflux/gpu/precision.hpp"
 #include "conflux/model/layer.hpp"
 #include "conflux/model/tensor.hpp"
 
 namespace conflux::gpu {
 
-/// One column-major SGEMM with alpha = 1, exactly cublasSgemm's arguments:
-/// C[m x n] = op(A)[m x k] * op(B)[k x n] + beta * C, op(X) = X^T when trans_X.
-/// A row-major [r, c] matrix is a column-major [c x r] one with leading dimension c.
+/// One column-major GEMM with alpha = 1, cuBLAS's arguments (cublasGemmEx's when a type is
+/// bf16): C[m x n] = op(A)[m x k] * op(B)[k x n] + beta * C, op(X) = X^T when trans_X,
+/// accumulated in fp32. A row-major [r, c] matrix is a column-major [c x r] one with leading
+/// dimension c. Float GEMMs are plain SGEMMs.
 struct Gemm {
   bool trans_a = false;
   bool trans_b = false;
   int m = 0;
   int n = 0;
   int k = 0;
-  const float* a = nullptr;
+  const void* a = nullptr;
   int lda = 0;
-  const float* b = nullptr;
+  const void* b = nullptr;
   int ldb = 0;
   float beta = 0.0f;
-  float* c = nullptr;
+  void* c = nullptr;
   int ldc = 0;
+  DType a_type = DType::kF32;  ///< element types of A, B (the same) and C
+  DType c_type = DType::kF32;
 };
 
 /// The geometry of a convolution: a batch of NHWC images and KRSC weights.
@@ -73,33 +77,48 @@ struct ConvGeometry {
   CONFLUX_HD int out_width() const noexcept { return (width + 2 * padding - kernel) / stride + 1; }
 };
 
-/// One convolution call: y = conv(x, w) (kForward), dx from dy and w (kBackwardData, x is dx,
-/// y is dy), or dw from x and dy (kBackwardFilter, w is dw). Every call overwrites its output.
+/// One convolution call: y = conv(x, w) (kForward), dx from dy and w (kBackwardData), or dw
+/// from x and dy (kBackwardFilter). Every call overwrites its output; every tensor has the
+/// element type `dtype`; accumulation is fp32.
 struct ConvCall {
   enum class Kind { kForward, kBackwardData, kBackwardFilter };
   Kind kind = Kind::kForward;
   ConvGeometry geometry;
-  const float* x = nullptr;  ///< input [N, H, W, C] (kBackwardData: written as dx)
-  const float* w = nullptr;  ///< weights [K, k, k, C] (kBackwardFilter: written as dw)
-  const float* y = nullptr;  ///< output [N, H', W', K] (backward: dy)
-  float* out = nullptr;      ///< what the call writes: y, dx or dw
+  const void* x = nullptr;  ///< input [N, H, W, C] (forward, backward filter)
+  const void* w = nullptr;  ///< weights [K, k, k, C] (forward, backward data)
+  const void* y = nullptr;  ///< dy [N, H', W', K] (backward)
+  void* out = nullptr;      ///< what the call writes: y, dx or dw
+  DType dtype = DType::kF32;
 };
 
-/// A batch on a device: the CPU model's logical shape, channels-last storage for images.
-/// Storage only grows, so that a smaller last batch of an epoch reuses it.
+/// A batch on a device: the CPU model's logical shape, channels-last storage for images, fp32
+/// or bf16 elements. Storage only grows, so that a smaller last batch of an epoch reuses it.
 template <class Ex>
 struct DeviceTensor {
   std::vector<int> shape;
-  typename Ex::template Buffer<float> storage;
+  DType dtype = DType::kF32;
+  typename Ex::template Buffer<std::byte> storage;
 
   std::size_t size() const noexcept { return model::Tensor::count_of(shape); }
   int batch() const noexcept { return shape.empty() ? 0 : shape[0]; }
-  float* data() noexcept { return storage.data(); }
-  const float* data() const noexcept { return storage.data(); }
-  /// Sets the shape; grows the storage when it is too small (values unspecified).
-  void resize(std::vector<int> new_shape) {
+  /// The elements as T (float or Bf16, as dtype says).
+  template <class T>
+  T* data() noexcept {
+    return reinterpret_cast<T*>(storage.data());
+  }
+  template <class T>
+  const T* data() const noexcept {
+    return reinterpret_cast<const T*>(storage.data());
+  }
+  /// The storage, untyped.
+  void* raw() noexcept { return storage.data(); }
+  const void* raw() const noexcept { return storage.data(); }
+  /// Sets the shape and type; grows the storage when it is too small (values unspecified).
+  void resize(std::vector<int> new_shape, DType type) {
     shape = std::move(new_shape);
-    if (storage.size() < size()) storage = typename Ex::template Buffer<float>(size());
+    dtype = type;
+    const std::size_t bytes = size() * size_of(type);
+    if (storage.size() < bytes) storage = typename Ex::template Buffer<std::byte>(bytes);
   }
 };
 
@@ -134,6 +153,7 @@ struct DeviceLayerSpec {
   std::size_t index = 0;                   ///< in the model (dropout's salt)
   std::vector<model::SampleShape> inputs;  ///< per-sample shape of each input
   model::SampleShape output;               ///< per-sample shape of the output
+  DType activations = DType::kF32;         ///< element type of every activation and its gradient
 };
 
 /// One layer's kernels on executor Ex: the GPU twin of model::Layer, with the same semantics

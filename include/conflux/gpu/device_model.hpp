@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -32,11 +33,13 @@ class DeviceModel {
   template <class T>
   using Buffer = typename Ex::template Buffer<T>;
 
-  /// Builds the device kernels of `model`'s layers on `ex` (which must outlive this object) and
-  /// uploads the model's state: the device starts where the host model is (weights loaded by
+  /// Builds the device kernels of `model`'s layers on `ex` (which must outlive this object),
+  /// with activations and their gradients of element type `activations`, and uploads the
+  /// model's state: the device starts where the host model is (weights loaded by
   /// train.init_from included). InputError naming the layer when a type has no device kernel.
-  DeviceModel(Ex& ex, const model::Model& model)
+  DeviceModel(Ex& ex, const model::Model& model, DType activations = DType::kF32)
       : ex_(&ex),
+        activations_(activations),
         plan_(model.plan()),
         input_shape_(model.input_shape()),
         classes_(model.output_shape().at(0)),
@@ -70,21 +73,56 @@ class DeviceModel {
   }
 
   /// Softmax cross-entropy of the last forward's logits against `labels` (device, n of them)
-  /// with `label_smoothing`; with `gradient`, dL/dlogits scaled by `grad_scale` for backward().
-  /// Enqueued; loss_result() collects it.
+  /// with `label_smoothing`, in fp32 and double whatever the activations; with `gradient`,
+  /// dL/dlogits scaled by `grad_scale` for backward(). Enqueued; loss_result() collects it.
   void loss(const model::Label* labels, float grad_scale, double label_smoothing, bool gradient) {
     const Tensor& logits = walk_.logits();
     const int n = logits.batch();
+    const std::size_t count = logits.size();
     ensure(losses_, static_cast<std::size_t>(n));
     ensure(status_, static_cast<std::size_t>(n));
-    if (gradient) grad_logits_.resize(logits.shape);
+    const float* x = logits.template data<float>();
+    float* grad = nullptr;
+    if (gradient) grad_logits_.resize(logits.shape, activations_);
+    if (activations_ == DType::kBf16) {
+      // autocast's rule: the loss in fp32 on a float copy of the logits, the gradient back in
+      // bf16 for the backward pass.
+      ensure(logits_f32_, 2 * count);
+      ex_->for_each(count,
+                    kernels::Cast<Bf16, float>{logits.template data<Bf16>(), logits_f32_.data()});
+      x = logits_f32_.data();
+      if (gradient) grad = logits_f32_.data() + count;
+    } else if (gradient) {
+      grad = grad_logits_.template data<float>();
+    }
     ex_->for_each(static_cast<std::size_t>(n),
-                  kernels::SoftmaxCrossEntropy{
-                      logits.data(), labels, classes_, 1.0 - label_smoothing,
-                      label_smoothing / static_cast<double>(classes_), grad_scale, losses_.data(),
-                      status_.data(), gradient ? grad_logits_.data() : nullptr});
+                  kernels::SoftmaxCrossEntropy{x, labels, classes_, 1.0 - label_smoothing,
+                                               label_smoothing / static_cast<double>(classes_),
+                                               grad_scale, losses_.data(), status_.data(), grad});
+    if (gradient && activations_ == DType::kBf16) {
+      ex_->for_each(count, kernels::Cast<float, Bf16>{grad, grad_logits_.template data<Bf16>()});
+    }
     loss_n_ = n;
   }
+
+  /// The last forward's logits as floats (waits).
+  std::vector<float> download_logits() {
+    const Tensor& logits = walk_.logits();
+    std::vector<float> out(logits.size());
+    if (activations_ == DType::kF32) {
+      ex_->download(out.data(), logits.template data<float>(), out.size());
+      ex_->synchronize();
+      return out;
+    }
+    std::vector<Bf16> low(logits.size());
+    ex_->download(low.data(), logits.template data<Bf16>(), low.size());
+    ex_->synchronize();
+    std::transform(low.begin(), low.end(), out.begin(), [](Bf16 v) { return to_float(v); });
+    return out;
+  }
+
+  /// The element type of the activations.
+  DType activations() const noexcept { return activations_; }
 
   /// The summed loss, correct and skipped samples of the last loss() (waits for them);
   /// InputError for a label outside the classes, as on the CPU.
@@ -158,7 +196,11 @@ class DeviceModel {
       m.layers_[i]->backward(*m.ex_, m.pass_, in, grad_out, grad_in);
     }
     void accumulate(Tensor& sum, const Tensor& add) {
-      m.ex_->for_each(sum.size(), kernels::AddInto{sum.data(), add.data(), sum.data(), false});
+      with_element(sum.dtype, [&](auto zero) {
+        using T = decltype(zero);
+        T* s = sum.template data<T>();
+        m.ex_->for_each(sum.size(), kernels::AddInto<T>{s, add.template data<T>(), s, false});
+      });
     }
   };
 
@@ -169,7 +211,8 @@ class DeviceModel {
         layers_.push_back(make_device_layer<Ex>({.spec = &specs[i],
                                                  .index = i,
                                                  .inputs = model.input_shapes()[i],
-                                                 .output = model.output_shapes()[i]}));
+                                                 .output = model.output_shapes()[i],
+                                                 .activations = activations_}));
       } catch (const InputError& e) {
         throw InputError(fmt::format("{}: {}", model::layer_label(specs, i), e.what()), e.file(),
                          e.line());
@@ -194,16 +237,19 @@ class DeviceModel {
   void stage_input(const float* images, int n) {
     std::vector<int> shape{n};
     shape.insert(shape.end(), input_shape_.begin(), input_shape_.end());
-    input_.resize(std::move(shape));
-    if (input_shape_.size() == 3) {
-      ex_->for_each(
-          input_.size(),
-          kernels::ToChannelsLast{images, input_.data(), static_cast<std::size_t>(input_shape_[0]),
-                                  static_cast<std::size_t>(input_shape_[1]),
-                                  static_cast<std::size_t>(input_shape_[2])});
-    } else {
-      ex_->copy(input_.data(), images, input_.size());
-    }
+    input_.resize(std::move(shape), activations_);
+    with_element(activations_, [&](auto zero) {
+      using T = decltype(zero);
+      if (input_shape_.size() == 3) {
+        ex_->for_each(input_.size(),
+                      kernels::ToChannelsLast<float, T>{images, input_.template data<T>(),
+                                                        static_cast<std::size_t>(input_shape_[0]),
+                                                        static_cast<std::size_t>(input_shape_[1]),
+                                                        static_cast<std::size_t>(input_shape_[2])});
+      } else {
+        ex_->for_each(input_.size(), kernels::Cast<float, T>{images, input_.template data<T>()});
+      }
+    });
   }
 
   DevicePass device_pass(const model::Pass& pass, int n) {
@@ -233,6 +279,7 @@ class DeviceModel {
   }
 
   Ex* ex_;
+  DType activations_;
   model::GraphPlan plan_;
   model::SampleShape input_shape_;
   int classes_;
@@ -246,6 +293,7 @@ class DeviceModel {
   DevicePass pass_;
   bool needs_samples_ = false;
   Buffer<std::uint32_t> samples_;
+  Buffer<float> logits_f32_;  // bf16 activations: the logits and their gradient in fp32
   Buffer<double> losses_;
   Buffer<std::int32_t> status_;
   Buffer<double> partials_;

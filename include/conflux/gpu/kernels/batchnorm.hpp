@@ -57,16 +57,18 @@ struct RunningStatistics {
 };
 
 /// out = (x - m[c]) * p[c] + q[c] (+ dy * r[c] when dy is set), then the ReLU when `relu`.
+template <class T>
 struct ChannelMap {
-  const float *x, *dy, *m, *p, *q, *r;
-  float* out;
+  const T *x, *dy;
+  const float *m, *p, *q, *r;
+  T* out;
   std::size_t channels;
   bool relu;
   CONFLUX_HD void operator()(std::size_t i) const {
     const std::size_t c = i % channels;
-    float v = (x[i] - m[c]) * p[c] + q[c];
-    if (dy != nullptr) v += dy[i] * r[c];
-    out[i] = relu && !(v > 0.0f) ? 0.0f : v;
+    float v = (load(x, i) - m[c]) * p[c] + q[c];
+    if (dy != nullptr) v += load(dy, i) * r[c];
+    store(out, i, relu && !(v > 0.0f) ? 0.0f : v);
   }
 };
 
@@ -111,7 +113,10 @@ class BatchNormKernel final : public DeviceLayer<Ex> {
   using typename DeviceLayer<Ex>::InputGrads;
 
   explicit BatchNormKernel(const DeviceLayerSpec& s)
-      : layout_(channels_last(s.inputs.at(0))), momentum_(s.spec->momentum), eps_(s.spec->eps) {}
+      : layout_(channels_last(s.inputs.at(0))),
+        momentum_(s.spec->momentum),
+        eps_(s.spec->eps),
+        dtype_(s.activations) {}
 
   bool fuse_relu() noexcept override { return relu_ = true; }
 
@@ -126,57 +131,73 @@ class BatchNormKernel final : public DeviceLayer<Ex> {
   }
 
   void forward(Ex& ex, const DevicePass& pass, Inputs in, Tensor& out) override {
-    const Tensor& x = *in[0];
+    with_element(dtype_, [&](auto zero) { forward_as<decltype(zero)>(ex, pass, *in[0], out); });
+  }
+
+  void backward(Ex& ex, const DevicePass& pass, Inputs in, const Tensor& grad_out,
+                InputGrads grad_in) override {
+    with_element(dtype_, [&](auto zero) {
+      backward_as<decltype(zero)>(ex, pass, *in[0], grad_out, grad_in[0]);
+    });
+  }
+
+ private:
+  template <class T>
+  void forward_as(Ex& ex, const DevicePass& pass, const Tensor& x, Tensor& out) {
     const std::size_t c = layout_.channels;
     trained_ = pass.training;
     ensure(coefs_, 6 * c);  // mean, invstd, a (forward), then a, b, c (backward)
     ensure(stats_, 2 * c + 1);
+    const T* xs = x.template data<T>();
     if (pass.training) {
       const std::size_t rows = static_cast<std::size_t>(x.batch()) * layout_.pixels;
-      channel_sums(ex, x.data(), nullptr, rows, c, stats_.data(), partials_);
-      channel_sums(ex, x.data(), x.data(), rows, c, stats_.data() + c, partials_);
+      channel_sums(ex, xs, static_cast<const T*>(nullptr), rows, c, stats_.data(), partials_);
+      channel_sums(ex, xs, xs, rows, c, stats_.data() + c, partials_);
       ex.for_each(1, SetDouble{stats_.data() + 2 * c, static_cast<double>(rows)});
-      if (pass.reducer != nullptr) reduce(ex, *pass.reducer, 2 * c + 1);
+      if (pass.reducer != nullptr) reduce_through_host(ex, *pass.reducer, stats_, 2 * c + 1);
       ex.for_each(c, BatchStatistics{stats_.data(), c, momentum_, eps_, weight_, mean(), invstd(),
                                      coef(2), running_mean_, running_var_});
     } else {
       ex.for_each(c, RunningStatistics{running_mean_, running_var_, weight_, eps_, mean(), invstd(),
                                        coef(2)});
     }
-    out.resize(x.shape);
-    ex.for_each(out.size(), ChannelMap{x.data(), nullptr, mean(), coef(2), bias_, nullptr,
-                                       out.data(), c, relu_});
+    out.resize(x.shape, dtype_);
+    ex.for_each(out.size(), ChannelMap<T>{xs, nullptr, mean(), coef(2), bias_, nullptr,
+                                          out.template data<T>(), c, relu_});
     output_ = &out;
   }
 
-  void backward(Ex& ex, const DevicePass& pass, Inputs in, const Tensor& grad_out,
-                InputGrads grad_in) override {
-    const Tensor& x = *in[0];
+  template <class T>
+  void backward_as(Ex& ex, const DevicePass& pass, const Tensor& x, const Tensor& grad_out,
+                   Tensor* grad_in) {
     const std::size_t c = layout_.channels;
-    const float* dy = grad_out.data();
+    const T* dy = grad_out.template data<T>();
     if (relu_ && grad_out.size() > 0) {
-      ensure(gated_, grad_out.size());
-      ex.for_each(grad_out.size(), ReluGate{output_->data(), dy, gated_.data()});
-      dy = gated_.data();
+      ensure(gated_, grad_out.size() * sizeof(T));
+      T* gated = reinterpret_cast<T*>(gated_.data());
+      ex.for_each(grad_out.size(), ReluGate<T>{output_->template data<T>(), dy, gated});
+      dy = gated;
     }
     ensure(grad_sums_, 2 * c);
     const std::size_t rows = static_cast<std::size_t>(x.batch()) * layout_.pixels;
-    channel_sums(ex, dy, nullptr, rows, c, grad_sums_.data(), partials_);
-    channel_sums(ex, dy, x.data(), rows, c, grad_sums_.data() + c, partials_);
+    const T* xs = x.template data<T>();
+    channel_sums(ex, dy, static_cast<const T*>(nullptr), rows, c, grad_sums_.data(), partials_);
+    channel_sums(ex, dy, xs, rows, c, grad_sums_.data() + c, partials_);
     ex.for_each(
         c, BatchNormGradients{grad_sums_.data(), c, mean(), invstd(), weight_grad_, bias_grad_});
-    if (grad_in[0] == nullptr) return;
+    if (grad_in == nullptr) return;
     // With batch statistics dx also flows through the mean and the variance of the global
     // batch, whose sums the trainers add up.
-    if (trained_ && pass.reducer != nullptr) reduce_grad(ex, *pass.reducer, 2 * c);
+    if (trained_ && pass.reducer != nullptr) {
+      reduce_through_host(ex, *pass.reducer, grad_sums_, 2 * c);
+    }
     ex.for_each(c, InputGradientCoefficients{grad_sums_.data(), stats_.data() + 2 * c, c, trained_,
                                              weight_, invstd(), coef(3), coef(4), coef(5)});
-    grad_in[0]->resize(x.shape);
-    ex.for_each(grad_in[0]->size(), ChannelMap{x.data(), dy, mean(), coef(4), coef(5), coef(3),
-                                               grad_in[0]->data(), c, false});
+    grad_in->resize(x.shape, dtype_);
+    ex.for_each(grad_in->size(), ChannelMap<T>{xs, dy, mean(), coef(4), coef(5), coef(3),
+                                               grad_in->template data<T>(), c, false});
   }
 
- private:
   float* coef(std::size_t k) noexcept { return coefs_.data() + k * layout_.channels; }
   float* mean() noexcept { return coef(0); }
   float* invstd() noexcept { return coef(1); }
@@ -191,15 +212,9 @@ class BatchNormKernel final : public DeviceLayer<Ex> {
     ex.upload(buffer.data(), host_.data(), count);
     ex.synchronize();  // host_ may change before an asynchronous upload would have read it
   }
-  void reduce(Ex& ex, model::StatReducer& reducer, std::size_t count) {
-    reduce_through_host(ex, reducer, stats_, count);
-  }
-  void reduce_grad(Ex& ex, model::StatReducer& reducer, std::size_t count) {
-    reduce_through_host(ex, reducer, grad_sums_, count);
-  }
-
   ChannelsLast layout_;
   double momentum_, eps_;
+  DType dtype_;
   bool relu_ = false;
   bool trained_ = false;
   const float* weight_ = nullptr;
@@ -213,7 +228,7 @@ class BatchNormKernel final : public DeviceLayer<Ex> {
   typename Ex::template Buffer<double> stats_;      // sum x, sum x^2, count
   typename Ex::template Buffer<double> grad_sums_;  // sum dy, sum dy * x (then * xhat)
   typename Ex::template Buffer<double> partials_;
-  typename Ex::template Buffer<float> gated_;
+  typename Ex::template Buffer<std::byte> gated_;
   std::vector<double> host_;
 };
 

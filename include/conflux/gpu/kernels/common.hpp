@@ -1,8 +1,9 @@
 #pragma once
 /// @file common.hpp
 /// Element functions and steps the layers' device kernels share: ReLU maps, channel-last bias,
-/// deterministic per-channel sums, and layout conversions. Each runs on any executor
-/// (gpu/device_layer.hpp).
+/// deterministic per-channel sums, layout conversions and casts. Each runs on any executor
+/// (gpu/device_layer.hpp) and any element type T (float or Bf16): values are loaded as floats,
+/// computed in float, and stored rounded to T.
 
 #include <algorithm>
 #include <cstddef>
@@ -10,41 +11,51 @@
 
 #include "conflux/core/host_device.hpp"
 #include "conflux/gpu/device_layer.hpp"
+#include "conflux/gpu/precision.hpp"
 
 namespace conflux::gpu::kernels {
 
 /// y = max(x, 0) (x > 0 ? x : 0, so -0 and NaN give +0, as model::relu_value).
+template <class T>
 struct ReluForward {
-  const float* x;
-  float* y;
-  CONFLUX_HD void operator()(std::size_t i) const { y[i] = x[i] > 0.0f ? x[i] : 0.0f; }
+  const T* x;
+  T* y;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const float v = load(x, i);
+    store(y, i, v > 0.0f ? v : 0.0f);
+  }
 };
 
 /// dx = gate > 0 ? dy : 0; `gate` is the ReLU's input or output (model::relu_gate).
+template <class T>
 struct ReluGate {
-  const float* gate;
-  const float* dy;
-  float* dx;
-  CONFLUX_HD void operator()(std::size_t i) const { dx[i] = gate[i] > 0.0f ? dy[i] : 0.0f; }
+  const T* gate;
+  const T* dy;
+  T* dx;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    store(dx, i, load(gate, i) > 0.0f ? load(dy, i) : 0.0f);
+  }
 };
 
 /// y[i] = y[i] + bias[i % channels], then the ReLU when `relu` (channels-last rows).
+template <class T>
 struct AddChannelBias {
-  float* y;
+  T* y;
   const float* bias;
   std::size_t channels;
   bool relu;
   CONFLUX_HD void operator()(std::size_t i) const {
-    const float v = y[i] + bias[i % channels];
-    y[i] = relu && !(v > 0.0f) ? 0.0f : v;
+    const float v = load(y, i) + bias[i % channels];
+    store(y, i, relu && !(v > 0.0f) ? 0.0f : v);
   }
 };
 
 /// partial[p * channels + c] = sum over the rows of chunk p of x[r, c] (times y[r, c] when y
 /// is set), in double and in row order: the first level of a deterministic reduction.
+template <class T, class U = T>
 struct ChannelPartials {
-  const float* x;
-  const float* y;
+  const T* x;
+  const U* y;
   double* partial;
   std::size_t rows;
   std::size_t channels;
@@ -56,8 +67,8 @@ struct ChannelPartials {
     const std::size_t end = rows * (p + 1) / parts;
     double s = 0.0;
     for (std::size_t r = begin; r < end; ++r) {
-      const double v = x[r * channels + c];
-      s += y != nullptr ? v * static_cast<double>(y[r * channels + c]) : v;
+      const double v = load(x, r * channels + c);
+      s += y != nullptr ? v * static_cast<double>(load(y, r * channels + c)) : v;
     }
     partial[i] = s;
   }
@@ -83,6 +94,14 @@ struct ToFloat {
   CONFLUX_HD void operator()(std::size_t i) const { out[i] = static_cast<float>(in[i]); }
 };
 
+/// dst[i] = src[i] converted (fp32 to bf16 rounds to nearest even).
+template <class Src, class Dst>
+struct Cast {
+  const Src* src;
+  Dst* dst;
+  CONFLUX_HD void operator()(std::size_t i) const { store(dst, i, load(src, i)); }
+};
+
 /// How many chunks a per-channel sum over `rows` rows uses: enough threads to fill a GPU,
 /// chunks of at least 32 rows; a function of the shape only, so every run sums alike.
 inline std::size_t channel_parts(std::size_t rows, std::size_t channels) {
@@ -94,33 +113,35 @@ inline std::size_t channel_parts(std::size_t rows, std::size_t channels) {
 
 /// out[c] = sum over rows r of x[r, c] (* y[r, c]) for a channels-last [rows, channels] x, in
 /// double and in a fixed order; `scratch` holds the partial sums.
-template <class Ex>
-void channel_sums(Ex& ex, const float* x, const float* y, std::size_t rows, std::size_t channels,
+template <class Ex, class T, class U = T>
+void channel_sums(Ex& ex, const T* x, const U* y, std::size_t rows, std::size_t channels,
                   double* out, typename Ex::template Buffer<double>& scratch) {
   const std::size_t parts = channel_parts(rows, channels);
   ensure(scratch, parts * channels);
-  ex.for_each(parts * channels, ChannelPartials{x, y, scratch.data(), rows, channels, parts});
+  ex.for_each(parts * channels, ChannelPartials<T, U>{x, y, scratch.data(), rows, channels, parts});
   ex.for_each(channels, SumPartials{scratch.data(), out, channels, parts});
 }
 
 /// dst (NHWC) from src (NCHW): one destination element per i.
+template <class Src, class Dst>
 struct ToChannelsLast {
-  const float* src;
-  float* dst;
+  const Src* src;
+  Dst* dst;
   std::size_t c, h, w;
   CONFLUX_HD void operator()(std::size_t i) const {
     const std::size_t ch = i % c;
     const std::size_t pixel = i / c;  // n * h * w + y * w + x
     const std::size_t n = pixel / (h * w);
     const std::size_t yx = pixel % (h * w);
-    dst[i] = src[(n * c + ch) * h * w + yx];
+    store(dst, i, load(src, (n * c + ch) * h * w + yx));
   }
 };
 
 /// dst (NCHW) from src (NHWC): one destination element per i.
+template <class T>
 struct ToChannelsFirst {
-  const float* src;
-  float* dst;
+  const T* src;
+  T* dst;
   std::size_t c, h, w;
   CONFLUX_HD void operator()(std::size_t i) const {
     const std::size_t yx = i % (h * w);
@@ -131,29 +152,32 @@ struct ToChannelsFirst {
   }
 };
 
-/// KRSC weights from KCRS ones ({out, C, k, k}, the CPU layout): one destination element per i.
+/// KRSC weights (element type T) from the KCRS float master ({out, C, k, k}, the CPU layout):
+/// one destination element per i.
+template <class T>
 struct WeightsToChannelsLast {
   const float* src;
-  float* dst;
+  T* dst;
   std::size_t c, kk;  // input channels, kernel * kernel
   CONFLUX_HD void operator()(std::size_t i) const {
     const std::size_t ch = i % c;
     const std::size_t rs = (i / c) % kk;
     const std::size_t k = i / (c * kk);
-    dst[i] = src[(k * c + ch) * kk + rs];
+    store(dst, i, src[(k * c + ch) * kk + rs]);
   }
 };
 
-/// KCRS weights from KRSC ones: one destination element per i.
+/// KCRS float gradients from KRSC ones of element type T: one destination element per i.
+template <class T>
 struct WeightsToChannelsFirst {
-  const float* src;
+  const T* src;
   float* dst;
   std::size_t c, kk;
   CONFLUX_HD void operator()(std::size_t i) const {
     const std::size_t rs = i % kk;
     const std::size_t ch = (i / kk) % c;
     const std::size_t k = i / (c * kk);
-    dst[i] = src[(k * kk + rs) * c + ch];
+    dst[i] = load(src, (k * kk + rs) * c + ch);
   }
 };
 

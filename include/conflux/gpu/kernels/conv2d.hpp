@@ -1,9 +1,10 @@
 #pragma once
 /// @file conv2d.hpp
 /// conv2d's device kernels: the executor's convolution (cuDNN on CUDA) on channels-last
-/// activations with a KRSC working copy of the weights, then the bias and, fused, the ReLU;
-/// backward gates by the ReLU, sums the bias gradient per channel (double, fixed order), and
-/// converts the KRSC weight gradient back to the CPU layout.
+/// activations with a KRSC working copy of the weights in the activations' element type (made
+/// each forward from the fp32 master), then the bias and, fused, the ReLU; backward gates by
+/// the ReLU, sums the bias gradient per channel (double, fixed order), and converts the KRSC
+/// weight gradient back to the fp32 master's layout.
 
 #include <cstddef>
 
@@ -26,7 +27,8 @@ class Conv2dKernel final : public DeviceLayer<Ex> {
         out_(s.spec->out),
         kernel_(s.spec->kernel),
         stride_(s.spec->stride),
-        padding_(s.spec->padding) {}
+        padding_(s.spec->padding),
+        dtype_(s.activations) {}
 
   bool fuse_relu() noexcept override { return relu_ = true; }
 
@@ -41,20 +43,24 @@ class Conv2dKernel final : public DeviceLayer<Ex> {
   void forward(Ex& ex, const DevicePass& /*pass*/, Inputs in, Tensor& out) override {
     const Tensor& x = *in[0];
     const ConvGeometry g = geometry(x.batch());
-    out.resize({g.batch, out_, g.out_height(), g.out_width()});
-    ensure(weights_krsc_, weight_count());
-    ex.for_each(weight_count(), WeightsToChannelsLast{weight_, weights_krsc_.data(),
-                                                      static_cast<std::size_t>(channels_), kk()});
-    if (out.size() > 0) {
+    out.resize({g.batch, out_, g.out_height(), g.out_width()}, dtype_);
+    ensure(weights_krsc_, weight_count() * size_of(dtype_));
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      ex.for_each(weight_count(),
+                  WeightsToChannelsLast<T>{weight_, krsc<T>(weights_krsc_),
+                                           static_cast<std::size_t>(channels_), kk()});
+      if (out.size() == 0) return;
       ex.conv({.kind = ConvCall::Kind::kForward,
                .geometry = g,
-               .x = x.data(),
+               .x = x.raw(),
                .w = weights_krsc_.data(),
                .y = nullptr,
-               .out = out.data()});
-      ex.for_each(out.size(),
-                  AddChannelBias{out.data(), bias_, static_cast<std::size_t>(out_), relu_});
-    }
+               .out = out.raw(),
+               .dtype = dtype_});
+      ex.for_each(out.size(), AddChannelBias<T>{out.template data<T>(), bias_,
+                                                static_cast<std::size_t>(out_), relu_});
+    });
     output_ = &out;
   }
 
@@ -62,42 +68,53 @@ class Conv2dKernel final : public DeviceLayer<Ex> {
                 InputGrads grad_in) override {
     const Tensor& x = *in[0];
     const ConvGeometry g = geometry(x.batch());
-    const float* dy = grad_out.data();
-    if (relu_ && grad_out.size() > 0) {
-      ensure(gated_, grad_out.size());
-      ex.for_each(grad_out.size(), ReluGate{output_->data(), dy, gated_.data()});
-      dy = gated_.data();
-    }
-    ensure(sums_, static_cast<std::size_t>(out_));
-    const std::size_t rows = grad_out.size() / static_cast<std::size_t>(out_);
-    channel_sums(ex, dy, nullptr, rows, static_cast<std::size_t>(out_), sums_.data(), partials_);
-    ex.for_each(static_cast<std::size_t>(out_), ToFloat{sums_.data(), bias_grad_});
-    if (grad_out.size() == 0) {
-      ex.zero(weight_grad_, weight_count());
-    } else {
-      ensure(weight_grad_krsc_, weight_count());
-      ex.conv({.kind = ConvCall::Kind::kBackwardFilter,
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = grad_out.template data<T>();
+      if (relu_ && grad_out.size() > 0) {
+        ensure(gated_, grad_out.size() * sizeof(T));
+        ex.for_each(grad_out.size(), ReluGate<T>{output_->template data<T>(), dy, krsc<T>(gated_)});
+        dy = krsc<T>(gated_);
+      }
+      ensure(sums_, static_cast<std::size_t>(out_));
+      const std::size_t rows = grad_out.size() / static_cast<std::size_t>(out_);
+      channel_sums(ex, dy, static_cast<const T*>(nullptr), rows, static_cast<std::size_t>(out_),
+                   sums_.data(), partials_);
+      ex.for_each(static_cast<std::size_t>(out_), ToFloat{sums_.data(), bias_grad_});
+      if (grad_out.size() == 0) {
+        ex.zero(weight_grad_, weight_count());
+      } else {
+        ensure(weight_grad_krsc_, weight_count() * sizeof(T));
+        ex.conv({.kind = ConvCall::Kind::kBackwardFilter,
+                 .geometry = g,
+                 .x = x.raw(),
+                 .w = nullptr,
+                 .y = dy,
+                 .out = weight_grad_krsc_.data(),
+                 .dtype = dtype_});
+        ex.for_each(weight_count(),
+                    WeightsToChannelsFirst<T>{krsc<T>(weight_grad_krsc_), weight_grad_,
+                                              static_cast<std::size_t>(channels_), kk()});
+      }
+      if (grad_in[0] == nullptr) return;
+      grad_in[0]->resize(x.shape, dtype_);
+      if (grad_in[0]->size() == 0) return;
+      ex.conv({.kind = ConvCall::Kind::kBackwardData,
                .geometry = g,
-               .x = x.data(),
-               .w = nullptr,
+               .x = nullptr,
+               .w = weights_krsc_.data(),
                .y = dy,
-               .out = weight_grad_krsc_.data()});
-      ex.for_each(weight_count(),
-                  WeightsToChannelsFirst{weight_grad_krsc_.data(), weight_grad_,
-                                         static_cast<std::size_t>(channels_), kk()});
-    }
-    if (grad_in[0] == nullptr) return;
-    grad_in[0]->resize(x.shape);
-    if (grad_in[0]->size() == 0) return;
-    ex.conv({.kind = ConvCall::Kind::kBackwardData,
-             .geometry = g,
-             .x = nullptr,
-             .w = weights_krsc_.data(),
-             .y = dy,
-             .out = grad_in[0]->data()});
+               .out = grad_in[0]->raw(),
+               .dtype = dtype_});
+    });
   }
 
  private:
+  using Bytes = typename Ex::template Buffer<std::byte>;
+  template <class T>
+  static T* krsc(Bytes& b) {
+    return reinterpret_cast<T*>(b.data());
+  }
   std::size_t kk() const noexcept { return static_cast<std::size_t>(kernel_) * kernel_; }
   std::size_t weight_count() const noexcept {
     return static_cast<std::size_t>(out_) * channels_ * kk();
@@ -114,15 +131,16 @@ class Conv2dKernel final : public DeviceLayer<Ex> {
   }
 
   int channels_, height_, width_, out_, kernel_, stride_, padding_;
+  DType dtype_;
   bool relu_ = false;
   const float* weight_ = nullptr;
   const float* bias_ = nullptr;
   float* weight_grad_ = nullptr;
   float* bias_grad_ = nullptr;
   const Tensor* output_ = nullptr;  // the last forward's output: the fused ReLU's gate
-  typename Ex::template Buffer<float> weights_krsc_;  // the forward's weights, for backward too
-  typename Ex::template Buffer<float> weight_grad_krsc_;
-  typename Ex::template Buffer<float> gated_;
+  Bytes weights_krsc_;              // the forward's weights, for backward too
+  Bytes weight_grad_krsc_;
+  Bytes gated_;
   typename Ex::template Buffer<double> sums_;
   typename Ex::template Buffer<double> partials_;
 };

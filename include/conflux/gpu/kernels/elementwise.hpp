@@ -5,6 +5,7 @@
 /// concat (along the channels) and dropout (masks drawn from the CPU's keyed generator, so
 /// the same elements drop on both devices).
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -16,28 +17,31 @@
 namespace conflux::gpu::kernels {
 
 /// y = a + b, then the ReLU when `relu`.
+template <class T>
 struct AddInto {
-  const float* a;
-  const float* b;
-  float* y;
+  const T* a;
+  const T* b;
+  T* y;
   bool relu;
   CONFLUX_HD void operator()(std::size_t i) const {
-    const float v = a[i] + b[i];
-    y[i] = relu && !(v > 0.0f) ? 0.0f : v;
+    const float v = load(a, i) + load(b, i);
+    store(y, i, relu && !(v > 0.0f) ? 0.0f : v);
   }
 };
 
 /// y = x.
+template <class T>
 struct Copy {
-  const float* x;
-  float* y;
+  const T* x;
+  T* y;
   CONFLUX_HD void operator()(std::size_t i) const { y[i] = x[i]; }
 };
 
 /// dst[pixel, offset + c] = src[pixel, c] (to_concat) or back (from the concatenation).
+template <class T>
 struct ChannelBlock {
-  const float* src;
-  float* dst;
+  const T* src;
+  T* dst;
   std::size_t block;   // channels of this input
   std::size_t total;   // channels of the concatenation
   std::size_t offset;  // first channel of this input in it
@@ -74,11 +78,12 @@ struct DropoutMask {
 };
 
 /// y = x * mask.
+template <class T>
 struct Multiply {
-  const float* x;
+  const T* x;
   const float* mask;
-  float* y;
-  CONFLUX_HD void operator()(std::size_t i) const { y[i] = x[i] * mask[i]; }
+  T* y;
+  CONFLUX_HD void operator()(std::size_t i) const { store(y, i, load(x, i) * mask[i]); }
 };
 
 template <class Ex>
@@ -88,17 +93,28 @@ class ReluKernel final : public DeviceLayer<Ex> {
   using typename DeviceLayer<Ex>::Inputs;
   using typename DeviceLayer<Ex>::InputGrads;
 
-  explicit ReluKernel(const DeviceLayerSpec& /*s*/) {}
+  explicit ReluKernel(const DeviceLayerSpec& s) : dtype_(s.activations) {}
   void forward(Ex& ex, const DevicePass& /*pass*/, Inputs in, Tensor& out) override {
-    out.resize(in[0]->shape);
-    ex.for_each(out.size(), ReluForward{in[0]->data(), out.data()});
+    out.resize(in[0]->shape, dtype_);
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      ex.for_each(out.size(), ReluForward<T>{in[0]->template data<T>(), out.template data<T>()});
+    });
   }
   void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
                 InputGrads grad_in) override {
     if (grad_in[0] == nullptr) return;
-    grad_in[0]->resize(in[0]->shape);
-    ex.for_each(grad_out.size(), ReluGate{in[0]->data(), grad_out.data(), grad_in[0]->data()});
+    grad_in[0]->resize(in[0]->shape, dtype_);
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      ex.for_each(grad_out.size(),
+                  ReluGate<T>{in[0]->template data<T>(), grad_out.template data<T>(),
+                              grad_in[0]->template data<T>()});
+    });
   }
+
+ private:
+  DType dtype_;
 };
 
 template <class Ex>
@@ -108,34 +124,44 @@ class FlattenKernel final : public DeviceLayer<Ex> {
   using typename DeviceLayer<Ex>::Inputs;
   using typename DeviceLayer<Ex>::InputGrads;
 
-  explicit FlattenKernel(const DeviceLayerSpec& s) : input_(s.inputs.at(0)) {}
+  explicit FlattenKernel(const DeviceLayerSpec& s)
+      : input_(s.inputs.at(0)), dtype_(s.activations) {}
 
   // A channels-last image becomes the CPU's [C*H*W] feature order, so that the linear layer
   // after it has the CPU's weights.
   void forward(Ex& ex, const DevicePass& /*pass*/, Inputs in, Tensor& out) override {
     const Tensor& x = *in[0];
-    out.resize({x.batch(), static_cast<int>(x.size() / std::max(1, x.batch()))});
-    if (input_.size() == 3) {
-      ex.for_each(out.size(), ToChannelsFirst{x.data(), out.data(), dim(0), dim(1), dim(2)});
-    } else {
-      ex.for_each(out.size(), Copy{x.data(), out.data()});
-    }
+    out.resize({x.batch(), static_cast<int>(x.size() / std::max(1, x.batch()))}, dtype_);
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      if (input_.size() == 3) {
+        ex.for_each(out.size(), ToChannelsFirst<T>{x.template data<T>(), out.template data<T>(),
+                                                   dim(0), dim(1), dim(2)});
+      } else {
+        ex.for_each(out.size(), Copy<T>{x.template data<T>(), out.template data<T>()});
+      }
+    });
   }
   void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
                 InputGrads grad_in) override {
     if (grad_in[0] == nullptr) return;
-    grad_in[0]->resize(in[0]->shape);
-    if (input_.size() == 3) {
-      ex.for_each(grad_out.size(),
-                  ToChannelsLast{grad_out.data(), grad_in[0]->data(), dim(0), dim(1), dim(2)});
-    } else {
-      ex.for_each(grad_out.size(), Copy{grad_out.data(), grad_in[0]->data()});
-    }
+    grad_in[0]->resize(in[0]->shape, dtype_);
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = grad_out.template data<T>();
+      T* dx = grad_in[0]->template data<T>();
+      if (input_.size() == 3) {
+        ex.for_each(grad_out.size(), ToChannelsLast<T, T>{dy, dx, dim(0), dim(1), dim(2)});
+      } else {
+        ex.for_each(grad_out.size(), Copy<T>{dy, dx});
+      }
+    });
   }
 
  private:
   std::size_t dim(std::size_t d) const { return static_cast<std::size_t>(input_[d]); }
   model::SampleShape input_;
+  DType dtype_;
 };
 
 template <class Ex>
@@ -145,34 +171,43 @@ class AddKernel final : public DeviceLayer<Ex> {
   using typename DeviceLayer<Ex>::Inputs;
   using typename DeviceLayer<Ex>::InputGrads;
 
-  explicit AddKernel(const DeviceLayerSpec& /*s*/) {}
+  explicit AddKernel(const DeviceLayerSpec& s) : dtype_(s.activations) {}
   bool fuse_relu() noexcept override { return relu_ = true; }
 
   // ((x0 + x1) + x2) + ...: the CPU's order; the ReLU with the last addition.
   void forward(Ex& ex, const DevicePass& /*pass*/, Inputs in, Tensor& out) override {
-    out.resize(in[0]->shape);
-    const float* a = in[0]->data();
-    for (std::size_t k = 1; k < in.size(); ++k) {
-      ex.for_each(out.size(), AddInto{a, in[k]->data(), out.data(), relu_ && k + 1 == in.size()});
-      a = out.data();
-    }
+    out.resize(in[0]->shape, dtype_);
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      const T* a = in[0]->template data<T>();
+      for (std::size_t k = 1; k < in.size(); ++k) {
+        ex.for_each(out.size(), AddInto<T>{a, in[k]->template data<T>(), out.template data<T>(),
+                                           relu_ && k + 1 == in.size()});
+        a = out.template data<T>();
+      }
+    });
     output_ = &out;
   }
   void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
                 InputGrads grad_in) override {
-    for (std::size_t k = 0; k < in.size(); ++k) {
-      if (grad_in[k] == nullptr) continue;
-      grad_in[k]->resize(in[k]->shape);
-      if (relu_) {
-        ex.for_each(grad_out.size(),
-                    ReluGate{output_->data(), grad_out.data(), grad_in[k]->data()});
-      } else {
-        ex.for_each(grad_out.size(), Copy{grad_out.data(), grad_in[k]->data()});
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = grad_out.template data<T>();
+      for (std::size_t k = 0; k < in.size(); ++k) {
+        if (grad_in[k] == nullptr) continue;
+        grad_in[k]->resize(in[k]->shape, dtype_);
+        T* dx = grad_in[k]->template data<T>();
+        if (relu_) {
+          ex.for_each(grad_out.size(), ReluGate<T>{output_->template data<T>(), dy, dx});
+        } else {
+          ex.for_each(grad_out.size(), Copy<T>{dy, dx});
+        }
       }
-    }
+    });
   }
 
  private:
+  DType dtype_;
   bool relu_ = false;
   const Tensor* output_ = nullptr;
 };
@@ -184,36 +219,45 @@ class ConcatKernel final : public DeviceLayer<Ex> {
   using typename DeviceLayer<Ex>::Inputs;
   using typename DeviceLayer<Ex>::InputGrads;
 
-  explicit ConcatKernel(const DeviceLayerSpec& s) : output_(s.output) {}
+  explicit ConcatKernel(const DeviceLayerSpec& s) : output_(s.output), dtype_(s.activations) {}
 
   void forward(Ex& ex, const DevicePass& /*pass*/, Inputs in, Tensor& out) override {
     std::vector<int> shape = in[0]->shape;
     shape[1] = output_[0];
-    out.resize(std::move(shape));
-    std::size_t offset = 0;
-    for (const Tensor* x : in) {
-      const auto block = static_cast<std::size_t>(x->shape[1]);
-      ex.for_each(x->size(), ChannelBlock{x->data(), out.data(), block, total(), offset, true});
-      offset += block;
-    }
+    out.resize(std::move(shape), dtype_);
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      std::size_t offset = 0;
+      for (const Tensor* x : in) {
+        const auto block = static_cast<std::size_t>(x->shape[1]);
+        ex.for_each(x->size(), ChannelBlock<T>{x->template data<T>(), out.template data<T>(), block,
+                                               total(), offset, true});
+        offset += block;
+      }
+    });
   }
   void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
                 InputGrads grad_in) override {
-    std::size_t offset = 0;
-    for (std::size_t k = 0; k < in.size(); ++k) {
-      const auto block = static_cast<std::size_t>(in[k]->shape[1]);
-      if (grad_in[k] != nullptr) {
-        grad_in[k]->resize(in[k]->shape);
-        ex.for_each(grad_in[k]->size(), ChannelBlock{grad_out.data(), grad_in[k]->data(), block,
-                                                     total(), offset, false});
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      std::size_t offset = 0;
+      for (std::size_t k = 0; k < in.size(); ++k) {
+        const auto block = static_cast<std::size_t>(in[k]->shape[1]);
+        if (grad_in[k] != nullptr) {
+          grad_in[k]->resize(in[k]->shape, dtype_);
+          ex.for_each(grad_in[k]->size(),
+                      ChannelBlock<T>{grad_out.template data<T>(), grad_in[k]->template data<T>(),
+                                      block, total(), offset, false});
+        }
+        offset += block;
       }
-      offset += block;
-    }
+    });
   }
 
  private:
   std::size_t total() const { return static_cast<std::size_t>(output_[0]); }
   model::SampleShape output_;
+  DType dtype_;
 };
 
 template <class Ex>
@@ -227,32 +271,42 @@ class DropoutKernel final : public DeviceLayer<Ex> {
       : rate_(s.spec->rate),
         scale_(static_cast<float>(1.0 / (1.0 - s.spec->rate))),
         salt_(s.index),
-        layout_(channels_last(s.inputs.at(0))) {}
+        layout_(channels_last(s.inputs.at(0))),
+        dtype_(s.activations) {}
 
   void forward(Ex& ex, const DevicePass& pass, Inputs in, Tensor& out) override {
     const Tensor& x = *in[0];
-    out.resize(x.shape);
+    out.resize(x.shape, dtype_);
     masked_ = pass.training && rate_ > 0.0;
-    if (!masked_) {
-      ex.for_each(out.size(), Copy{x.data(), out.data()});
-      return;
-    }
-    ensure(mask_, x.size());
-    const std::size_t width = layout_.channels * layout_.pixels;
-    ex.for_each(static_cast<std::size_t>(x.batch()),
-                DropoutMask{pass.seed, salt_, pass.step, pass.samples, static_cast<float>(rate_),
-                            scale_, width, layout_.channels, layout_.pixels, mask_.data()});
-    ex.for_each(out.size(), Multiply{x.data(), mask_.data(), out.data()});
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      if (!masked_) {
+        ex.for_each(out.size(), Copy<T>{x.template data<T>(), out.template data<T>()});
+        return;
+      }
+      ensure(mask_, x.size());
+      const std::size_t width = layout_.channels * layout_.pixels;
+      ex.for_each(static_cast<std::size_t>(x.batch()),
+                  DropoutMask{pass.seed, salt_, pass.step, pass.samples, static_cast<float>(rate_),
+                              scale_, width, layout_.channels, layout_.pixels, mask_.data()});
+      ex.for_each(out.size(),
+                  Multiply<T>{x.template data<T>(), mask_.data(), out.template data<T>()});
+    });
   }
   void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
                 InputGrads grad_in) override {
     if (grad_in[0] == nullptr) return;
-    grad_in[0]->resize(in[0]->shape);
-    if (masked_) {
-      ex.for_each(grad_out.size(), Multiply{grad_out.data(), mask_.data(), grad_in[0]->data()});
-    } else {
-      ex.for_each(grad_out.size(), Copy{grad_out.data(), grad_in[0]->data()});
-    }
+    grad_in[0]->resize(in[0]->shape, dtype_);
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = grad_out.template data<T>();
+      T* dx = grad_in[0]->template data<T>();
+      if (masked_) {
+        ex.for_each(grad_out.size(), Multiply<T>{dy, mask_.data(), dx});
+      } else {
+        ex.for_each(grad_out.size(), Copy<T>{dy, dx});
+      }
+    });
   }
 
  private:
@@ -260,6 +314,7 @@ class DropoutKernel final : public DeviceLayer<Ex> {
   float scale_;
   std::uint64_t salt_;
   ChannelsLast layout_;
+  DType dtype_;
   bool masked_ = false;
   typename Ex::template Buffer<float> mask_;
 };

@@ -33,9 +33,10 @@ struct PoolGeometry {
 
 /// One output per i: the window maximum (padding never wins; ties: the first in row-major
 /// window order, as the CPU) and its position y * w + x within the sample's plane.
+template <class T>
 struct MaxPoolForward {
-  const float* x;
-  float* y;
+  const T* x;
+  T* y;
   std::int32_t* arg;
   PoolGeometry g;
   CONFLUX_HD void operator()(std::size_t i) const {
@@ -48,28 +49,29 @@ struct MaxPoolForward {
     const int ya = y0 < 0 ? 0 : y0, xa = x0 < 0 ? 0 : x0;
     const int yb = y0 + g.kernel < g.h ? y0 + g.kernel : g.h;
     const int xb = x0 + g.kernel < g.w ? x0 + g.kernel : g.w;
-    const float* plane = x + n * static_cast<std::size_t>(g.h) * g.w * g.c;
+    const T* plane = x + n * static_cast<std::size_t>(g.h) * g.w * g.c;
     int best = ya * g.w + xa;
-    float value = plane[static_cast<std::size_t>(best) * g.c + ch];
+    float value = load(plane, static_cast<std::size_t>(best) * g.c + ch);
     for (int yy = ya; yy < yb; ++yy) {
       for (int xx = xa; xx < xb; ++xx) {
-        const float v = plane[(static_cast<std::size_t>(yy) * g.w + xx) * g.c + ch];
+        const float v = load(plane, (static_cast<std::size_t>(yy) * g.w + xx) * g.c + ch);
         if (v > value) {  // strict: the first maximum stays
           value = v;
           best = yy * g.w + xx;
         }
       }
     }
-    y[i] = value;
+    store(y, i, value);
     arg[i] = best;
   }
 };
 
 /// One input element per i: the sum of the gradients of the outputs whose maximum it was.
+template <class T>
 struct MaxPoolBackward {
-  const float* dy;
+  const T* dy;
   const std::int32_t* arg;
-  float* dx;
+  T* dx;
   PoolGeometry g;
   CONFLUX_HD void operator()(std::size_t i) const {
     const int ch = static_cast<int>(i % g.c);
@@ -86,17 +88,18 @@ struct MaxPoolBackward {
     for (int oy = oy0; oy <= oy1; ++oy) {
       for (int ox = ox0; ox <= ox1; ++ox) {
         const std::size_t o = (base + static_cast<std::size_t>(oy) * g.ow + ox) * g.c + ch;
-        if (arg[o] == me) sum += dy[o];
+        if (arg[o] == me) sum += load(dy, o);
       }
     }
-    dx[i] = sum;
+    store(dx, i, sum);
   }
 };
 
 /// One output per i: the window's sum in row-major order, times 1 / kernel^2 (no padding).
+template <class T>
 struct AvgPoolForward {
-  const float* x;
-  float* y;
+  const T* x;
+  T* y;
   PoolGeometry g;
   float scale;
   CONFLUX_HD void operator()(std::size_t i) const {
@@ -105,23 +108,24 @@ struct AvgPoolForward {
     const int ox = static_cast<int>(pixel % g.ow);
     const int oy = static_cast<int>((pixel / g.ow) % g.oh);
     const std::size_t n = pixel / (static_cast<std::size_t>(g.ow) * g.oh);
-    const float* plane = x + n * static_cast<std::size_t>(g.h) * g.w * g.c;
+    const T* plane = x + n * static_cast<std::size_t>(g.h) * g.w * g.c;
     float sum = 0.0f;
     for (int ky = 0; ky < g.kernel; ++ky) {
       for (int kx = 0; kx < g.kernel; ++kx) {
         const std::size_t yy = static_cast<std::size_t>(oy) * g.stride + ky;
         const std::size_t xx = static_cast<std::size_t>(ox) * g.stride + kx;
-        sum += plane[(yy * g.w + xx) * g.c + ch];
+        sum += load(plane, (yy * g.w + xx) * g.c + ch);
       }
     }
-    y[i] = sum * scale;
+    store(y, i, sum * scale);
   }
 };
 
 /// One input element per i: the sum of dy * scale over the windows that cover it, in order.
+template <class T>
 struct AvgPoolBackward {
-  const float* dy;
-  float* dx;
+  const T* dy;
+  T* dx;
   PoolGeometry g;
   float scale;
   CONFLUX_HD void operator()(std::size_t i) const {
@@ -137,37 +141,39 @@ struct AvgPoolBackward {
     const std::size_t base = n * static_cast<std::size_t>(g.oh) * g.ow;
     for (int oy = oy0; oy <= oy1; ++oy) {
       for (int ox = ox0; ox <= ox1; ++ox) {
-        sum += dy[(base + static_cast<std::size_t>(oy) * g.ow + ox) * g.c + ch] * scale;
+        sum += load(dy, (base + static_cast<std::size_t>(oy) * g.ow + ox) * g.c + ch) * scale;
       }
     }
-    dx[i] = sum;
+    store(dx, i, sum);
   }
 };
 
 /// y[n, c] = (sum over the plane of x[n, :, :, c], in row-major order) * scale.
+template <class T>
 struct GlobalPoolForward {
-  const float* x;
-  float* y;
+  const T* x;
+  T* y;
   std::size_t c, plane;
   float scale;
   CONFLUX_HD void operator()(std::size_t i) const {
     const std::size_t ch = i % c, n = i / c;
-    const float* p = x + n * plane * c + ch;
+    const T* p = x + n * plane * c + ch;
     float sum = 0.0f;
-    for (std::size_t k = 0; k < plane; ++k) sum += p[k * c];
-    y[i] = sum * scale;
+    for (std::size_t k = 0; k < plane; ++k) sum += load(p, k * c);
+    store(y, i, sum * scale);
   }
 };
 
 /// dx[n, y, x, c] = dy[n, c] * scale.
+template <class T>
 struct GlobalPoolBackward {
-  const float* dy;
-  float* dx;
+  const T* dy;
+  T* dx;
   std::size_t c, plane;
   float scale;
   CONFLUX_HD void operator()(std::size_t i) const {
     const std::size_t ch = i % c, n = i / (plane * c);
-    dx[i] = dy[n * c + ch] * scale;
+    store(dx, i, load(dy, n * c + ch) * scale);
   }
 };
 
@@ -192,24 +198,32 @@ class MaxPoolKernel final : public DeviceLayer<Ex> {
   using typename DeviceLayer<Ex>::InputGrads;
 
   explicit MaxPoolKernel(const DeviceLayerSpec& s)
-      : g_(pool_geometry(*s.spec, s.inputs.at(0), s.output)) {}
+      : g_(pool_geometry(*s.spec, s.inputs.at(0), s.output)), dtype_(s.activations) {}
 
   void forward(Ex& ex, const DevicePass& /*pass*/, Inputs in, Tensor& out) override {
     const Tensor& x = *in[0];
-    out.resize({x.batch(), g_.c, g_.oh, g_.ow});
+    out.resize({x.batch(), g_.c, g_.oh, g_.ow}, dtype_);
     ensure(arg_, out.size());
-    ex.for_each(out.size(), MaxPoolForward{x.data(), out.data(), arg_.data(), g_});
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      ex.for_each(out.size(),
+                  MaxPoolForward<T>{x.template data<T>(), out.template data<T>(), arg_.data(), g_});
+    });
   }
   void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
                 InputGrads grad_in) override {
     if (grad_in[0] == nullptr) return;
-    grad_in[0]->resize(in[0]->shape);
-    ex.for_each(grad_in[0]->size(),
-                MaxPoolBackward{grad_out.data(), arg_.data(), grad_in[0]->data(), g_});
+    grad_in[0]->resize(in[0]->shape, dtype_);
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      ex.for_each(grad_in[0]->size(), MaxPoolBackward<T>{grad_out.template data<T>(), arg_.data(),
+                                                         grad_in[0]->template data<T>(), g_});
+    });
   }
 
  private:
   PoolGeometry g_;
+  DType dtype_;
   typename Ex::template Buffer<std::int32_t> arg_;
 };
 
@@ -222,24 +236,34 @@ class AvgPoolKernel final : public DeviceLayer<Ex> {
 
   explicit AvgPoolKernel(const DeviceLayerSpec& s)
       : g_(pool_geometry(*s.spec, s.inputs.at(0), s.output)),
-        scale_(1.0f / static_cast<float>(g_.kernel * g_.kernel)) {}
+        scale_(1.0f / static_cast<float>(g_.kernel * g_.kernel)),
+        dtype_(s.activations) {}
 
   void forward(Ex& ex, const DevicePass& /*pass*/, Inputs in, Tensor& out) override {
     const Tensor& x = *in[0];
-    out.resize({x.batch(), g_.c, g_.oh, g_.ow});
-    ex.for_each(out.size(), AvgPoolForward{x.data(), out.data(), g_, scale_});
+    out.resize({x.batch(), g_.c, g_.oh, g_.ow}, dtype_);
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      ex.for_each(out.size(),
+                  AvgPoolForward<T>{x.template data<T>(), out.template data<T>(), g_, scale_});
+    });
   }
   void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
                 InputGrads grad_in) override {
     if (grad_in[0] == nullptr) return;
-    grad_in[0]->resize(in[0]->shape);
-    ex.for_each(grad_in[0]->size(),
-                AvgPoolBackward{grad_out.data(), grad_in[0]->data(), g_, scale_});
+    grad_in[0]->resize(in[0]->shape, dtype_);
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      ex.for_each(grad_in[0]->size(),
+                  AvgPoolBackward<T>{grad_out.template data<T>(), grad_in[0]->template data<T>(),
+                                     g_, scale_});
+    });
   }
 
  private:
   PoolGeometry g_;
   float scale_;
+  DType dtype_;
 };
 
 template <class Ex>
@@ -252,23 +276,33 @@ class GlobalAvgPoolKernel final : public DeviceLayer<Ex> {
   explicit GlobalAvgPoolKernel(const DeviceLayerSpec& s)
       : c_(static_cast<std::size_t>(s.inputs.at(0).at(0))),
         plane_(static_cast<std::size_t>(s.inputs.at(0).at(1)) * s.inputs.at(0).at(2)),
-        scale_(1.0f / static_cast<float>(plane_)) {}
+        scale_(1.0f / static_cast<float>(plane_)),
+        dtype_(s.activations) {}
 
   void forward(Ex& ex, const DevicePass& /*pass*/, Inputs in, Tensor& out) override {
-    out.resize({in[0]->batch(), static_cast<int>(c_)});
-    ex.for_each(out.size(), GlobalPoolForward{in[0]->data(), out.data(), c_, plane_, scale_});
+    out.resize({in[0]->batch(), static_cast<int>(c_)}, dtype_);
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      ex.for_each(out.size(), GlobalPoolForward<T>{in[0]->template data<T>(),
+                                                   out.template data<T>(), c_, plane_, scale_});
+    });
   }
   void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
                 InputGrads grad_in) override {
     if (grad_in[0] == nullptr) return;
-    grad_in[0]->resize(in[0]->shape);
-    ex.for_each(grad_in[0]->size(),
-                GlobalPoolBackward{grad_out.data(), grad_in[0]->data(), c_, plane_, scale_});
+    grad_in[0]->resize(in[0]->shape, dtype_);
+    with_element(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      ex.for_each(grad_in[0]->size(),
+                  GlobalPoolBackward<T>{grad_out.template data<T>(), grad_in[0]->template data<T>(),
+                                        c_, plane_, scale_});
+    });
   }
 
  private:
   std::size_t c_, plane_;
   float scale_;
+  DType dtype_;
 };
 
 }  // namespace conflux::gpu::kernels
