@@ -118,9 +118,11 @@ else
   not_ok "train.noise_scale changed the digest: '$d_on' vs '$d_off'" "$(cat "$TMP/ref-off.log")"
 fi
 target=$(python3 -c "print(f'{$acc - 0.0005:.4f}')" 2>/dev/null)
+# conflux prints the target in its shortest form (0.9440 as 0.944), as Python's float() does.
+shown=$(python3 -c "print(float('$target'))" 2>/dev/null)
 if out=$("$CONFLUX" plan --model "$TMP/model.toml" --config "$CONFIG" --deadline 3600 \
   --target slurm --target-accuracy "$target" --reference "$TMP/ref" --emit-config "$TMP/target.toml" 2>&1) &&
-  grep -q "until test accuracy >= $target, deadline" <<<"$out" &&
+  grep -q "until test accuracy >= $shown, deadline" <<<"$out" &&
   grep -q "^statistical efficiency: steps to the target S(B) = S_min (1 + B_noise / B)" <<<"$out" &&
   grep -qP "global batch 128: (94|188) steps" <<<"$out" &&
   grep -qP '^rank +W +M MB +K +Ba +Bn +global +D +offload +iterations' <<<"$out" &&
