@@ -84,18 +84,10 @@ class CudaExecutor {
   }
 
   void conv(const ConvCall& call) {
-    const ConvGeometry& g = call.geometry;
+    const ConvShape& g = call.shape;
     ConvOptions options = conv_;
     if (call.dtype == DType::kBf16) options.precision = Precision::kBf16;
-    const CudnnConv& conv = convs_.get(ConvShape{.batch = g.batch,
-                                                 .channels = g.channels,
-                                                 .height = g.height,
-                                                 .width = g.width,
-                                                 .out_channels = g.out_channels,
-                                                 .kernel = g.kernel,
-                                                 .stride = g.stride,
-                                                 .padding = g.padding},
-                                       options);
+    const CudnnConv& conv = convs_.get(g, options);
     if (workspace_.bytes() < conv.workspace_bytes()) {
       // The old workspace may still be in use by enqueued calls: cudaFree waits for them.
       workspace_ = DeviceBuffer<std::byte>(conv.workspace_bytes());

@@ -72,8 +72,8 @@ struct HostExecutor {
   /// cuDNN's cross-correlation on NHWC activations and KRSC weights, by its definition, summed
   /// in float; bf16 outputs rounded once.
   void conv(const ConvCall& call) {
-    const ConvGeometry& g = call.geometry;
-    const std::size_t oh = g.out_height(), ow = g.out_width();
+    const ConvShape& g = call.shape;
+    const std::size_t oh = g.output_height(), ow = g.output_width();
     const std::size_t x_count = static_cast<std::size_t>(g.batch) * g.height * g.width * g.channels;
     const std::size_t w_count =
         static_cast<std::size_t>(g.out_channels) * g.kernel * g.kernel * g.channels;

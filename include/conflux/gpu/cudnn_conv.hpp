@@ -30,42 +30,11 @@
 #include <string>
 #include <utility>
 
+#include "conflux/gpu/conv_shape.hpp"
 #include "conflux/gpu/cudnn_api.hpp"
 #include "conflux/gpu/precision.hpp"
 
 namespace conflux::gpu {
-
-/// The geometry of one convolution call. The batch is part of it: cuDNN's algorithm choice and
-/// workspace size depend on it.
-struct ConvShape {
-  int batch = 0;
-  int channels = 0;  ///< C, input channels
-  int height = 0;
-  int width = 0;
-  int out_channels = 0;  ///< K
-  int kernel = 0;        ///< square kernel side
-  int stride = 1;
-  int padding = 0;
-
-  /// (height + 2 padding - kernel) / stride + 1, as model::Conv2d.
-  int output_height() const noexcept { return (height + 2 * padding - kernel) / stride + 1; }
-  /// (width + 2 padding - kernel) / stride + 1.
-  int output_width() const noexcept { return (width + 2 * padding - kernel) / stride + 1; }
-  /// Elements of x (and dx): N*H*W*C.
-  std::size_t input_elements() const noexcept {
-    return static_cast<std::size_t>(batch) * height * width * channels;
-  }
-  /// Elements of y (and dy): N*H'*W'*K.
-  std::size_t output_elements() const noexcept {
-    return static_cast<std::size_t>(batch) * output_height() * output_width() * out_channels;
-  }
-  /// Elements of w (and dw): K*kernel*kernel*C.
-  std::size_t weight_elements() const noexcept {
-    return static_cast<std::size_t>(out_channels) * kernel * kernel * channels;
-  }
-
-  auto operator<=>(const ConvShape&) const = default;
-};
 
 /// "conv2d [N=8, C=64, H=56, W=56] -> [K=64, 56x56], kernel 3, stride 1, padding 1".
 std::string to_string(const ConvShape& shape);

@@ -32,6 +32,7 @@
 
 #include "conflux/config/layer_spec.hpp"
 #include "conflux/core/host_device.hpp"
+#include "conflux/gpu/conv_shape.hpp"
 #include "conflux/gpu/precision.hpp"
 #include "conflux/model/layer.hpp"
 #include "conflux/model/tensor.hpp"
@@ -59,31 +60,13 @@ struct Gemm {
   DType c_type = DType::kF32;
 };
 
-/// The geometry of a convolution: a batch of NHWC images and KRSC weights.
-struct ConvGeometry {
-  int batch = 0;
-  int channels = 0;  ///< C
-  int height = 0;
-  int width = 0;
-  int out_channels = 0;  ///< K
-  int kernel = 0;        ///< square kernel side
-  int stride = 1;
-  int padding = 0;
-  /// (height + 2 padding - kernel) / stride + 1, as model::Conv2d.
-  CONFLUX_HD int out_height() const noexcept {
-    return (height + 2 * padding - kernel) / stride + 1;
-  }
-  /// (width + 2 padding - kernel) / stride + 1.
-  CONFLUX_HD int out_width() const noexcept { return (width + 2 * padding - kernel) / stride + 1; }
-};
-
 /// One convolution call: y = conv(x, w) (kForward), dx from dy and w (kBackwardData), or dw
 /// from x and dy (kBackwardFilter). Every call overwrites its output; every tensor has the
 /// element type `dtype`; accumulation is fp32.
 struct ConvCall {
   enum class Kind { kForward, kBackwardData, kBackwardFilter };
   Kind kind = Kind::kForward;
-  ConvGeometry geometry;
+  ConvShape shape;
   const void* x = nullptr;  ///< input [N, H, W, C] (forward, backward filter)
   const void* w = nullptr;  ///< weights [K, k, k, C] (forward, backward data)
   const void* y = nullptr;  ///< dy [N, H', W', K] (backward)

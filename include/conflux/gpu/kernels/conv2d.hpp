@@ -42,8 +42,8 @@ class Conv2dKernel final : public DeviceLayer<Ex> {
 
   void forward(Ex& ex, const DevicePass& /*pass*/, Inputs in, Tensor& out) override {
     const Tensor& x = *in[0];
-    const ConvGeometry g = geometry(x.batch());
-    out.resize({g.batch, out_, g.out_height(), g.out_width()}, dtype_);
+    const ConvShape g = shape_of(x.batch());
+    out.resize({g.batch, out_, g.output_height(), g.output_width()}, dtype_);
     ensure(weights_krsc_, weight_count() * size_of(dtype_));
     with_element(dtype_, [&](auto zero) {
       using T = decltype(zero);
@@ -52,7 +52,7 @@ class Conv2dKernel final : public DeviceLayer<Ex> {
                                            static_cast<std::size_t>(channels_), kk()});
       if (out.size() == 0) return;
       ex.conv({.kind = ConvCall::Kind::kForward,
-               .geometry = g,
+               .shape = g,
                .x = x.raw(),
                .w = weights_krsc_.data(),
                .y = nullptr,
@@ -67,7 +67,7 @@ class Conv2dKernel final : public DeviceLayer<Ex> {
   void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
                 InputGrads grad_in) override {
     const Tensor& x = *in[0];
-    const ConvGeometry g = geometry(x.batch());
+    const ConvShape g = shape_of(x.batch());
     with_element(dtype_, [&](auto zero) {
       using T = decltype(zero);
       const T* dy = grad_out.template data<T>();
@@ -86,7 +86,7 @@ class Conv2dKernel final : public DeviceLayer<Ex> {
       } else {
         ensure(weight_grad_krsc_, weight_count() * sizeof(T));
         ex.conv({.kind = ConvCall::Kind::kBackwardFilter,
-                 .geometry = g,
+                 .shape = g,
                  .x = x.raw(),
                  .w = nullptr,
                  .y = dy,
@@ -100,7 +100,7 @@ class Conv2dKernel final : public DeviceLayer<Ex> {
       grad_in[0]->resize(x.shape, dtype_);
       if (grad_in[0]->size() == 0) return;
       ex.conv({.kind = ConvCall::Kind::kBackwardData,
-               .geometry = g,
+               .shape = g,
                .x = nullptr,
                .w = weights_krsc_.data(),
                .y = dy,
@@ -119,7 +119,7 @@ class Conv2dKernel final : public DeviceLayer<Ex> {
   std::size_t weight_count() const noexcept {
     return static_cast<std::size_t>(out_) * channels_ * kk();
   }
-  ConvGeometry geometry(int batch) const noexcept {
+  ConvShape shape_of(int batch) const noexcept {
     return {.batch = batch,
             .channels = channels_,
             .height = height_,
