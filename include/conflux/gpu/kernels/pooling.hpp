@@ -21,6 +21,21 @@ struct PoolGeometry {
   int kernel = 1, stride = 1;  ///< square window
   int padding = 0;             ///< each side (max pooling only)
 
+  /// Where element i of a channels-last [n, rows, cols, c] tensor is.
+  struct Position {
+    std::size_t n;
+    int y, x, c;
+  };
+  CONFLUX_HD static Position position(std::size_t i, int rows, int cols, int channels) {
+    const std::size_t pixel = i / channels;
+    return {pixel / (static_cast<std::size_t>(rows) * cols),
+            static_cast<int>((pixel / cols) % rows), static_cast<int>(pixel % cols),
+            static_cast<int>(i % channels)};
+  }
+  /// Element i of the output, and of the input.
+  CONFLUX_HD Position output_position(std::size_t i) const { return position(i, oh, ow, c); }
+  CONFLUX_HD Position input_position(std::size_t i) const { return position(i, h, w, c); }
+
   /// The output rows (or columns: same formula) whose windows cover input row `i` of a
   /// dimension with `out` outputs: [first, last], empty when first > last.
   CONFLUX_HD void covering(int i, int out, int& first, int& last) const {
@@ -40,11 +55,7 @@ struct MaxPoolForward {
   std::int32_t* arg;
   PoolGeometry g;
   CONFLUX_HD void operator()(std::size_t i) const {
-    const int ch = static_cast<int>(i % g.c);
-    const std::size_t pixel = i / g.c;
-    const int ox = static_cast<int>(pixel % g.ow);
-    const int oy = static_cast<int>((pixel / g.ow) % g.oh);
-    const std::size_t n = pixel / (static_cast<std::size_t>(g.ow) * g.oh);
+    const auto [n, oy, ox, ch] = g.output_position(i);
     const int y0 = oy * g.stride - g.padding, x0 = ox * g.stride - g.padding;
     const int ya = y0 < 0 ? 0 : y0, xa = x0 < 0 ? 0 : x0;
     const int yb = y0 + g.kernel < g.h ? y0 + g.kernel : g.h;
@@ -74,11 +85,7 @@ struct MaxPoolBackward {
   T* dx;
   PoolGeometry g;
   CONFLUX_HD void operator()(std::size_t i) const {
-    const int ch = static_cast<int>(i % g.c);
-    const std::size_t pixel = i / g.c;
-    const int xx = static_cast<int>(pixel % g.w);
-    const int yy = static_cast<int>((pixel / g.w) % g.h);
-    const std::size_t n = pixel / (static_cast<std::size_t>(g.w) * g.h);
+    const auto [n, yy, xx, ch] = g.input_position(i);
     const int me = yy * g.w + xx;
     int oy0, oy1, ox0, ox1;
     g.covering(yy, g.oh, oy0, oy1);
@@ -103,11 +110,7 @@ struct AvgPoolForward {
   PoolGeometry g;
   float scale;
   CONFLUX_HD void operator()(std::size_t i) const {
-    const int ch = static_cast<int>(i % g.c);
-    const std::size_t pixel = i / g.c;
-    const int ox = static_cast<int>(pixel % g.ow);
-    const int oy = static_cast<int>((pixel / g.ow) % g.oh);
-    const std::size_t n = pixel / (static_cast<std::size_t>(g.ow) * g.oh);
+    const auto [n, oy, ox, ch] = g.output_position(i);
     const T* plane = x + n * static_cast<std::size_t>(g.h) * g.w * g.c;
     float sum = 0.0f;
     for (int ky = 0; ky < g.kernel; ++ky) {
@@ -129,11 +132,7 @@ struct AvgPoolBackward {
   PoolGeometry g;
   float scale;
   CONFLUX_HD void operator()(std::size_t i) const {
-    const int ch = static_cast<int>(i % g.c);
-    const std::size_t pixel = i / g.c;
-    const int xx = static_cast<int>(pixel % g.w);
-    const int yy = static_cast<int>((pixel / g.w) % g.h);
-    const std::size_t n = pixel / (static_cast<std::size_t>(g.w) * g.h);
+    const auto [n, yy, xx, ch] = g.input_position(i);
     int oy0, oy1, ox0, ox1;
     g.covering(yy, g.oh, oy0, oy1);
     g.covering(xx, g.ow, ox0, ox1);
