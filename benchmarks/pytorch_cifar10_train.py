@@ -20,6 +20,8 @@ conflux eval's transform and scoring) is timed apart from the epoch, as conflux'
 eval_seconds is. A config using anything not reproduced here exits 2 naming the key.
 """
 import argparse
+import contextlib
+import copy
 import json
 import math
 import pathlib
@@ -121,8 +123,10 @@ class Augment:
         return x.float() * self.scale + self.shift
 
 
-def train_epoch(model, optimizer, data, recipe, first_step, generator):
-    """One epoch of SGD steps; returns (seconds, mean training loss, training accuracy)."""
+def train_epoch(model, optimizer, data, recipe, first_step, generator, device=None):
+    """One epoch of SGD steps; returns (seconds, mean training loss, training accuracy).
+    `device` (a GPU run): batches go to it channels-last, and with device.precision bf16 the
+    forward pass runs under torch.autocast(bfloat16)."""
     images_augment, labels, train, total_steps = data
     batch = train["batch_size"]
     order = torch.randperm(len(labels), generator=generator)
@@ -133,10 +137,15 @@ def train_epoch(model, optimizer, data, recipe, first_step, generator):
     for step in range(steps):
         idx = order[step * batch:(step + 1) * batch]
         x, y = images_augment(idx, generator), labels[idx]
+        if device is not None:
+            x = x.to(device.name, non_blocking=True).contiguous(memory_format=torch.channels_last)
+            y = y.to(device.name, non_blocking=True)
         for group in optimizer.param_groups:
             group["lr"] = lr_at(train, first_step + step, total_steps)
-        logits = model(x)
-        loss = nn.functional.cross_entropy(logits, y)
+        bf16 = device is not None and device.precision == "bf16"
+        with torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
+            logits = model(x)
+            loss = nn.functional.cross_entropy(logits.float(), y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -153,7 +162,19 @@ def parse_args(argv):
     p.add_argument("--threads", type=int, default=0,
                    help="torch threads (0: cluster.trainers x cluster.blas_threads)")
     p.add_argument("--json", help="also write the JSON lines to this file")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where to train (cuda: channels_last, cudnn.benchmark; evaluation on "
+                        "the CPU copy of the model, as conflux evaluates on its host model)")
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                   help="cuda: fp32 with TF32 off, or torch.autocast(bfloat16)")
     return p.parse_args(argv)
+
+
+class Device:
+    """A GPU run's device and precision."""
+
+    def __init__(self, name, precision):
+        self.name, self.precision = name, precision
 
 
 def main(argv):
@@ -165,6 +186,13 @@ def main(argv):
     torch.set_num_threads(threads)
     torch.manual_seed(config.get("run", {}).get("seed", 42))
     model = c2t.build_module(config, args.config)
+    device = None
+    if args.device == "cuda":
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        device = Device("cuda", args.precision)
+        model = model.to("cuda", memory_format=torch.channels_last)
     directory = pathlib.Path(args.data) / c2t.BUILTIN_DIRS["cifar10"]
     images, labels = read_cifar_train(directory, data.get("train_limit", 0))
     steps_per_epoch = (len(labels) + train["batch_size"] - 1) // train["batch_size"]
@@ -176,16 +204,19 @@ def main(argv):
     generator = torch.Generator().manual_seed(config.get("run", {}).get("seed", 42))
     batches = (Augment(config.get("transform", {}), images), labels, train, total_steps)
     lines = [{"torch": torch.__version__, "threads": torch.get_num_threads(),
+              "device": args.device, "precision": args.precision,
               "mkldnn": torch.backends.mkldnn.is_available(), "train_samples": len(labels),
               "steps_per_epoch": steps_per_epoch, "parameters":
               sum(t.numel() for t in model.parameters())}]
     print(json.dumps(lines[0]), flush=True)
     for epoch in range(1, train["epochs"] + 1):
         seconds, loss, accuracy = train_epoch(model, optimizer, batches, train,
-                                              (epoch - 1) * steps_per_epoch, generator)
+                                              (epoch - 1) * steps_per_epoch, generator, device)
         model.eval()
         start = time.perf_counter()
-        n, correct, test_loss = c2t.evaluate(model, config, args.data, data.get("test_limit", 0))
+        evaluated = model if device is None else copy.deepcopy(model).cpu().float()
+        n, correct, test_loss = c2t.evaluate(evaluated, config, args.data,
+                                             data.get("test_limit", 0))
         lines.append({"epoch": epoch, "epoch_seconds": seconds,
                       "eval_seconds": time.perf_counter() - start, "train_loss": loss,
                       "train_accuracy": accuracy, "test_loss": test_loss,

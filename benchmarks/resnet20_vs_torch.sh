@@ -13,8 +13,12 @@
 #            SyncBatchNorm needs GPUs.
 # Per epoch: training seconds (evaluation excluded on both sides) and test accuracy, printed
 # side by side and written to OUT/results.csv and OUT/results.md (plus both sides' logs).
-# Usage: [EPOCHS=2] [TRAIN_LIMIT=0] [TEST_LIMIT=0] [TRAINERS=1] [OUT=DIR]
-#        benchmarks/resnet20_vs_torch.sh        (LIMIT 0 = the whole split: 50000 / 10000)
+# DEVICE=gpu trains both on the GPU: conflux with train.device = "gpu" and train.precision =
+# PRECISION (fp32 or bf16), PyTorch on cuda with channels_last and the same precision (fp32:
+# TF32 off; bf16: torch.autocast) - the convergence check of docs/gpu-benchmark.md.
+# Usage: [EPOCHS=2] [TRAIN_LIMIT=0] [TEST_LIMIT=0] [TRAINERS=1] [DEVICE=cpu|gpu]
+#        [PRECISION=fp32|bf16] [OUT=DIR] benchmarks/resnet20_vs_torch.sh
+#        (LIMIT 0 = the whole split: 50000 / 10000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=tools/mpi-env.sh
@@ -25,12 +29,24 @@ EPOCHS=${EPOCHS:-2}
 TRAIN_LIMIT=${TRAIN_LIMIT:-0}
 TEST_LIMIT=${TEST_LIMIT:-0}
 TRAINERS=${TRAINERS:-1}
+DEVICE=${DEVICE:-cpu}
+PRECISION=${PRECISION:-fp32}
+case "$DEVICE:$PRECISION" in
+  cpu:fp32 | gpu:fp32 | gpu:bf16) ;;
+  *) echo "resnet20_vs_torch: DEVICE must be cpu or gpu and PRECISION fp32 (or bf16 on a gpu)" >&2; exit 2 ;;
+esac
+torch_device=cpu
+[ "$DEVICE" = gpu ] && torch_device=cuda
 OUT=${OUT:-bench-results/resnet20_vs_torch-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 # Debian's python3-torch belongs to the system interpreter, not to a pyenv/venv one.
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
+# The GPU hosts' PyTorch is the python3 on PATH (a venv): PYTHON names another.
+PY=${PYTHON:-/usr/bin/python3}
+if ! "$PY" -c 'import torch' 2>/dev/null && command -v python3 >/dev/null &&
+  python3 -c 'import torch' 2>/dev/null; then
+  PY=python3
+fi
 
 conflux=("${CONFLUX_BIN:-build/bin}/conflux")
 [ "$TRAINERS" -gt 1 ] && conflux=("${MPIRUN[@]}" -np "$TRAINERS" "${conflux[@]}")
@@ -39,6 +55,7 @@ start=$(date +%s.%N)
 "${conflux[@]}" train --config configs/cifar10_resnet20.toml --set "cluster.trainers=$TRAINERS" \
   --set "train.epochs=$EPOCHS" --set train.lr_schedule=cosine --set 'train.lr_milestones=[]' \
   --set "data.train_limit=$TRAIN_LIMIT" --set "data.test_limit=$TEST_LIMIT" \
+  --set "train.device=\"$DEVICE\"" --set "train.precision=\"$PRECISION\"" \
   --set train.log_every=0 --set "run.dir=$OUT/conflux" --set "data.dir=$CONFLUX_DATA" \
   >"$OUT/conflux.log" 2>&1 || { tail -20 "$OUT/conflux.log" >&2; exit 3; }
 echo "conflux: done in $(since "$start") s (wall, with start-up and evaluation)"
@@ -51,7 +68,8 @@ print(c["trainers"] * c["blas_threads"])' "$OUT/conflux/config.toml")
   start=$(date +%s.%N)
   OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MKL_NUM_THREADS=$threads \
     "$PY" benchmarks/pytorch_cifar10_train.py --config "$OUT/conflux/config.toml" \
-    --data "$CONFLUX_DATA" --threads "$threads" --json "$OUT/pytorch.jsonl" >"$OUT/pytorch.log" 2>&1 ||
+    --data "$CONFLUX_DATA" --threads "$threads" --device "$torch_device" --precision "$PRECISION" \
+    --json "$OUT/pytorch.jsonl" >"$OUT/pytorch.log" 2>&1 ||
     { tail -20 "$OUT/pytorch.log" >&2; exit 3; }
   echo "pytorch: done in $(since "$start") s (wall, with start-up and evaluation)"
 else
