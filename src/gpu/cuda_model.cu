@@ -1,7 +1,5 @@
 // gpu::CudaModel (cuda_model.hpp): DeviceModel and DeviceOptimizer on the CUDA executor.
 
-#include <fmt/format.h>
-
 #include "conflux/core/error.hpp"
 #include "conflux/gpu/check.hpp"
 #include "conflux/gpu/cuda_model.hpp"
@@ -33,9 +31,7 @@ struct CudaModel::Impl {
         model(executor, initial, o.precision == Precision::kBf16 ? DType::kBf16 : DType::kF32),
         optimizer(executor, train, model.num_params()),
         label_smoothing(train.label_smoothing),
-        clip_norm(static_cast<float>(train.clip_grad_norm)),
-        deterministic(o.deterministic),
-        precision(o.precision) {}
+        clip_norm(static_cast<float>(train.clip_grad_norm)) {}
 
   int device;
   Stream stream;
@@ -44,8 +40,6 @@ struct CudaModel::Impl {
   DeviceOptimizer<CudaExecutor> optimizer;
   double label_smoothing;
   float clip_norm;
-  bool deterministic;
-  Precision precision;
 };
 
 CudaModel::CudaModel(const model::Model& initial, const TrainSection& train,
@@ -125,12 +119,6 @@ void CudaModel::restore(std::span<const float> state, const model::OptimizerStat
 
 void CudaModel::synchronize() {
   impl_->executor.synchronize();
-}
-
-std::string CudaModel::describe() const {
-  return fmt::format("{}: cuDNN convolutions ({} algorithms), cuBLAS linear layers",
-                     to_string(impl_->precision),
-                     impl_->deterministic ? "deterministic" : "fastest");
 }
 
 }  // namespace conflux::gpu

@@ -207,7 +207,7 @@ void BatchNorm::run_forward(bool training, StatReducer* reducer, const Tensor& i
   } else {
     for (int c = 0; c < l.c; ++c) {
       mean_[c] = running_mean_[c];
-      invstd_[c] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var_[c]) + eps_));
+      invstd_[c] = batchnorm_invstd(static_cast<double>(running_var_[c]), eps_);
     }
   }
   coef_a_.resize(l.c);
@@ -229,17 +229,9 @@ void BatchNorm::batch_statistics(StatReducer* reducer, const Tensor& in) {
   sums_[2 * c_count] = static_cast<double>(l.n) * l.s;
   if (reducer != nullptr) reducer->sum(sums_);
   count_ = sums_[2 * c_count];
-  const double m = momentum_;
   for (std::size_t c = 0; c < c_count; ++c) {
-    const double mean = count_ > 0.0 ? sums_[c] / count_ : 0.0;
-    const double var =
-        count_ > 0.0 ? std::max(sums_[c_count + c] / count_ - mean * mean, 0.0) : 0.0;
-    mean_[c] = static_cast<float>(mean);
-    invstd_[c] = static_cast<float>(1.0 / std::sqrt(var + eps_));
-    if (count_ < 2.0) continue;  // no variance estimate: keep the running statistics
-    running_mean_[c] = static_cast<float>((1.0 - m) * running_mean_[c] + m * mean);
-    running_var_[c] =
-        static_cast<float>((1.0 - m) * running_var_[c] + m * var * count_ / (count_ - 1.0));
+    batchnorm_statistics(sums_[c], sums_[c_count + c], count_, momentum_, eps_, mean_[c],
+                         invstd_[c], running_mean_[c], running_var_[c]);
   }
 }
 
@@ -258,7 +250,7 @@ void BatchNorm::run_backward(StatReducer* reducer, const Tensor& in, const Tenso
   channel_sums(l, grad_out.data.data(), in.data.data(), sums_.data(), sums_.data() + c_count,
                run_u_, run_uv_);
   for (std::size_t c = 0; c < c_count; ++c) {
-    const double dy_xhat = invstd_[c] * (sums_[c_count + c] - mean_[c] * sums_[c]);
+    const double dy_xhat = batchnorm_dy_xhat(mean_[c], invstd_[c], sums_[c], sums_[c_count + c]);
     sums_[c_count + c] = dy_xhat;
     bias_grad_[c] = static_cast<float>(sums_[c]);
     weight_grad_[c] = static_cast<float>(dy_xhat);
@@ -272,11 +264,11 @@ void BatchNorm::run_backward(StatReducer* reducer, const Tensor& in, const Tenso
   coef_b_.resize(c_count);
   coef_c_.resize(c_count);
   for (std::size_t c = 0; c < c_count; ++c) {
-    const double a = static_cast<double>(weight_[c]) * invstd_[c];
-    coef_a_[c] = static_cast<float>(a);
-    coef_b_[c] =
-        through_stats ? static_cast<float>(-a * invstd_[c] * sums_[c_count + c] / count_) : 0.0f;
-    coef_c_[c] = through_stats ? static_cast<float>(-a * sums_[c] / count_) : 0.0f;
+    const BatchNormInputGrad g = batchnorm_input_grad(weight_[c], invstd_[c], sums_[c],
+                                                      sums_[c_count + c], count_, through_stats);
+    coef_a_[c] = g.a;
+    coef_b_[c] = g.b;
+    coef_c_[c] = g.c;
   }
   grad_in->resize(in.shape);
   apply_map(l, {.m = mean_.data(), .p = coef_b_.data(), .q = coef_c_.data(), .r = coef_a_.data()},

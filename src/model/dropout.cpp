@@ -61,9 +61,9 @@ void Dropout::forward_pass(const Pass& pass, Inputs in, Tensor& out) {
   mask_.resize(x.size());
   for (std::size_t r = 0; r < rows; ++r) {
     const std::uint64_t sample = pass.samples.empty() ? r : pass.samples[r];
-    Rng rng{pass.seed, kDropoutStream, salt_, pass.step, sample};
+    Rng rng = dropout_rng(pass.seed, salt_, pass.step, sample);
     float* k = mask_.data() + r * width;
-    for (std::size_t i = 0; i < width; ++i) k[i] = rng.uniform() < rate ? 0.0f : scale_;
+    for (std::size_t i = 0; i < width; ++i) k[i] = dropout_factor(rng, rate, scale_);
   }
   multiply(mask_, x, out);
 }

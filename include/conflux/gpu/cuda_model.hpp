@@ -78,8 +78,6 @@ class CudaModel {
   void restore(std::span<const float> state, const model::OptimizerState& optimizer);
   /// Waits for everything enqueued.
   void synchronize();
-  /// One line on the convolutions, for logs.
-  std::string describe() const;
 
  private:
   struct Impl;

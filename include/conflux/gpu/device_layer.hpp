@@ -160,6 +160,15 @@ class DeviceLayer {
   /// parameter gradients, after forward() with the same pass and inputs.
   virtual void backward(Ex& ex, const DevicePass& pass, Inputs in, const Tensor& grad_out,
                         InputGrads grad_in) = 0;
+
+ protected:
+  /// The gradient of input k, resized like that input with element type `dtype`; nullptr when
+  /// nothing reads it.
+  static Tensor* input_grad(Inputs in, InputGrads grad_in, std::size_t k, DType dtype) {
+    if (grad_in[k] == nullptr) return nullptr;
+    grad_in[k]->resize(in[k]->shape, dtype);
+    return grad_in[k];
+  }
 };
 
 }  // namespace conflux::gpu

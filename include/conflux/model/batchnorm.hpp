@@ -2,14 +2,62 @@
 /// @file batchnorm.hpp
 /// Batch normalisation with statistics synchronised over the trainers (BatchNorm1d/2d).
 
+#include <cmath>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "conflux/core/host_device.hpp"
 #include "conflux/model/layer.hpp"
 #include "conflux/model/relu.hpp"
 
 namespace conflux::model {
+
+/// The arithmetic of one channel of batch normalisation, written once for every device (the CPU
+/// layer and the GPU kernels run it): 1 / std of a variance.
+CONFLUX_HD inline float batchnorm_invstd(double var, double eps) {
+  return static_cast<float>(1.0 / sqrt(var + eps));
+}
+
+/// A channel's batch statistics from its sums over the (global) batch: the mean and 1 / std in
+/// float, and the running statistics moved towards them (PyTorch's unbiased variance) when
+/// there are at least two values.
+CONFLUX_HD inline void batchnorm_statistics(double sum, double sum_sq, double count,
+                                            double momentum, double eps, float& mean, float& invstd,
+                                            float& running_mean, float& running_var) {
+  const double m = count > 0.0 ? sum / count : 0.0;
+  double var = count > 0.0 ? sum_sq / count - m * m : 0.0;
+  if (var < 0.0) var = 0.0;
+  mean = static_cast<float>(m);
+  invstd = batchnorm_invstd(var, eps);
+  if (count < 2.0) return;  // no variance estimate: keep the running statistics
+  running_mean = static_cast<float>((1.0 - momentum) * running_mean + momentum * m);
+  running_var =
+      static_cast<float>((1.0 - momentum) * running_var + momentum * var * count / (count - 1.0));
+}
+
+/// sum(dy * xhat) of a channel from its sums of dy and of dy * x.
+CONFLUX_HD inline double batchnorm_dy_xhat(float mean, float invstd, double sum_dy,
+                                           double sum_dy_x) {
+  return invstd * (sum_dy_x - mean * sum_dy);
+}
+
+/// A channel's input gradient dx = dy * a + (x - mean) * b + c.
+struct BatchNormInputGrad {
+  float a, b, c;
+};
+
+/// The coefficients of a channel's input gradient from the (global) sums of dy and dy * xhat
+/// over `count` values; `through_stats`: the forward used batch statistics (and count > 0), so
+/// the gradient also flows through the mean and the variance.
+CONFLUX_HD inline BatchNormInputGrad batchnorm_input_grad(float weight, float invstd, double sum_dy,
+                                                          double sum_dy_xhat, double count,
+                                                          bool through_stats) {
+  const double a = static_cast<double>(weight) * invstd;
+  return {static_cast<float>(a),
+          through_stats ? static_cast<float>(-a * invstd * sum_dy_xhat / count) : 0.0f,
+          through_stats ? static_cast<float>(-a * sum_dy / count) : 0.0f};
+}
 
 /// Normalises each channel of [N, C, H, W] (statistics over N, H, W) or each feature of
 /// [N, F] (statistics over N), then scales and shifts it: y = xhat * weight + bias.

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "conflux/core/host_device.hpp"
+#include "conflux/core/rng.hpp"
 #include "conflux/model/layer.hpp"
 
 namespace conflux::model {
@@ -14,6 +16,20 @@ namespace conflux::model {
 /// invariant 2); every device's dropout draws from it. Frozen: changing it changes every
 /// trained model.
 inline constexpr std::uint64_t kDropoutStream = 0x64726f70;
+
+/// The generator of one row's mask: layer `salt`, global step `step`, dataset index `sample`,
+/// run seed `seed`; what every device draws from, in the CPU's element order.
+CONFLUX_HD inline Rng dropout_rng(std::uint64_t seed, std::uint64_t salt, std::uint64_t step,
+                                  std::uint64_t sample) {
+  const std::uint64_t key[] = {seed, kDropoutStream, salt, step, sample};
+  return Rng(key, 5);
+}
+
+/// One element's mask value: 0 with probability `rate` (a 24-bit uniform against the rate in
+/// float: P(drop) = rate to within 2^-24), else `scale`.
+CONFLUX_HD inline float dropout_factor(Rng& rng, float rate, float scale) {
+  return rng.uniform() < rate ? 0.0f : scale;
+}
 
 /// Training pass with rate p > 0: each element is kept with probability 1 - p and scaled by
 /// float(1 / (1 - p)), or zeroed. Evaluation pass, p = 0, and the one-input forward/backward:

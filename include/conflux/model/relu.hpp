@@ -6,13 +6,19 @@
 #include <string>
 #include <string_view>
 
+#include "conflux/core/host_device.hpp"
 #include "conflux/model/layer.hpp"
 
 namespace conflux::model {
 
-/// The ReLU of one value: x > 0 ? x : 0 (so -0 and NaN give +0).
-inline float relu_value(float x) noexcept {
+/// The ReLU of one value: x > 0 ? x : 0 (so -0 and NaN give +0); every device's ReLU.
+CONFLUX_HD inline float relu_value(float x) noexcept {
   return x > 0.0f ? x : 0.0f;
+}
+/// The ReLU's backward map of one value: dy where the gate (the ReLU's input or output) is
+/// positive, else 0; every device's.
+CONFLUX_HD inline float relu_gated(float gate, float dy) noexcept {
+  return gate > 0.0f ? dy : 0.0f;
 }
 /// y[i] = relu_value(y[i]), in place; the one ReLU forward map (Relu and fused layers).
 void relu_in_place(float* y, std::size_t count) noexcept;

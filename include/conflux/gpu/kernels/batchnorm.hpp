@@ -11,6 +11,7 @@
 
 #include "conflux/gpu/device_layer.hpp"
 #include "conflux/gpu/kernels/common.hpp"
+#include "conflux/model/batchnorm.hpp"
 
 namespace conflux::gpu::kernels {
 
@@ -30,17 +31,9 @@ struct BatchStatistics {
   const float* weight;
   float *mean, *invstd, *coef_a, *running_mean, *running_var;
   CONFLUX_HD void operator()(std::size_t c) const {
-    const double count = sums[2 * channels];
-    const double m = count > 0.0 ? sums[c] / count : 0.0;
-    double var = count > 0.0 ? sums[channels + c] / count - m * m : 0.0;
-    if (var < 0.0) var = 0.0;
-    mean[c] = static_cast<float>(m);
-    invstd[c] = static_cast<float>(1.0 / sqrt(var + eps));
+    model::batchnorm_statistics(sums[c], sums[channels + c], sums[2 * channels], momentum, eps,
+                                mean[c], invstd[c], running_mean[c], running_var[c]);
     coef_a[c] = weight[c] * invstd[c];
-    if (count < 2.0) return;  // no variance estimate: keep the running statistics
-    running_mean[c] = static_cast<float>((1.0 - momentum) * running_mean[c] + momentum * m);
-    running_var[c] = static_cast<float>((1.0 - momentum) * running_var[c] +
-                                        momentum * var * count / (count - 1.0));
   }
 };
 
@@ -51,7 +44,7 @@ struct RunningStatistics {
   float *mean, *invstd, *coef_a;
   CONFLUX_HD void operator()(std::size_t c) const {
     mean[c] = running_mean[c];
-    invstd[c] = static_cast<float>(1.0 / sqrt(static_cast<double>(running_var[c]) + eps));
+    invstd[c] = model::batchnorm_invstd(static_cast<double>(running_var[c]), eps);
     coef_a[c] = weight[c] * invstd[c];
   }
 };
@@ -68,7 +61,7 @@ struct ChannelMap {
     const std::size_t c = i % channels;
     float v = (load(x, i) - m[c]) * p[c] + q[c];
     if (dy != nullptr) v += load(dy, i) * r[c];
-    store(out, i, relu && !(v > 0.0f) ? 0.0f : v);
+    store(out, i, relu ? model::relu_value(v) : v);
   }
 };
 
@@ -80,7 +73,8 @@ struct BatchNormGradients {
   const float *mean, *invstd;
   float *weight_grad, *bias_grad;
   CONFLUX_HD void operator()(std::size_t c) const {
-    const double dy_xhat = invstd[c] * (sums[channels + c] - mean[c] * sums[c]);
+    const double dy_xhat =
+        model::batchnorm_dy_xhat(mean[c], invstd[c], sums[c], sums[channels + c]);
     sums[channels + c] = dy_xhat;
     bias_grad[c] = static_cast<float>(sums[c]);
     weight_grad[c] = static_cast<float>(dy_xhat);
@@ -96,12 +90,12 @@ struct InputGradientCoefficients {
   const float *weight, *invstd;
   float *a, *b, *c;
   CONFLUX_HD void operator()(std::size_t ch) const {
-    const double n = *count;
-    const bool through = through_stats && n > 0.0;
-    const double coef = static_cast<double>(weight[ch]) * invstd[ch];
-    a[ch] = static_cast<float>(coef);
-    b[ch] = through ? static_cast<float>(-coef * invstd[ch] * sums[channels + ch] / n) : 0.0f;
-    c[ch] = through ? static_cast<float>(-coef * sums[ch] / n) : 0.0f;
+    const model::BatchNormInputGrad g =
+        model::batchnorm_input_grad(weight[ch], invstd[ch], sums[ch], sums[channels + ch], *count,
+                                    through_stats && *count > 0.0);
+    a[ch] = g.a;
+    b[ch] = g.b;
+    c[ch] = g.c;
   }
 };
 

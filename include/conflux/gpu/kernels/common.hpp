@@ -12,28 +12,26 @@
 #include "conflux/core/host_device.hpp"
 #include "conflux/gpu/device_layer.hpp"
 #include "conflux/gpu/precision.hpp"
+#include "conflux/model/relu.hpp"
 
 namespace conflux::gpu::kernels {
 
-/// y = max(x, 0) (x > 0 ? x : 0, so -0 and NaN give +0, as model::relu_value).
+/// y = model::relu_value(x).
 template <class T>
 struct ReluForward {
   const T* x;
   T* y;
-  CONFLUX_HD void operator()(std::size_t i) const {
-    const float v = load(x, i);
-    store(y, i, v > 0.0f ? v : 0.0f);
-  }
+  CONFLUX_HD void operator()(std::size_t i) const { store(y, i, model::relu_value(load(x, i))); }
 };
 
-/// dx = gate > 0 ? dy : 0; `gate` is the ReLU's input or output (model::relu_gate).
+/// dx = model::relu_gated(gate, dy); `gate` is the ReLU's input or output.
 template <class T>
 struct ReluGate {
   const T* gate;
   const T* dy;
   T* dx;
   CONFLUX_HD void operator()(std::size_t i) const {
-    store(dx, i, load(gate, i) > 0.0f ? load(dy, i) : 0.0f);
+    store(dx, i, model::relu_gated(load(gate, i), load(dy, i)));
   }
 };
 
@@ -46,7 +44,7 @@ struct AddChannelBias {
   bool relu;
   CONFLUX_HD void operator()(std::size_t i) const {
     const float v = load(y, i) + bias[i % channels];
-    store(y, i, relu && !(v > 0.0f) ? 0.0f : v);
+    store(y, i, relu ? model::relu_value(v) : v);
   }
 };
 

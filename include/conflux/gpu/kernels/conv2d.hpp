@@ -96,15 +96,15 @@ class Conv2dKernel final : public DeviceLayer<Ex> {
                     WeightsToChannelsFirst<T>{krsc<T>(weight_grad_krsc_), weight_grad_,
                                               static_cast<std::size_t>(channels_), kk()});
       }
-      if (grad_in[0] == nullptr) return;
-      grad_in[0]->resize(x.shape, dtype_);
-      if (grad_in[0]->size() == 0) return;
+      Tensor* gx = this->input_grad(in, grad_in, 0, dtype_);
+      if (gx == nullptr) return;
+      if (gx->size() == 0) return;
       ex.conv({.kind = ConvCall::Kind::kBackwardData,
                .shape = g,
                .x = nullptr,
                .w = weights_krsc_.data(),
                .y = dy,
-               .out = grad_in[0]->raw(),
+               .out = gx->raw(),
                .dtype = dtype_});
     });
   }

@@ -25,7 +25,7 @@ struct AddInto {
   bool relu;
   CONFLUX_HD void operator()(std::size_t i) const {
     const float v = load(a, i) + load(b, i);
-    store(y, i, relu && !(v > 0.0f) ? 0.0f : v);
+    store(y, i, relu ? model::relu_value(v) : v);
   }
 };
 
@@ -67,12 +67,11 @@ struct DropoutMask {
   float* mask;
   CONFLUX_HD void operator()(std::size_t r) const {
     const std::uint64_t sample = samples != nullptr ? samples[r] : r;
-    const std::uint64_t key[] = {seed, model::kDropoutStream, salt, step, sample};
-    Rng rng(key, 5);
+    Rng rng = model::dropout_rng(seed, salt, step, sample);
     float* row = mask + r * width;
     for (std::size_t j = 0; j < width; ++j) {
       const std::size_t c = j / pixels, p = j % pixels;
-      row[p * channels + c] = rng.uniform() < rate ? 0.0f : scale;
+      row[p * channels + c] = model::dropout_factor(rng, rate, scale);
     }
   }
 };
@@ -103,13 +102,13 @@ class ReluKernel final : public DeviceLayer<Ex> {
   }
   void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
                 InputGrads grad_in) override {
-    if (grad_in[0] == nullptr) return;
-    grad_in[0]->resize(in[0]->shape, dtype_);
+    Tensor* gx = this->input_grad(in, grad_in, 0, dtype_);
+    if (gx == nullptr) return;
     with_element(dtype_, [&](auto zero) {
       using T = decltype(zero);
       ex.for_each(grad_out.size(),
                   ReluGate<T>{in[0]->template data<T>(), grad_out.template data<T>(),
-                              grad_in[0]->template data<T>()});
+                              gx->template data<T>()});
     });
   }
 
@@ -144,12 +143,12 @@ class FlattenKernel final : public DeviceLayer<Ex> {
   }
   void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
                 InputGrads grad_in) override {
-    if (grad_in[0] == nullptr) return;
-    grad_in[0]->resize(in[0]->shape, dtype_);
+    Tensor* gx = this->input_grad(in, grad_in, 0, dtype_);
+    if (gx == nullptr) return;
     with_element(dtype_, [&](auto zero) {
       using T = decltype(zero);
       const T* dy = grad_out.template data<T>();
-      T* dx = grad_in[0]->template data<T>();
+      T* dx = gx->template data<T>();
       if (input_.size() == 3) {
         ex.for_each(grad_out.size(), ToChannelsLast<T, T>{dy, dx, dim(0), dim(1), dim(2)});
       } else {
@@ -194,9 +193,9 @@ class AddKernel final : public DeviceLayer<Ex> {
       using T = decltype(zero);
       const T* dy = grad_out.template data<T>();
       for (std::size_t k = 0; k < in.size(); ++k) {
-        if (grad_in[k] == nullptr) continue;
-        grad_in[k]->resize(in[k]->shape, dtype_);
-        T* dx = grad_in[k]->template data<T>();
+        Tensor* gx = this->input_grad(in, grad_in, k, dtype_);
+        if (gx == nullptr) continue;
+        T* dx = gx->template data<T>();
         if (relu_) {
           ex.for_each(grad_out.size(), ReluGate<T>{output_->template data<T>(), dy, dx});
         } else {
@@ -243,11 +242,10 @@ class ConcatKernel final : public DeviceLayer<Ex> {
       std::size_t offset = 0;
       for (std::size_t k = 0; k < in.size(); ++k) {
         const auto block = static_cast<std::size_t>(in[k]->shape[1]);
-        if (grad_in[k] != nullptr) {
-          grad_in[k]->resize(in[k]->shape, dtype_);
-          ex.for_each(grad_in[k]->size(),
-                      ChannelBlock<T>{grad_out.template data<T>(), grad_in[k]->template data<T>(),
-                                      block, total(), offset, false});
+        if (Tensor* gx = this->input_grad(in, grad_in, k, dtype_)) {
+          ex.for_each(gx->size(),
+                      ChannelBlock<T>{grad_out.template data<T>(), gx->template data<T>(), block,
+                                      total(), offset, false});
         }
         offset += block;
       }
@@ -295,12 +293,12 @@ class DropoutKernel final : public DeviceLayer<Ex> {
   }
   void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
                 InputGrads grad_in) override {
-    if (grad_in[0] == nullptr) return;
-    grad_in[0]->resize(in[0]->shape, dtype_);
+    Tensor* gx = this->input_grad(in, grad_in, 0, dtype_);
+    if (gx == nullptr) return;
     with_element(dtype_, [&](auto zero) {
       using T = decltype(zero);
       const T* dy = grad_out.template data<T>();
-      T* dx = grad_in[0]->template data<T>();
+      T* dx = gx->template data<T>();
       if (masked_) {
         ex.for_each(grad_out.size(), Multiply<T>{dy, mask_.data(), dx});
       } else {

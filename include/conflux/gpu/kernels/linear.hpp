@@ -108,8 +108,8 @@ class LinearKernel final : public DeviceLayer<Ex> {
                                   static_cast<std::size_t>(n), static_cast<std::size_t>(out_)});
       });
     }
-    if (grad_in[0] == nullptr) return;
-    grad_in[0]->resize(x.shape, dtype_);
+    Tensor* gx = this->input_grad(in, grad_in, 0, dtype_);
+    if (gx == nullptr) return;
     if (n == 0) return;
     // dx^T [in x n] = W^T [in x out] dy^T [out x n] (the forward's weights).
     ex.gemm({.trans_a = false,
@@ -122,7 +122,7 @@ class LinearKernel final : public DeviceLayer<Ex> {
              .b = grad_out.raw(),
              .ldb = out_,
              .beta = 0.0f,
-             .c = grad_in[0]->raw(),
+             .c = gx->raw(),
              .ldc = in_,
              .a_type = dtype_,
              .c_type = dtype_});

@@ -211,12 +211,12 @@ class MaxPoolKernel final : public DeviceLayer<Ex> {
   }
   void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
                 InputGrads grad_in) override {
-    if (grad_in[0] == nullptr) return;
-    grad_in[0]->resize(in[0]->shape, dtype_);
+    Tensor* gx = this->input_grad(in, grad_in, 0, dtype_);
+    if (gx == nullptr) return;
     with_element(dtype_, [&](auto zero) {
       using T = decltype(zero);
-      ex.for_each(grad_in[0]->size(), MaxPoolBackward<T>{grad_out.template data<T>(), arg_.data(),
-                                                         grad_in[0]->template data<T>(), g_});
+      ex.for_each(gx->size(), MaxPoolBackward<T>{grad_out.template data<T>(), arg_.data(),
+                                                 gx->template data<T>(), g_});
     });
   }
 
@@ -249,13 +249,12 @@ class AvgPoolKernel final : public DeviceLayer<Ex> {
   }
   void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
                 InputGrads grad_in) override {
-    if (grad_in[0] == nullptr) return;
-    grad_in[0]->resize(in[0]->shape, dtype_);
+    Tensor* gx = this->input_grad(in, grad_in, 0, dtype_);
+    if (gx == nullptr) return;
     with_element(dtype_, [&](auto zero) {
       using T = decltype(zero);
-      ex.for_each(grad_in[0]->size(),
-                  AvgPoolBackward<T>{grad_out.template data<T>(), grad_in[0]->template data<T>(),
-                                     g_, scale_});
+      ex.for_each(gx->size(), AvgPoolBackward<T>{grad_out.template data<T>(),
+                                                 gx->template data<T>(), g_, scale_});
     });
   }
 
@@ -288,13 +287,12 @@ class GlobalAvgPoolKernel final : public DeviceLayer<Ex> {
   }
   void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
                 InputGrads grad_in) override {
-    if (grad_in[0] == nullptr) return;
-    grad_in[0]->resize(in[0]->shape, dtype_);
+    Tensor* gx = this->input_grad(in, grad_in, 0, dtype_);
+    if (gx == nullptr) return;
     with_element(dtype_, [&](auto zero) {
       using T = decltype(zero);
-      ex.for_each(grad_in[0]->size(),
-                  GlobalPoolBackward<T>{grad_out.template data<T>(), grad_in[0]->template data<T>(),
-                                        c_, plane_, scale_});
+      ex.for_each(gx->size(), GlobalPoolBackward<T>{grad_out.template data<T>(),
+                                                    gx->template data<T>(), c_, plane_, scale_});
     });
   }
 
