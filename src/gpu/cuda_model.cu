@@ -78,6 +78,18 @@ void CudaModel::compute(const float* images, const model::Label* labels, int n, 
   impl_->model.backward();
 }
 
+void CudaModel::compute(const std::uint8_t* pixels, const model::Label* labels, int n,
+                        float grad_scale, const model::Pass& pass) {
+  impl_->model.forward(pixels, n, pass);
+  impl_->model.loss(labels, grad_scale, impl_->label_smoothing, true);
+  impl_->model.backward();
+}
+
+void CudaModel::set_pixel_normalisation(std::span<const float> scale,
+                                        std::span<const float> shift) {
+  impl_->model.set_pixel_normalisation(scale, shift);
+}
+
 model::LossResult CudaModel::loss_result() {
   return impl_->model.loss_result();
 }

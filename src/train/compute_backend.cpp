@@ -43,7 +43,11 @@ class CpuBackend final : public ComputeBackend {
   }
   std::size_t state_size() const noexcept override { return model_.state().size(); }
 
-  void stage(const data::Batch& batch) override { batch_ = &batch; }
+  void stage(data::Batch& batch) override {
+    CONFLUX_CHECK(batch.encoding == data::ImageEncoding::kFloat32,
+                  "CPU trainer: a batch of 8-bit images (the CPU takes normalised floats)");
+    batch_ = &batch;
+  }
   void compute(float grad_scale, std::uint64_t global_step) override {
     CONFLUX_CHECK(batch_ != nullptr, "CPU trainer: compute() without a staged batch");
     const data::Batch& batch = *std::exchange(batch_, nullptr);

@@ -33,8 +33,11 @@ int activate(int device) {
 struct StagingSlot {
   gpu::PinnedBuffer<float> host_images;
   gpu::PinnedBuffer<model::Label> host_labels;
+  data::PixelBuffer host_pixels;  // a batch's 8-bit images, taken from it (pinned)
   gpu::DeviceBuffer<float> images;
+  gpu::DeviceBuffer<std::uint8_t> pixels;
   gpu::DeviceBuffer<model::Label> labels;
+  bool staged_pixels = false;          // the staged batch is in `pixels`, not `images`
   std::vector<std::uint32_t> samples;  // the batch's dataset indices (dropout's masks)
   gpu::Event copied;    // copy stream: the upload of host_* into images/labels is done
   gpu::Event consumed;  // compute stream: the step that read images/labels is done with them
@@ -52,6 +55,7 @@ class GpuBackend final : public ComputeBackend {
         trainers_(*o.trainers),
         host_(std::move(host)),
         sample_floats_(model::Tensor::count_of(host_.input_shape())),
+        pinned_(device_),
         // From the host model's state, not a fresh model of run.seed: weights loaded by
         // train.init_from reach the GPU.
         model_(host_, o.config->train(),
@@ -65,7 +69,14 @@ class GpuBackend final : public ComputeBackend {
         config_(o.config),
         timeout_(o.timeout),
         shared_gpu_(o.device.shared_gpu) {
-    for (StagingSlot& slot : slots_) grow(slot, o.max_batch);
+    if (o.transform != nullptr && o.transform->pixel_output()) {
+      model_.set_pixel_normalisation(o.transform->pixel_scale(), o.transform->pixel_shift());
+      takes_pixels_ = true;
+    }
+    for (StagingSlot& slot : slots_) {
+      slot.host_pixels = data::PixelBuffer(&pinned_);
+      grow(slot, o.max_batch);
+    }
   }
 
   ~GpuBackend() override {
@@ -104,28 +115,44 @@ class GpuBackend final : public ComputeBackend {
   }
 
   bool stages_ahead() const noexcept override { return true; }
+  std::pmr::memory_resource* pixel_memory() noexcept override {
+    return takes_pixels_ ? &pinned_ : nullptr;
+  }
 
-  void stage(const data::Batch& batch) override {
+  void stage(data::Batch& batch) override {
     CONFLUX_CHECK(staged_ < 0, "GPU trainer: a batch is already staged");
     const std::size_t n = batch.labels.size();
-    const std::size_t floats = batch.images.data.size();
-    CONFLUX_CHECK(floats == n * sample_floats_,
-                  "GPU trainer: a batch of {} samples has {} image floats, not {} per sample", n,
-                  floats, sample_floats_);
+    const bool pixels = batch.encoding == data::ImageEncoding::kPixels;
+    const std::size_t values = pixels ? batch.pixels.size() : batch.images.data.size();
+    CONFLUX_CHECK(values == n * sample_floats_ && pixels == takes_pixels_,
+                  "GPU trainer: a batch of {} samples has {} image {}, not {} {} per sample", n,
+                  values, pixels ? "bytes" : "floats", sample_floats_,
+                  takes_pixels_ ? "bytes" : "floats");
     gpu::use_device(device_);
     StagingSlot& s = slots_[next_];
     // The pinned buffers may still be the source of this slot's previous upload.
     if (s.copy_recorded) s.copied.synchronize();
     grow(s, n);
+    if (pixels) {
+      // The batch was built or received in pinned memory: upload from its own buffer, and
+      // give it this slot's idle one in exchange (no host copy).
+      swap(s.host_pixels, batch.pixels);
+    } else {
+      std::copy_n(batch.images.data.data(), values, s.host_images.data());
+    }
     // Typed copies: a byte count here once copied a quarter of the labels after Label grew
     // from one byte to four.
-    std::copy_n(batch.images.data.data(), floats, s.host_images.data());
     std::copy_n(batch.labels.data(), n, s.host_labels.data());
     s.samples.assign(batch.samples.begin(), batch.samples.end());
     // The device buffers may still be read by the step that used this slot last.
     if (s.consume_recorded) copy_.wait(s.consumed);
-    gpu::copy_to_device(s.images.data(), s.host_images.data(), floats, copy_.get());
+    if (pixels) {
+      gpu::copy_to_device(s.pixels.data(), s.host_pixels.data(), values, copy_.get());
+    } else {
+      gpu::copy_to_device(s.images.data(), s.host_images.data(), values, copy_.get());
+    }
     gpu::copy_to_device(s.labels.data(), s.host_labels.data(), n, copy_.get());
+    s.staged_pixels = pixels;
     s.copied.record(copy_.get());
     s.copy_recorded = true;
     s.n = static_cast<int>(n);
@@ -144,7 +171,11 @@ class GpuBackend final : public ComputeBackend {
                            .step = global_step,
                            .samples = s.samples,
                            .reducer = &reducer_};
-    model_.compute(s.images.data(), s.labels.data(), s.n, grad_scale, pass);
+    if (s.staged_pixels) {
+      model_.compute(s.pixels.data(), s.labels.data(), s.n, grad_scale, pass);
+    } else {
+      model_.compute(s.images.data(), s.labels.data(), s.n, grad_scale, pass);
+    }
     s.consumed.record(stream);
     s.consume_recorded = true;
   }
@@ -211,9 +242,14 @@ class GpuBackend final : public ComputeBackend {
     if (s.copy_recorded) s.copied.synchronize();
     if (s.consume_recorded) s.consumed.synchronize();
     s.capacity = std::max<std::size_t>(n, 1);
-    s.host_images = gpu::PinnedBuffer<float>(s.capacity * sample_floats_);
     s.host_labels = gpu::PinnedBuffer<model::Label>(s.capacity);
-    s.images = gpu::DeviceBuffer<float>(s.capacity * sample_floats_);
+    // One form of the images per slot: bytes where the loader delivers them, else floats.
+    if (takes_pixels_) {
+      s.pixels = gpu::DeviceBuffer<std::uint8_t>(s.capacity * sample_floats_);
+    } else {
+      s.host_images = gpu::PinnedBuffer<float>(s.capacity * sample_floats_);
+      s.images = gpu::DeviceBuffer<float>(s.capacity * sample_floats_);
+    }
     s.labels = gpu::DeviceBuffer<model::Label>(s.capacity);
   }
 
@@ -222,13 +258,15 @@ class GpuBackend final : public ComputeBackend {
   const comm::Communicator& trainers_;
   model::Model host_;  // the host copy for callbacks, model.h5 and the digest
   std::size_t sample_floats_;
+  gpu::PinnedMemory pinned_;  // where the loader builds and receives 8-bit batches
   gpu::CudaModel model_;
   TrainerStatReducer reducer_;
   std::uint64_t seed_;
   const Config* config_;
   std::chrono::duration<double> timeout_;
   bool shared_gpu_;
-  gpu::Stream copy_;  // host-to-device uploads of the batches
+  bool takes_pixels_ = false;  // the transform makes 8-bit images: batches arrive as pixels
+  gpu::Stream copy_;           // host-to-device uploads of the batches
   std::array<StagingSlot, 2> slots_;
   int staged_ = -1;  // slot of the batch the next compute() uses, -1 when none
   int next_ = 0;     // slot the next stage() fills

@@ -48,6 +48,7 @@ void log_precision(const TrainerSetup& setup, bool gpu) {
 
 // The model on the device setup.device names (the CPU unless a GPU was chosen).
 std::unique_ptr<ComputeBackend> make_backend(const TrainerSetup& setup, model::Model model,
+                                             const data::SampleTransform& transform,
                                              std::chrono::duration<double> timeout,
                                              std::size_t max_batch) {
   const BackendOptions options{.config = &setup.config,
@@ -55,7 +56,8 @@ std::unique_ptr<ComputeBackend> make_backend(const TrainerSetup& setup, model::M
                                .timeout = timeout,
                                .num_classes = setup.data.train->info().num_classes,
                                .max_batch = max_batch,
-                               .device = setup.device};
+                               .device = setup.device,
+                               .transform = &transform};
   const bool gpu = setup.device.device == ComputeDevice::kGpu;
   log_precision(setup, gpu);
   if (gpu) return make_gpu_backend(std::move(model), options);
@@ -77,7 +79,7 @@ Trainer::Trainer(const TrainerSetup& setup)
       backend_(make_backend(setup,
                             make_model(config_, transform_, data_.train->info().num_classes,
                                        trainers_.rank() == 0 ? log_ : nullptr),
-                            timeout_, batch_split().max_batch(trainers_.rank()))) {
+                            transform_, timeout_, batch_split().max_batch(trainers_.rank()))) {
   progress_.offload.set_ratio(offload::offload_settings(config_, trainers_.rank()).start_ratio);
   if (config_.train().noise_scale) {
     if (trainers_.size() >= 2) {
@@ -128,6 +130,8 @@ std::unique_ptr<data::BatchLoader> Trainer::make_loader() {
   o.prefetch = d.prefetch_batches;
   o.schedule = &progress_.offload;
   o.timeline = timeline_;
+  o.pixel_memory = backend_->pixel_memory();  // a GPU trainer normalises on the device
+  o.pixel_batches = o.pixel_memory != nullptr;
   o.start_epoch = progress_.position.epoch;
   o.start_step = progress_.position.step;
   o.client.comm = service_.comm;
@@ -310,7 +314,7 @@ Trainer::Clock::time_point Trainer::train_step() {
   const auto t_start = Clock::now();
   // A batch staged during the previous step is already on its way to the device.
   const bool staged = step_.prefetched != nullptr;
-  const data::Batch& batch = staged ? *std::exchange(step_.prefetched, nullptr) : loader_->next();
+  data::Batch& batch = staged ? *std::exchange(step_.prefetched, nullptr) : loader_->next();
   const auto t_data = Clock::now();
   CONFLUX_CHECK(batch.epoch == p.epoch && batch.step == p.step,
                 "trainer {} got batch {}/{} for step {}/{}", trainers_.rank(), batch.epoch,

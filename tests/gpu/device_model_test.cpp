@@ -16,6 +16,7 @@
 
 #include "conflux/core/error.hpp"
 #include "conflux/core/rng.hpp"
+#include "conflux/data/transform/transforms.hpp"
 #include "conflux/gpu/device_model.hpp"
 #include "conflux/gpu/device_optimizer.hpp"
 #include "conflux/model/loss.hpp"
@@ -269,6 +270,66 @@ TEST(DeviceModel, GradientSumOfSquaresMatchesTheCpu) {
   step_both(cpu, device, b, {.training = true});
   const double want = model::sum_of_squares(cpu.grads());
   EXPECT_NEAR(device.grad_sum_of_squares(), want, 1e-5 * want);
+}
+
+// A batch uploaded as 8-bit images and normalised by the device's input kernel gives exactly the
+// logits of the floats SampleTransform::normalise makes on the host (data::normalised_pixel on
+// both sides), channels-last images and flat inputs alike, in fp32 and bf16.
+std::vector<std::uint8_t> random_pixels(std::size_t count, std::uint64_t seed) {
+  Rng rng{seed, 7};
+  std::vector<std::uint8_t> out(count);
+  for (auto& p : out) p = static_cast<std::uint8_t>(rng.below(256));
+  return out;
+}
+
+TEST(DeviceModel, PixelInputEqualsTheHostNormalisedFloats) {
+  data::TransformOptions options;
+  options.mean = {0.485f, 0.456f, 0.406f};
+  options.std = {0.229f, 0.224f, 0.225f};
+  const data::SampleTransform transform(options, data::ImageShape{3, 9, 9});
+  const int n = 4;
+  const std::vector<std::uint8_t> pixels =
+      random_pixels(static_cast<std::size_t>(n) * 3 * 9 * 9, 3);
+  Tensor floats;
+  floats.resize({n, 3, 9, 9});
+  transform.normalise(pixels.data(), n, floats.data.data());
+  HostExecutor ex;
+  const Model cpu(kEveryLayer, {3, 9, 9}, 5, 31);
+  for (const DType dtype : {DType::kF32, DType::kBf16}) {
+    Device device(ex, cpu, dtype);
+    device.set_pixel_normalisation(transform.pixel_scale(), transform.pixel_shift());
+    device.forward(floats.data.data(), n, model::Pass{});
+    const std::vector<float> want = device.download_logits();
+    device.forward(pixels.data(), n, model::Pass{});
+    EXPECT_EQ(device.download_logits(), want) << "dtype " << static_cast<int>(dtype);
+  }
+}
+
+TEST(DeviceModel, PixelInputOfAFlatModelUsesItsChannelPlanes) {
+  const std::vector<LayerSpec> mlp{
+      {.type = "linear", .out = 4}, {.type = "relu"}, {.type = "linear", .out = 3}};
+  HostExecutor ex;
+  const Model cpu(mlp, {12}, 3, 32);  // 3 channels of 4 values each
+  Device device(ex, cpu);
+  const std::vector<float> scale{0.5f, 0.25f, 2.0f}, shift{-1.0f, 0.0f, 3.0f};
+  device.set_pixel_normalisation(scale, shift);
+  const std::vector<std::uint8_t> pixels = random_pixels(2 * 12, 4);
+  std::vector<float> floats(pixels.size());
+  for (std::size_t i = 0; i < pixels.size(); ++i) {
+    const std::size_t c = (i % 12) / 4;
+    floats[i] = static_cast<float>(pixels[i]) * scale[c] + shift[c];
+  }
+  device.forward(floats.data(), 2, model::Pass{});
+  const std::vector<float> want = device.download_logits();
+  device.forward(pixels.data(), 2, model::Pass{});
+  EXPECT_EQ(device.download_logits(), want);
+  // Channels that do not divide the input, or unequal lengths, are refused; pixels before
+  // any factors are a bug.
+  const std::vector<float> five(5, 1.0f), three(3, 1.0f);
+  EXPECT_THROW(device.set_pixel_normalisation(five, five), InputError);
+  EXPECT_THROW(device.set_pixel_normalisation(three, five), InputError);
+  Device fresh(ex, cpu);
+  EXPECT_THROW(fresh.forward(pixels.data(), 2, model::Pass{}), RuntimeError);
 }
 
 }  // namespace

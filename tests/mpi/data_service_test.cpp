@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <functional>
+#include <memory_resource>
 #include <thread>
 
 #include "../support/synthetic_dataset.hpp"
@@ -65,7 +66,39 @@ struct Scenario {
   std::function<double(std::size_t)> ratio_at;  // optional: ratio from step k on
   std::chrono::milliseconds step_time{0};       // trainer "compute" per step (a sleep)
   bool pixels = false;                          // pixel_options() instead of heavy_options()
+  /// The loader delivers the pixels (as to a GPU trainer), from `pixel_memory`.
+  bool deliver_pixels = false;
 };
+
+// Heap memory that counts what it hands out, standing in for a GPU trainer's pinned memory.
+class CountingMemory final : public std::pmr::memory_resource {
+ public:
+  std::size_t allocations = 0;
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    ++allocations;
+    return std::pmr::new_delete_resource()->allocate(bytes, alignment);
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+};
+
+// The batch's images as floats: its own, or its pixels normalised as a GPU trainer would.
+// Checks that delivered pixels come from `memory`.
+const std::vector<float>& batch_floats(const Batch& batch, const SampleTransform& transform,
+                                       const std::pmr::memory_resource* memory,
+                                       std::vector<float>& scratch) {
+  if (batch.encoding == ImageEncoding::kFloat32) return batch.images.data;
+  EXPECT_EQ(batch.pixels.memory(), memory);
+  scratch.resize(batch.pixels.size());
+  transform.normalise(batch.pixels.data(), batch.labels.size(), scratch.data());
+  return scratch;
+}
 
 struct Outcome {
   LoaderStats loader;          // trainers
@@ -116,7 +149,13 @@ Outcome run_layout(int trainers, const Scenario& scenario) {
   o.client.timeout = std::chrono::duration<double>(scenario.timeout_s);
   o.client.backoff = std::chrono::seconds(60);
   o.client.shutdown_grace = std::chrono::seconds(60);
+  CountingMemory pixel_memory;
+  if (scenario.deliver_pixels) {
+    o.pixel_batches = true;
+    o.pixel_memory = &pixel_memory;
+  }
   BatchLoader loader(std::move(o));
+  std::vector<float> normalised;
   BatchBuilder reference(dataset, transform, 1);
   model::Tensor images;
   std::vector<model::Label> labels;
@@ -132,11 +171,14 @@ Outcome run_layout(int trainers, const Scenario& scenario) {
       std::this_thread::sleep_for(scenario.step_time);
       EXPECT_EQ(batch.epoch, static_cast<std::uint32_t>(epoch));
       EXPECT_EQ(batch.step, step);
+      EXPECT_EQ(batch.encoding == ImageEncoding::kPixels, scenario.deliver_pixels);
       reference.build_train(plan.samples(step, t), kSeed, static_cast<std::uint32_t>(epoch), images,
                             labels);
-      const bool same = batch.images.shape == images.shape && batch.labels == labels &&
-                        std::memcmp(batch.images.data.data(), images.data.data(),
-                                    images.size() * sizeof(float)) == 0;
+      const std::vector<float>& got = batch_floats(batch, transform, &pixel_memory, normalised);
+      const bool same =
+          got.size() == images.size() && batch.labels == labels &&
+          (scenario.deliver_pixels || batch.images.shape == images.shape) &&
+          std::memcmp(got.data(), images.data.data(), images.size() * sizeof(float)) == 0;
       if (!same) ++out.mismatches;
       ++out.batches;
       audit.record(batch);
@@ -146,6 +188,11 @@ Outcome run_layout(int trainers, const Scenario& scenario) {
   EXPECT_THROW(loader.next(), RuntimeError);
   loader.finish();
   out.loader = loader.stats();
+  // Buffers are reused: a few per batch slot and request in flight, not one per batch.
+  // Buffers are reused: fewer allocations than batches (6 for the 12 here, measured).
+  if (scenario.deliver_pixels) {
+    EXPECT_LT(pixel_memory.allocations, k);
+  }
   world.barrier();
   return out;
 }
@@ -246,6 +293,19 @@ TEST(DataService, PixelBatchesNormalisedByTheTrainerAreBitIdentical) {
   // One byte per value crossed the wire (plus 4-byte labels), not four.
   const std::uint64_t values = 3 * 160 * 160;
   EXPECT_EQ(out.loader.client.payload_bytes, kEpochs * kSamples * (values + sizeof(model::Label)));
+}
+
+// A GPU trainer's loader: local and worker batches alike arrive as the 8-bit images, in the
+// memory it named (pinned there), and normalise to exactly the floats built here.
+TEST(DataService, PixelBatchesDeliveredToTheConsumerAreBitIdentical) {
+  Scenario scenario{0.5, {}, 30, {}};
+  scenario.pixels = true;
+  scenario.deliver_pixels = true;
+  const Outcome out = run_layout(1, scenario);
+  if (comm::Communicator::world().rank() != 0) return;
+  EXPECT_EQ(out.mismatches, 0u);
+  EXPECT_GT(out.loader.worker, 0u);
+  EXPECT_GT(out.loader.local, 0u);
 }
 
 TEST(DataService, DelayedWorkerIsReplacedByLocalBuildsAndLateAnswersDropped) {

@@ -58,6 +58,13 @@ class CudaModel {
   /// `grad_scale`, and the backward pass; enqueued. `pass` as model::Model::forward's.
   void compute(const float* images, const model::Label* labels, int n, float grad_scale,
                const model::Pass& pass);
+  /// compute() of `n` 8-bit images (device memory, channels-first), normalised on the device
+  /// by set_pixel_normalisation()'s factors to the floats the data pipeline would have made.
+  void compute(const std::uint8_t* pixels, const model::Label* labels, int n, float grad_scale,
+               const model::Pass& pass);
+  /// The per-channel factors 8-bit images are normalised by (SampleTransform::pixel_scale and
+  /// pixel_shift); InputError unless one per input channel.
+  void set_pixel_normalisation(std::span<const float> scale, std::span<const float> shift);
   /// The last compute()'s or evaluate()'s loss (waits for it).
   model::LossResult loss_result();
   /// Sum of squares of the gradients (waits).

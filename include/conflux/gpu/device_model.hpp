@@ -67,9 +67,34 @@ class DeviceModel {
   /// [n, classes].
   const Tensor& forward(const float* images, int n, const model::Pass& pass) {
     stage_input(images, n);
-    pass_ = device_pass(pass, n);
-    Calls calls{*this};
-    return walk_.forward(plan_, input_, calls);
+    return forward_staged(n, pass);
+  }
+
+  /// forward() of `n` 8-bit images at `pixels` (device memory, channels-first as the data
+  /// pipeline makes them), normalised on the device by set_pixel_normalisation()'s factors:
+  /// the same input values as forward() of the floats SampleTransform::normalise makes.
+  const Tensor& forward(const std::uint8_t* pixels, int n, const model::Pass& pass) {
+    stage_pixels(pixels, n);
+    return forward_staged(n, pass);
+  }
+
+  /// The per-channel factors of data::normalised_pixel for forward() of pixels
+  /// (SampleTransform::pixel_scale/pixel_shift); InputError unless there is one per input
+  /// channel.
+  void set_pixel_normalisation(std::span<const float> scale, std::span<const float> shift) {
+    const std::size_t values = model::Tensor::count_of(input_shape_);
+    const std::size_t channels =
+        input_shape_.size() == 3 ? static_cast<std::size_t>(input_shape_[0]) : scale.size();
+    CONFLUX_REQUIRE(scale.size() == channels && shift.size() == channels && channels > 0 &&
+                        values % channels == 0,
+                    "device model: {} scale and {} shift factors for an input of {} values "
+                    "({} channels)",
+                    scale.size(), shift.size(), values, channels);
+    pixel_factors_ = Buffer<float>(2 * channels);
+    ex_->upload(pixel_factors_.data(), scale.data(), channels);
+    ex_->upload(pixel_factors_.data() + channels, shift.data(), channels);
+    ex_->synchronize();  // the uploads read the caller's memory
+    pixel_channels_ = channels;
   }
 
   /// Softmax cross-entropy of the last forward's logits against `labels` (device, n of them)
@@ -234,10 +259,43 @@ class DeviceModel {
     }
   }
 
-  void stage_input(const float* images, int n) {
+  const Tensor& forward_staged(int n, const model::Pass& pass) {
+    pass_ = device_pass(pass, n);
+    Calls calls{*this};
+    return walk_.forward(plan_, input_, calls);
+  }
+
+  void resize_input(int n) {
     std::vector<int> shape{n};
     shape.insert(shape.end(), input_shape_.begin(), input_shape_.end());
     input_.resize(std::move(shape), activations_);
+  }
+
+  void stage_pixels(const std::uint8_t* pixels, int n) {
+    CONFLUX_CHECK(pixel_channels_ > 0,
+                  "device model: 8-bit images without set_pixel_normalisation()");
+    resize_input(n);
+    const float* scale = pixel_factors_.data();
+    const float* shift = scale + pixel_channels_;
+    with_element(activations_, [&](auto zero) {
+      using T = decltype(zero);
+      T* to = input_.template data<T>();
+      if (input_shape_.size() == 3) {
+        ex_->for_each(input_.size(),
+                      kernels::PixelsToChannelsLast<T>{pixels, to, scale, shift,
+                                                       static_cast<std::size_t>(input_shape_[0]),
+                                                       static_cast<std::size_t>(input_shape_[1]),
+                                                       static_cast<std::size_t>(input_shape_[2])});
+      } else {
+        const std::size_t values = model::Tensor::count_of(input_shape_);
+        ex_->for_each(input_.size(), kernels::NormalisePixels<T>{pixels, to, scale, shift, values,
+                                                                 values / pixel_channels_});
+      }
+    });
+  }
+
+  void stage_input(const float* images, int n) {
+    resize_input(n);
     with_element(activations_, [&](auto zero) {
       using T = decltype(zero);
       if (input_shape_.size() == 3) {
@@ -288,7 +346,9 @@ class DeviceModel {
   Buffer<float> grads_;
   std::vector<std::unique_ptr<DeviceLayer<Ex>>> layers_;
   model::GraphWalk<Tensor> walk_;
-  Tensor input_;  // the batch, channels-last
+  Tensor input_;                    // the batch, channels-last
+  Buffer<float> pixel_factors_;     // set_pixel_normalisation(): scale, then shift, per channel
+  std::size_t pixel_channels_ = 0;  // 0 until set_pixel_normalisation()
   Tensor grad_logits_;
   DevicePass pass_;
   bool needs_samples_ = false;

@@ -18,6 +18,7 @@
 #include <nccl.h>
 
 #include <cstddef>
+#include <memory_resource>
 #include <span>
 #include <utility>
 
@@ -200,6 +201,33 @@ class PinnedBuffer {
  private:
   T* data_ = nullptr;
   std::size_t count_ = 0;
+};
+
+/// Page-locked host memory of one device as a std::pmr::memory_resource (cudaMallocHost per
+/// allocation, page-aligned): where a GPU trainer's batches are built and received, so that
+/// their uploads are truly asynchronous. The loader reuses its buffers, so allocations are
+/// rare. Allocates with `device` current, so a preprocessing thread never creates a context
+/// on another GPU.
+class PinnedMemory final : public std::pmr::memory_resource {
+ public:
+  explicit PinnedMemory(int device) noexcept : device_(device) {}
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    CONFLUX_CHECK(alignment <= 4096, "pinned memory: alignment {} above a page", alignment);
+    CONFLUX_CUDA_CHECK(cudaSetDevice(device_));
+    void* p = nullptr;
+    CONFLUX_CUDA_CHECK(cudaMallocHost(&p, bytes > 0 ? bytes : 1));
+    return p;
+  }
+  void do_deallocate(void* p, std::size_t, std::size_t) override {
+    static_cast<void>(cudaFreeHost(p));
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+
+  int device_;
 };
 
 /// A cuBLAS handle. FP32 GEMMs run in CUBLAS_DEFAULT_MATH: full FP32 precision, no TF32. The

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <memory_resource>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "conflux/comm/gradient_sync.hpp"
 #include "conflux/config/config.hpp"
 #include "conflux/data/pipeline/batch.hpp"
+#include "conflux/data/transform/transforms.hpp"
 #include "conflux/model/layer.hpp"
 #include "conflux/model/loss.hpp"
 #include "conflux/model/model.hpp"
@@ -59,10 +61,15 @@ class ComputeBackend {
   /// True when stage() only starts an asynchronous copy, so that staging the next batch right
   /// after compute() overlaps that step's computation (the GPU); false on the CPU.
   virtual bool stages_ahead() const noexcept { return false; }
+  /// Where this backend wants batches as 8-bit images (Batch::pixels) built and received, when
+  /// the transform makes them: it normalises them itself (the GPU: pinned memory, uploaded as
+  /// bytes, normalised on the device). Null: batches of floats (the CPU).
+  virtual std::pmr::memory_resource* pixel_memory() noexcept { return nullptr; }
   /// Hands over the batch of the next compute(). The CPU keeps a reference (the batch must stay
-  /// unchanged until compute()); the GPU copies it into pinned memory and starts its upload, so
-  /// the batch may change once stage() returns.
-  virtual void stage(const data::Batch& batch) = 0;
+  /// unchanged until compute()); the GPU takes the batch's pixel buffer (giving it a free one
+  /// back) or copies its floats into pinned memory, and starts the upload, so the batch may
+  /// change once stage() returns.
+  virtual void stage(data::Batch& batch) = 0;
   /// Forward pass, softmax cross-entropy (with train.label_smoothing) with dL/dlogits scaled by
   /// `grad_scale`, and backward pass of the staged batch, in training mode (dropout masks
   /// drawn for `global_step`); overwrites the gradients. The GPU enqueues and returns.
@@ -128,6 +135,8 @@ struct BackendOptions {
   int num_classes = 0;
   std::size_t max_batch = 0;  ///< this trainer's largest training batch (pre-allocation)
   DeviceChoice device;        ///< from choose_device()
+  /// The training transform: how a backend that takes 8-bit batches normalises them.
+  const data::SampleTransform* transform = nullptr;
 };
 
 /// The gradient exchange comm.strategy names: comm::KReduceSync for "kreduce", else

@@ -95,10 +95,10 @@ class Trainer {
   };
   // The step in flight: where its time went, and the next batch when it is staged ahead.
   struct StepInFlight {
-    offload::StepTimes times;                 // of the step just finished
-    const data::Batch* prefetched = nullptr;  // fetched and staged during this step
-    double prefetch_wait = 0;                 // the time that fetch waited
-    double callbacks_seconds = 0;             // the previous step's callbacks
+    offload::StepTimes times;           // of the step just finished
+    data::Batch* prefetched = nullptr;  // fetched and staged during this step
+    double prefetch_wait = 0;           // the time that fetch waited
+    double callbacks_seconds = 0;       // the previous step's callbacks
   };
   // What the reports measure from: their clocks, and this trainer's steps since the last report.
   struct Reporting {

@@ -3,13 +3,26 @@
 #include <fmt/format.h>
 
 #include "conflux/core/elapsed.hpp"
+#include "conflux/core/error.hpp"
 
 namespace conflux::data {
+
+namespace {
+// options.pixels, checked before the thread starts: only a transform that makes 8-bit images
+// can deliver them.
+bool pixel_output_checked(bool pixels, const SampleTransform& transform) {
+  CONFLUX_CHECK(!pixels || transform.pixel_output(),
+                "local producer: pixel batches asked for, but the training transform's output is "
+                "not an 8-bit image");
+  return pixels;
+}
+}  // namespace
 
 LocalProducer::LocalProducer(const SampleSource& source, const SampleTransform& transform,
                              const ProducerOptions& options)
     : builder_(source, transform, options.threads, options.decoding),
       seed_(options.seed),
+      pixels_(pixel_output_checked(options.pixels, transform)),
       timeline_(options.timeline),
       thread_([this] { run(); }) {
   if (source.info().streamed) fetcher_.emplace(source, options.cache_bytes);
@@ -95,12 +108,19 @@ void LocalProducer::run() {
 void LocalProducer::build(Job& job) {
   Batch& b = *job.batch;
   b.samples = std::move(job.samples);
-  if (!job.ticket) {
-    builder_.build_train(b.samples, seed_, b.epoch, b.images, b.labels);
+  const SampleBytes bytes = job.ticket ? fetcher_->take(*job.ticket) : SampleBytes{};
+  if (!pixels_) {
+    b.encoding = ImageEncoding::kFloat32;
+    builder_.build_train(b.samples, seed_, b.epoch, b.images, b.labels, bytes);
     return;
   }
-  const SampleBytes bytes = fetcher_->take(*job.ticket);
-  builder_.build_train(b.samples, seed_, b.epoch, b.images, b.labels, bytes);
+  // The 8-bit images, for a consumer that normalises them (the same bytes a worker ships).
+  b.encoding = ImageEncoding::kPixels;
+  b.pixels.resize(b.samples.size() * builder_.bytes_per_sample());
+  b.labels.resize(b.samples.size());
+  builder_.build_train_encoded(b.samples, seed_, b.epoch,
+                               reinterpret_cast<std::byte*>(b.pixels.data()), b.labels.data(),
+                               bytes);
 }
 
 FetcherStats LocalProducer::fetcher_stats() const {

@@ -13,22 +13,31 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Whether batches carry pixels: the consumer asked for them and the transform makes them.
+bool delivers_pixels(const BatchLoaderOptions& o) {
+  return o.pixel_batches && image_encoding(*o.transform) == ImageEncoding::kPixels;
+}
+
 WorkerClientOptions client_options(const BatchLoaderOptions& o, std::size_t max_samples) {
   WorkerClientOptions c = o.client;
   c.transform = o.transform;
   c.max_samples = max_samples;
   c.trainer = o.trainer;
+  c.deliver_pixels = delivers_pixels(o);
+  c.pixel_memory = o.pixel_memory;
   return c;
 }
 
-// Bytes a batch in the window holds per sample: the floats, the label and the index, and for
-// pixel answers the received pixels too (counted for every slot, as any may be remote).
+// Bytes a batch in the window holds per sample: the images (floats, or pixels), the label and
+// the index, and for pixel answers normalised here the received pixels too (counted for every
+// slot, as any may be remote).
 std::size_t batch_bytes_per_sample(const BatchLoaderOptions& o) {
   const std::size_t values = o.transform->output_shape().size();
+  const std::size_t tail = sizeof(model::Label) + sizeof(std::uint32_t);
+  if (delivers_pixels(o)) return values + tail;
   const bool staged =
       !o.client.worker_ranks.empty() && image_encoding(*o.transform) == ImageEncoding::kPixels;
-  return values * sizeof(float) + (staged ? values : 0) + sizeof(model::Label) +
-         sizeof(std::uint32_t);
+  return values * sizeof(float) + (staged ? values : 0) + tail;
 }
 
 }  // namespace
@@ -58,6 +67,7 @@ BatchLoader::BatchLoader(BatchLoaderOptions options)
                  .seed = options_.seed,
                  .decoding = options_.decoding,
                  .cache_bytes = options_.cache_bytes,
+                 .pixels = delivers_pixels(options_),
                  .timeline = options_.timeline}),
       client_(client_options(options_, max_samples_)),
       next_epoch_(options_.start_epoch),
@@ -94,6 +104,7 @@ void BatchLoader::fill_window() {
     std::unique_ptr<Slot> slot;
     if (spare_.empty()) {
       slot = std::make_unique<Slot>();
+      if (options_.pixel_memory != nullptr) slot->batch.pixels = PixelBuffer(options_.pixel_memory);
     } else {
       slot = std::move(spare_.back());
       spare_.pop_back();
@@ -178,7 +189,7 @@ void BatchLoader::note_in_flight() {
       std::max<std::uint64_t>(stats_.peak_bytes_in_flight, batches * batch_bytes_);
 }
 
-const Batch& BatchLoader::next() {
+Batch& BatchLoader::next() {
   if (front_consumed_) {
     producer_.release(window_.front()->batch);
     spare_.push_back(std::move(window_.front()));

@@ -66,6 +66,39 @@ std::size_t WorkerClient::bytes_per_sample() const {
          value_bytes(image_encoding(*options_.transform));
 }
 
+// A buffer for a request's pixels: a spare one, else an empty one from options_.pixel_memory.
+// Spares are reused because a fresh buffer costs a page fault per page (and pinning, where the
+// memory is pinned).
+PixelBuffer WorkerClient::pixel_buffer() {
+  if (!spare_pixels_.empty()) {
+    PixelBuffer spare = std::move(spare_pixels_.back());
+    spare_pixels_.pop_back();
+    return spare;
+  }
+  return PixelBuffer(pixel_memory());
+}
+
+std::pmr::memory_resource* WorkerClient::pixel_memory() const {
+  return options_.pixel_memory != nullptr ? options_.pixel_memory : std::pmr::new_delete_resource();
+}
+
+// Puts the answer's `samples` images into `batch`: the pixels themselves (the batch's previous
+// buffer goes back to `p`, to be reused), or the floats (received in place, or normalised
+// from the pixels).
+void WorkerClient::deliver(Batch& batch, Pending& p, std::size_t samples) {
+  if (image_encoding(*options_.transform) == ImageEncoding::kPixels && options_.deliver_pixels) {
+    p.pixels.resize(samples * bytes_per_sample());
+    swap(batch.pixels, p.pixels);
+    batch.encoding = ImageEncoding::kPixels;
+    return;
+  }
+  batch.images.resize(batch_shape(samples));  // shrinking keeps the received floats
+  if (!p.pixels.empty()) {
+    options_.transform->normalise(p.pixels.data(), samples, batch.images.data.data());
+  }
+  batch.encoding = ImageEncoding::kFloat32;
+}
+
 bool WorkerClient::request(Batch& batch, BatchRange range) {
   const std::size_t samples = range.size();
   CONFLUX_CHECK(samples <= options_.max_samples,
@@ -95,7 +128,8 @@ bool WorkerClient::request(Batch& batch, BatchRange range) {
   p.samples = samples;
   p.deadline = now + std::chrono::duration_cast<Clock::duration>(options_.timeout);
   p.meta.resize(meta_bytes(options_.max_samples));
-  batch.images.resize(batch_shape(options_.max_samples));
+  const bool pixels = image_encoding(*options_.transform) == ImageEncoding::kPixels;
+  if (!pixels || !options_.deliver_pixels) batch.images.resize(batch_shape(options_.max_samples));
   const MPI_Comm comm = options_.comm->get();
   const std::size_t bps = bytes_per_sample();
   const std::size_t chunks = chunk_count(samples, bps);
@@ -106,11 +140,8 @@ bool WorkerClient::request(Batch& batch, BatchRange range) {
   // Floats go straight into their place in the tensor, pixels into the staging buffer that
   // poll() normalises from.
   std::byte* images = reinterpret_cast<std::byte*>(batch.images.data.data());
-  if (image_encoding(*options_.transform) == ImageEncoding::kPixels) {
-    if (!spare_pixels_.empty()) {
-      p.pixels = std::move(spare_pixels_.back());
-      spare_pixels_.pop_back();
-    }
+  if (pixels) {
+    p.pixels = pixel_buffer();
     p.pixels.resize(samples * bps);
     images = reinterpret_cast<std::byte*>(p.pixels.data());
   }
@@ -180,10 +211,7 @@ WorkerClient::Arrival WorkerClient::poll(Batch& batch) {
                 worker.rank, p.sequence, p.epoch, p.step, static_cast<int>(h.status), h.sequence,
                 h.epoch, h.step, h.trainer, h.samples, h.values_per_sample,
                 static_cast<int>(h.encoding), static_cast<int>(encoding), image_bytes);
-  batch.images.resize(batch_shape(h.samples));  // shrinking keeps the received floats
-  if (encoding == ImageEncoding::kPixels) {
-    options_.transform->normalise(p.pixels.data(), h.samples, batch.images.data.data());
-  }
+  deliver(batch, p, h.samples);
   batch.labels.assign(meta.labels.begin(), meta.labels.end());
   batch.samples.assign(meta.indices.begin(), meta.indices.end());
   batch.origin = BatchOrigin::kWorker;
@@ -195,7 +223,9 @@ WorkerClient::Arrival WorkerClient::poll(Batch& batch) {
   worker.seen.last_queued = h.queued;
   ++stats_.answered;
   stats_.payload_bytes += image_bytes + h.samples * sizeof(model::Label);
-  if (!p.pixels.empty()) spare_pixels_.push_back(std::move(p.pixels));
+  if (p.pixels.capacity() > 0 && p.pixels.memory() == pixel_memory()) {
+    spare_pixels_.push_back(std::move(p.pixels));
+  }
   pending_.erase(it);
   return Arrival::kArrived;
 }

@@ -7,6 +7,7 @@
 #include "conflux/core/error.hpp"
 #include "conflux/core/rng.hpp"
 #include "conflux/data/transform/augment_ops.hpp"
+#include "conflux/data/transform/normalise.hpp"
 
 namespace conflux::data {
 
@@ -276,7 +277,7 @@ void SampleTransform::normalise(const std::uint8_t* pixels, std::size_t samples,
       const std::size_t at = (s * output_.channels + c) * plane;
       const std::uint8_t* from = pixels + at;
       float* to = out + at;
-      for (std::size_t i = 0; i < plane; ++i) to[i] = static_cast<float>(from[i]) * a + b;
+      for (std::size_t i = 0; i < plane; ++i) to[i] = normalised_pixel(from[i], a, b);
     }
   }
 }

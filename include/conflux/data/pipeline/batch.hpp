@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "conflux/data/pipeline/pixel_buffer.hpp"
 #include "conflux/model/tensor.hpp"
 
 namespace conflux::data {
@@ -32,11 +33,17 @@ constexpr std::size_t value_bytes(ImageEncoding encoding) noexcept {
 }
 
 /// Batch `step` of `epoch` for one trainer: images [n, C, H, W], labels, dataset indices.
+/// The images are the normalised floats, or, for a consumer that normalises them itself (a GPU
+/// trainer, which uploads a quarter of the bytes), the 8-bit images before normalisation.
 struct Batch {
   std::uint32_t epoch = 0;
   std::size_t step = 0;
   std::size_t step_samples = 0;  ///< samples of this step over all trainers (for the loss scale)
-  model::Tensor images;
+  ImageEncoding encoding = ImageEncoding::kFloat32;  ///< which of the two below holds the images
+  model::Tensor images;                              ///< kFloat32: [n, C, H, W] floats
+  /// kPixels: n * C * H * W bytes from the loader's pixel memory (pinned on a GPU trainer, so
+  /// the upload reads the very buffer the batch was built or received into).
+  PixelBuffer pixels;
   std::vector<model::Label> labels;
   std::vector<std::uint32_t> samples;  ///< dataset index of each image
   BatchOrigin origin = BatchOrigin::kLocal;

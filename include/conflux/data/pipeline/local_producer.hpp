@@ -24,10 +24,13 @@ namespace conflux::data {
 
 /// How a LocalProducer builds.
 struct ProducerOptions {
-  int threads = 1;                          ///< preprocessing threads
-  std::uint64_t seed = 0;                   ///< run.seed
-  SampleDecoding decoding;                  ///< channels, on_corrupt
-  std::size_t cache_bytes = 64 << 20;       ///< read-ahead bound (data.cache_mb)
+  int threads = 1;                     ///< preprocessing threads
+  std::uint64_t seed = 0;              ///< run.seed
+  SampleDecoding decoding;             ///< channels, on_corrupt
+  std::size_t cache_bytes = 64 << 20;  ///< read-ahead bound (data.cache_mb)
+  /// Build the 8-bit images into Batch::pixels (the transform must make pixels) rather than
+  /// normalised floats into Batch::images.
+  bool pixels = false;
   telemetry::Timeline* timeline = nullptr;  ///< records each batch built; null: none
 };
 
@@ -71,6 +74,7 @@ class LocalProducer {
   BatchBuilder builder_;
   std::optional<SampleFetcher> fetcher_;
   std::uint64_t seed_;
+  bool pixels_;
   telemetry::Timeline* timeline_;
   mutable std::mutex mutex_;
   std::uint64_t built_ = 0;

@@ -10,6 +10,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <vector>
 
 #include "conflux/data/pipeline/batch.hpp"
@@ -42,7 +43,13 @@ struct BatchLoaderOptions {
   offload::RemoteSchedule* schedule = nullptr;
   std::uint32_t start_epoch = 0;  ///< first batch delivered: (start_epoch, start_step);
   std::size_t start_step = 0;     ///< start_step == steps per epoch means the next epoch
-  WorkerClientOptions client;     ///< workers, credits, deadlines (shape fields are filled in)
+  /// The consumer normalises 8-bit images itself (a GPU trainer): when the transform's output
+  /// is pixels, batches carry them (Batch::pixels) rather than floats, local and remote alike.
+  bool pixel_batches = false;
+  /// Where those pixels are built and received (pinned host memory on a GPU trainer); null:
+  /// the heap. Must outlive the loader.
+  std::pmr::memory_resource* pixel_memory = nullptr;
+  WorkerClientOptions client;  ///< workers, credits, deadlines (shape fields are filled in)
   telemetry::Timeline* timeline = nullptr;  ///< records local builds; null: none
 };
 
@@ -66,9 +73,10 @@ class BatchLoader : public offload::RatioControl {
   ~BatchLoader() override;
   /// Steps per epoch.
   std::size_t steps_per_epoch() const noexcept { return steps_per_epoch_; }
-  /// The next batch (epoch-major, then step); valid until the next call. RuntimeError after
-  /// the last batch of the last epoch.
-  const Batch& next();
+  /// The next batch (epoch-major, then step); valid until the next call, and the caller's to
+  /// consume (a GPU trainer takes its pixel buffer, leaving another). RuntimeError after the
+  /// last batch of the last epoch.
+  Batch& next();
   /// Says goodbye to the workers and collects late answers; call after the last batch, or
   /// earlier to stop (batches still in preparation are dropped).
   void finish();

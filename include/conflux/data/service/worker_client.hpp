@@ -2,7 +2,7 @@
 /// @file worker_client.hpp
 /// The trainer's side of the data service: sends batch requests to worker ranks within a
 /// credit limit per worker, receives the answers (floats straight into the batch's tensor, or
-/// pixels that it normalises into the tensor), and gives
+/// pixels that it normalises into the tensor or hands over as they are), and gives
 /// up on a request whose deadline passed. A request given up on keeps its buffers until the
 /// late answer arrives, which is then dropped, so no batch is ever used twice; the worker that
 /// missed the deadline gets no requests for a back-off period.
@@ -14,6 +14,7 @@
 #include <deque>
 #include <list>
 #include <memory>
+#include <memory_resource>
 #include <unordered_map>
 #include <vector>
 
@@ -41,6 +42,11 @@ struct WorkerClientOptions {
   /// The training transform: the image shape, the encoding and the normalisation of answers.
   const SampleTransform* transform = nullptr;
   std::size_t max_samples = 0;  ///< largest batch of this trainer
+  /// With a transform whose output is pixels: deliver them as they arrived (Batch::pixels, for
+  /// a consumer that normalises them itself) instead of normalising them into Batch::images.
+  bool deliver_pixels = false;
+  /// Where received pixels land (pinned host memory on a GPU trainer); null: the heap.
+  std::pmr::memory_resource* pixel_memory = nullptr;
   const Logger* log = nullptr;
 };
 
@@ -121,7 +127,7 @@ class WorkerClient {
     std::size_t samples = 0;
     Clock::time_point deadline{};
     std::vector<std::byte> meta;
-    std::vector<std::uint8_t> pixels;   // kPixels: the received images, before normalisation
+    PixelBuffer pixels;                 // kPixels: the received images, before normalisation
     std::vector<MPI_Request> requests;  // the meta message, then the image chunks
     std::vector<MPI_Status> statuses;
   };
@@ -137,6 +143,9 @@ class WorkerClient {
   void send(int worker, const Request& message);
   std::vector<int> batch_shape(std::size_t samples) const;
   std::size_t bytes_per_sample() const;
+  PixelBuffer pixel_buffer();
+  std::pmr::memory_resource* pixel_memory() const;
+  void deliver(Batch& batch, Pending& p, std::size_t samples);
   static double expected_finish(const WorkerState& w);
   static bool test(Pending& p);
   void on_timeout(Batch& batch, Pending&& p);
@@ -155,7 +164,7 @@ class WorkerClient {
   std::deque<Outgoing> outgoing_;  // deque: posted buffers never move
   // Pixel staging buffers of settled requests, reused: a fresh one per request would cost a
   // page fault and a zero fill per byte.
-  std::vector<std::vector<std::uint8_t>> spare_pixels_;
+  std::vector<PixelBuffer> spare_pixels_;
   // Trainer 0 only, from finish() on: each worker's done message (its index) and receive.
   std::vector<std::int32_t> done_from_;
   std::vector<MPI_Request> done_receives_;

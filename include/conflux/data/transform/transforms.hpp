@@ -56,6 +56,10 @@ class SampleTransform {
   /// Normalises `samples` 8-bit images of output_shape() into floats: (p / 255 - mean) / std
   /// per channel, computed as p * scale + shift, the one conversion every path uses.
   void normalise(const std::uint8_t* pixels, std::size_t samples, float* out) const;
+  /// normalise()'s factors per channel (output_shape().channels each): a consumer that
+  /// normalises elsewhere (the GPU trainer's input kernel) applies data::normalised_pixel.
+  const std::vector<float>& pixel_scale() const noexcept { return scale_; }
+  const std::vector<float>& pixel_shift() const noexcept { return shift_; }
   /// Deterministic evaluation sample (centre crop or resize, no flip).
   void eval(ImageView image, float* out) const;
   /// The source window train() reads for an image of width x height (a resized crop's box, or

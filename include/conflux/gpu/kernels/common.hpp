@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "conflux/core/host_device.hpp"
+#include "conflux/data/transform/normalise.hpp"
 #include "conflux/gpu/device_layer.hpp"
 #include "conflux/gpu/precision.hpp"
 #include "conflux/model/relu.hpp"
@@ -119,6 +120,39 @@ void channel_sums(Ex& ex, const T* x, const U* y, std::size_t rows, std::size_t 
   ex.for_each(parts * channels, ChannelPartials<T, U>{x, y, scratch.data(), rows, channels, parts});
   ex.for_each(channels, SumPartials{scratch.data(), out, channels, parts});
 }
+
+/// dst (NHWC) from 8-bit src (NCHW), normalised per channel by data::normalised_pixel (the
+/// CPU's conversion, the same bits): a batch uploaded as pixels, a quarter of the floats' bytes.
+template <class Dst>
+struct PixelsToChannelsLast {
+  const std::uint8_t* src;
+  Dst* dst;
+  const float* scale;  // per channel
+  const float* shift;
+  std::size_t c, h, w;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const std::size_t ch = i % c;
+    const std::size_t pixel = i / c;  // n * h * w + y * w + x
+    const std::size_t n = pixel / (h * w);
+    const std::size_t yx = pixel % (h * w);
+    store(dst, i, data::normalised_pixel(src[(n * c + ch) * h * w + yx], scale[ch], shift[ch]));
+  }
+};
+
+/// dst from 8-bit src in the same (flat, channels-first) order, normalised per channel: a
+/// sample of `values` values holds `channels` planes of values / channels.
+template <class Dst>
+struct NormalisePixels {
+  const std::uint8_t* src;
+  Dst* dst;
+  const float* scale;  // per channel
+  const float* shift;
+  std::size_t values, plane;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const std::size_t ch = (i % values) / plane;
+    store(dst, i, data::normalised_pixel(src[i], scale[ch], shift[ch]));
+  }
+};
 
 /// dst (NHWC) from src (NCHW): one destination element per i.
 template <class Src, class Dst>
