@@ -75,6 +75,7 @@ void CudaModel::compute(const float* images, const model::Label* labels, int n, 
                         const model::Pass& pass) {
   impl_->model.forward(images, n, pass);
   impl_->model.loss(labels, grad_scale, impl_->label_smoothing, true);
+  impl_->model.accumulate_loss();
   impl_->model.backward();
 }
 
@@ -82,12 +83,17 @@ void CudaModel::compute(const std::uint8_t* pixels, const model::Label* labels, 
                         float grad_scale, const model::Pass& pass) {
   impl_->model.forward(pixels, n, pass);
   impl_->model.loss(labels, grad_scale, impl_->label_smoothing, true);
+  impl_->model.accumulate_loss();
   impl_->model.backward();
 }
 
 void CudaModel::set_pixel_normalisation(std::span<const float> scale,
                                         std::span<const float> shift) {
   impl_->model.set_pixel_normalisation(scale, shift);
+}
+
+model::LossResult CudaModel::take_losses() {
+  return impl_->model.take_losses();
 }
 
 model::LossResult CudaModel::loss_result() {

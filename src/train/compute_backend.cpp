@@ -59,11 +59,14 @@ class CpuBackend final : public ComputeBackend {
                            .reducer = &reducer_};
     const model::Tensor& logits = model_.forward(batch.images, pass);
     sync_->progress();
-    result_ = model::softmax_cross_entropy(logits, batch.labels, grad_scale, &grad_logits_,
-                                           label_smoothing_);
+    const model::LossResult r = model::softmax_cross_entropy(logits, batch.labels, grad_scale,
+                                                             &grad_logits_, label_smoothing_);
+    losses_.loss_sum += r.loss_sum;
+    losses_.correct += r.correct;
+    losses_.skipped += r.skipped;
     model_.backward(grad_logits_);
   }
-  model::LossResult loss() override { return result_; }
+  model::LossResult take_losses() override { return std::exchange(losses_, {}); }
 
   comm::Merged exchange() override { return sync_->exchange(model_.grads()); }
   bool drain() override { return sync_->drain(model_.grads()); }
@@ -107,7 +110,7 @@ class CpuBackend final : public ComputeBackend {
   std::uint64_t seed_;
   const data::Batch* batch_ = nullptr;
   model::Tensor grad_logits_;
-  model::LossResult result_;
+  model::LossResult losses_;  // of the compute() calls since take_losses()
 };
 
 }  // namespace

@@ -180,7 +180,7 @@ class GpuBackend final : public ComputeBackend {
     s.consume_recorded = true;
   }
 
-  model::LossResult loss() override { return model_.loss_result(); }
+  model::LossResult take_losses() override { return model_.take_losses(); }
 
   comm::Merged exchange() override { return connected().exchange(grads()); }
   bool drain() override { return connected().drain(grads()); }

@@ -196,8 +196,8 @@ void Trainer::record_step_phases(Clock::time_point start, Clock::time_point data
   timeline_->span("optimizer", "train", sync, end);
 }
 
-double Trainer::stage_ahead(bool epoch_goes_on) {
-  if (!backend_->stages_ahead() || !epoch_goes_on) return 0;
+double Trainer::stage_ahead(bool more_batches) {
+  if (!backend_->stages_ahead() || !more_batches) return 0;
   const auto t_fetch = Clock::now();
   step_.prefetched = &loader_->next();
   const auto t_fetched = Clock::now();
@@ -210,6 +210,10 @@ double Trainer::stage_ahead(bool epoch_goes_on) {
 // report's batch-wait sums too.
 void Trainer::fold_window() {
   Tally& window = reporting_.window;
+  // The steps' losses wait here, not in every step (a GPU trainer's only wait for them).
+  const model::LossResult losses = backend_->take_losses();
+  window.loss += losses.loss_sum;
+  window.correct += losses.correct;
   std::array<double, 5> totals{window.loss, window.correct, window.samples,
                                reporting_.window_data_wait,
                                static_cast<double>(reporting_.window_steps)};
@@ -326,9 +330,11 @@ Trainer::Clock::time_point Trainer::train_step() {
   const float grad_scale = 1.0f / static_cast<float>(step_samples);
   if (!staged) backend_->stage(batch);
   backend_->compute(grad_scale, p.global_step);
-  // While the device computes, the epoch's next batch is fetched (invalidates `batch`).
-  const double next_batch_wait = stage_ahead(p.step + 1 < steps_per_epoch);
-  const model::LossResult result = backend_->loss();
+  // While the device computes, the next batch is fetched (invalidates `batch`), across the
+  // epoch's end too: the loader delivers in plan order over epochs.
+  const double next_batch_wait =
+      stage_ahead(p.step + 1 < steps_per_epoch ||
+                  p.epoch + 1 < static_cast<std::uint32_t>(config_.train().epochs));
   const auto t_backward = Clock::now();
   const double local_sq = noise_ ? backend_->gradient_sum_of_squares() : 0.0;
   const comm::Merged merged = backend_->exchange();
@@ -343,8 +349,6 @@ Trainer::Clock::time_point Trainer::train_step() {
   const auto t_end = Clock::now();
   record_step_phases(t_start, t_data, t_backward, t_sync, t_end, next_batch_wait);
   step_.prefetch_wait = next_batch_wait;
-  reporting_.window.loss += result.loss_sum;
-  reporting_.window.correct += result.correct;
   reporting_.window.samples += static_cast<double>(samples);
   reporting_.window_data_wait += step_.times.data_wait;
   ++reporting_.window_steps;

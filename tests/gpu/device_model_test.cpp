@@ -332,5 +332,42 @@ TEST(DeviceModel, PixelInputOfAFlatModelUsesItsChannelPlanes) {
   EXPECT_THROW(fresh.forward(pixels.data(), 2, model::Pass{}), RuntimeError);
 }
 
+// A training step leaves its loss on the device: take_losses() returns the sum of the steps
+// since the last call, bit for bit the per-step results summed as the trainer summed them, and
+// reports a label out of range there.
+TEST(DeviceModel, LossesAccumulateOnTheDeviceUntilTaken) {
+  HostExecutor ex;
+  const Model cpu(kFlattenMlp, {2, 4, 5}, 5, 33);
+  Device device(ex, cpu);
+  EXPECT_EQ(device.take_losses().loss_sum, 0.0);  // nothing accumulated yet
+  double want_loss = 0.0;
+  int want_correct = 0, want_skipped = 0;
+  for (std::uint64_t step = 0; step < 3; ++step) {
+    Batch b = random_batch({2, 4, 5}, 6, 5, 40 + step);
+    if (step == 1) b.labels[3] = model::kSkippedLabel;
+    device.forward(b.images.data.data(), 6, model::Pass{.training = true});
+    device.loss(b.labels.data(), 1.0f / 6, 0.0, true);
+    device.accumulate_loss();
+    const model::LossResult one = device.loss_result();
+    want_loss += one.loss_sum;
+    want_correct += one.correct;
+    want_skipped += one.skipped;
+  }
+  const model::LossResult got = device.take_losses();
+  EXPECT_EQ(got.loss_sum, want_loss);
+  EXPECT_EQ(got.correct, want_correct);
+  EXPECT_EQ(got.skipped, 1);
+  EXPECT_EQ(want_skipped, 1);
+  const model::LossResult again = device.take_losses();  // taken: zero until the next step
+  EXPECT_EQ(again.loss_sum, 0.0);
+  EXPECT_EQ(again.correct, 0);
+  Batch bad = random_batch({2, 4, 5}, 6, 5, 50);
+  bad.labels[4] = 9;
+  device.forward(bad.images.data.data(), 6, model::Pass{.training = true});
+  device.loss(bad.labels.data(), 1.0f / 6, 0.0, true);
+  device.accumulate_loss();
+  EXPECT_THROW(device.take_losses(), InputError);
+}
+
 }  // namespace
 }  // namespace conflux::gpu::testing

@@ -65,6 +65,9 @@ class CudaModel {
   /// The per-channel factors 8-bit images are normalised by (SampleTransform::pixel_scale and
   /// pixel_shift); InputError unless one per input channel.
   void set_pixel_normalisation(std::span<const float> scale, std::span<const float> shift);
+  /// The summed loss, correct and skipped samples of every compute() since the last call
+  /// (waits for them; compute() itself never does); InputError for a label out of range.
+  model::LossResult take_losses();
   /// The last compute()'s or evaluate()'s loss (waits for it).
   model::LossResult loss_result();
   /// Sum of squares of the gradients (waits).

@@ -172,6 +172,35 @@ class DeviceModel {
     return r;
   }
 
+  /// Adds the last loss()'s results to the totals take_losses() returns; enqueued, so that a
+  /// training step need not wait for its loss.
+  void accumulate_loss() {
+    ensure(loss_total_, 1);
+    ensure(loss_counts_, 3);
+    if (!loss_totals_zeroed_) zero_loss_totals();
+    ex_->for_each(1, kernels::AccumulateLoss{losses_.data(), status_.data(),
+                                             static_cast<std::size_t>(loss_n_), loss_total_.data(),
+                                             loss_counts_.data()});
+  }
+
+  /// The summed loss, correct and skipped samples of every accumulate_loss() since the last
+  /// call (waits for them), and zeroes the totals; InputError when a label was out of range.
+  model::LossResult take_losses() {
+    model::LossResult r;
+    if (!loss_totals_zeroed_) return r;  // nothing accumulated
+    std::int64_t counts[3] = {0, 0, 0};
+    ex_->download(&r.loss_sum, loss_total_.data(), 1);
+    ex_->download(counts, loss_counts_.data(), 3);
+    ex_->synchronize();
+    zero_loss_totals();
+    CONFLUX_REQUIRE(counts[2] == 0,
+                    "the label of sample {} of a training batch is out of range for {} classes",
+                    counts[2] - 1, classes_);
+    r.correct = static_cast<int>(counts[0]);
+    r.skipped = static_cast<int>(counts[1]);
+    return r;
+  }
+
   /// Backward pass from the last loss()'s gradient; overwrites grads().
   void backward() {
     Calls calls{*this};
@@ -326,6 +355,12 @@ class DeviceModel {
     return p;
   }
 
+  void zero_loss_totals() {
+    ex_->zero(loss_total_.data(), 1);
+    ex_->zero(loss_counts_.data(), 3);
+    loss_totals_zeroed_ = true;
+  }
+
   void sum_of_squares_enqueue() {
     const std::size_t parts =
         std::max<std::size_t>(1, std::min<std::size_t>(4096, num_params_ / 256));
@@ -356,6 +391,9 @@ class DeviceModel {
   Buffer<float> logits_f32_;  // bf16 activations: the logits and their gradient in fp32
   Buffer<double> losses_;
   Buffer<std::int32_t> status_;
+  Buffer<double> loss_total_;         // accumulate_loss(): the loss sum since take_losses()
+  Buffer<std::int64_t> loss_counts_;  // correct, skipped, 1 + first out-of-range sample
+  bool loss_totals_zeroed_ = false;   // the totals exist and hold a sum since take_losses()
   Buffer<double> partials_;
   Buffer<double> norm_;
   std::vector<double> host_losses_;

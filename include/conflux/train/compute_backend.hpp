@@ -11,9 +11,11 @@
 ///     backend.stage(batch);           // unless staged during the previous step
 ///     backend.compute(grad_scale, global_step);  // forward, loss, backward (GPU: enqueues)
 ///     if (backend.stages_ahead()) backend.stage(next_batch);  // overlaps the device's work
-///     model::LossResult r = backend.loss();
 ///     comm::Merged m = backend.exchange();
 ///     if (m != comm::Merged::kNone) backend.apply(lr);
+///
+/// and every train.log_every steps (and at checkpoints) backend.take_losses(): the GPU's only
+/// wait for a number of the step (docs/gpu.md, "Input path and host waits").
 
 #include <chrono>
 #include <cstddef>
@@ -74,8 +76,10 @@ class ComputeBackend {
   /// `grad_scale`, and backward pass of the staged batch, in training mode (dropout masks
   /// drawn for `global_step`); overwrites the gradients. The GPU enqueues and returns.
   virtual void compute(float grad_scale, std::uint64_t global_step) = 0;
-  /// Summed loss and correct predictions of the last compute() (the GPU waits for them).
-  virtual model::LossResult loss() = 0;
+  /// Summed loss, correct and skipped samples of every compute() since the last call. The
+  /// GPU keeps them on the device and waits for them only here, so a step never waits for its
+  /// own loss.
+  virtual model::LossResult take_losses() = 0;
 
   /// One step's gradient exchange among the trainers (comm::GradientSync::exchange).
   virtual comm::Merged exchange() = 0;

@@ -143,7 +143,7 @@ class Trainer {
                           double next_batch_wait);
   // With a backend that stages ahead (the GPU) and `epoch_goes_on`: fetches the next batch and
   // stages it while the device computes; returns the time the fetch waited (else 0).
-  double stage_ahead(bool epoch_goes_on);
+  double stage_ahead(bool more_batches);
   void capture(ckpt::TrainingState& state);
 
   const Config& config_;
