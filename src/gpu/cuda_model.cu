@@ -72,19 +72,19 @@ float* CudaModel::grads() noexcept {
 }
 
 void CudaModel::compute(const float* images, const model::Label* labels, int n, float grad_scale,
-                        const model::Pass& pass) {
+                        const model::Pass& pass, const LayerDone& layer_done) {
   impl_->model.forward(images, n, pass);
   impl_->model.loss(labels, grad_scale, impl_->label_smoothing, true);
   impl_->model.accumulate_loss();
-  impl_->model.backward();
+  impl_->model.backward(layer_done);
 }
 
 void CudaModel::compute(const std::uint8_t* pixels, const model::Label* labels, int n,
-                        float grad_scale, const model::Pass& pass) {
+                        float grad_scale, const model::Pass& pass, const LayerDone& layer_done) {
   impl_->model.forward(pixels, n, pass);
   impl_->model.loss(labels, grad_scale, impl_->label_smoothing, true);
   impl_->model.accumulate_loss();
-  impl_->model.backward();
+  impl_->model.backward(layer_done);
 }
 
 void CudaModel::set_pixel_normalisation(std::span<const float> scale,

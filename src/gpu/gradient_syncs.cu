@@ -2,9 +2,11 @@
 
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "conflux/core/error.hpp"
 #include "conflux/gpu/check.hpp"
@@ -39,20 +41,84 @@ ncclUniqueId shared_unique_id(const comm::Communicator& trainers) {
   return id;
 }
 
+// ncclAllReduce(sum) in place. With buckets announced during backward (gradients_ready), each
+// is summed on a communication stream of its own as soon as the compute stream has produced it,
+// overlapping the rest of backward; exchange() sums what was not announced and makes the compute
+// stream wait for the communication stream before the optimiser step. Every trainer announces
+// the same buckets in the same order (one model), as NCCL requires of one communicator.
 class NcclSync final : public comm::GradientSync {
  public:
-  NcclSync(const comm::Communicator& trainers, cudaStream_t stream)
-      : comm_(trainers.size(), shared_unique_id(trainers), trainers.rank()), stream_(stream) {}
+  NcclSync(const comm::Communicator& trainers, cudaStream_t compute)
+      : comm_(trainers.size(), shared_unique_id(trainers), trainers.rank()), compute_(compute) {}
+  ~NcclSync() override {
+    try {
+      side_.synchronize();  // nothing in flight may outlive the communicator
+    } catch (...) {         // a destructor must not throw; the error was reported where it happened
+    }
+  }
+  NcclSync(const NcclSync&) = delete;
+  NcclSync& operator=(const NcclSync&) = delete;
+
   std::string name() const override { return "nccl-allreduce"; }
   void sum(std::span<float> gradients) override {
-    if (gradients.empty()) return;
-    CONFLUX_NCCL_CHECK(ncclAllReduce(gradients.data(), gradients.data(), gradients.size(),
-                                     ncclFloat, ncclSum, comm_.get(), stream_));
+    all_reduce(gradients.data(), gradients.size(), compute_);
+  }
+  void gradients_ready(std::span<float> gradients, comm::GradientRange range) override {
+    CONFLUX_CHECK(range.begin <= range.end && range.end <= gradients.size(),
+                  "NCCL: bucket [{}, {}) outside {} gradients", range.begin, range.end,
+                  gradients.size());
+    follow_compute();
+    all_reduce(gradients.data() + range.begin, range.size(), side_.get());
+    issued_.push_back(range);
+  }
+  comm::Merged exchange(std::span<float> gradients) override {
+    if (issued_.empty()) {  // no buckets: one sum after backward, on the compute stream
+      sum(gradients);
+      return comm::Merged::kCurrent;
+    }
+    follow_compute();  // backward has finished every layer: the gaps are final too
+    for (const comm::GradientRange gap : gaps(gradients.size())) {
+      all_reduce(gradients.data() + gap.begin, gap.size(), side_.get());
+    }
+    issued_.clear();
+    summed_.record(side_.get());
+    CONFLUX_CUDA_CHECK(cudaStreamWaitEvent(compute_, summed_.get(), 0));
+    return comm::Merged::kCurrent;
   }
 
  private:
+  void all_reduce(float* values, std::size_t count, cudaStream_t stream) {
+    if (count == 0) return;
+    CONFLUX_NCCL_CHECK(
+        ncclAllReduce(values, values, count, ncclFloat, ncclSum, comm_.get(), stream));
+  }
+  // Later work on the communication stream waits for what the compute stream enqueued so far.
+  void follow_compute() {
+    produced_.record(compute_);
+    side_.wait(produced_);
+  }
+  // The parts of [0, count) no bucket of this step covered, in order.
+  std::vector<comm::GradientRange> gaps(std::size_t count) {
+    std::sort(issued_.begin(), issued_.end(),
+              [](const comm::GradientRange& a, const comm::GradientRange& b) {
+                return a.begin < b.begin;
+              });
+    std::vector<comm::GradientRange> out;
+    std::size_t at = 0;
+    for (const comm::GradientRange& r : issued_) {
+      if (r.begin > at) out.push_back({at, r.begin});
+      at = std::max(at, r.end);
+    }
+    if (at < count) out.push_back({at, count});
+    return out;
+  }
+
   NcclCommunicator comm_;
-  cudaStream_t stream_;
+  cudaStream_t compute_;
+  Stream side_;                              // the buckets' sums
+  Event produced_;                           // recorded on compute_: what a bucket's sum waits for
+  Event summed_;                             // recorded on side_: what the optimiser step waits for
+  std::vector<comm::GradientRange> issued_;  // this step's buckets so far
 };
 
 class HostStagedSync final : public comm::GradientSync {

@@ -9,8 +9,11 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <utility>
+#include <vector>
 
+#include "conflux/comm/gradient_buckets.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/gpu/check.hpp"
 #include "conflux/gpu/cuda_model.hpp"
@@ -46,6 +49,20 @@ struct StagingSlot {
   std::size_t capacity = 0;  // samples the buffers hold
   int n = 0;                 // samples of the staged batch
 };
+
+// The model's gradient buckets of `bucket_mb` MiB in backward order (the plan's order reversed:
+// parameters lie in layer order, so a bucket is one contiguous range); none for 0.
+std::optional<comm::GradientBuckets> gradient_buckets(const model::Model& model, double bucket_mb) {
+  if (bucket_mb <= 0) return std::nullopt;
+  std::vector<comm::GradientRange> layers;
+  for (const model::LayerSlice& slice : model.layer_slices()) {
+    layers.push_back({slice.param_offset, slice.param_offset + slice.param_count});
+  }
+  const std::vector<std::size_t>& order = model.plan().order;
+  const std::vector<std::size_t> backward(order.rbegin(), order.rend());
+  const auto values = static_cast<std::size_t>(bucket_mb * (1 << 20) / sizeof(float));
+  return comm::GradientBuckets(layers, backward, std::max<std::size_t>(values, 1));
+}
 
 class GpuBackend final : public ComputeBackend {
  public:
@@ -107,6 +124,7 @@ class GpuBackend final : public ComputeBackend {
     gpu::use_device(device_);
     if (uses_nccl()) {
       sync_ = gpu::make_nccl_sync(trainers_, model_.stream());
+      buckets_ = gradient_buckets(host_, config_->comm().bucket_mb);
     } else {
       sync_ = gpu::make_host_staged_sync(
           make_gradient_sync(*config_, trainers_, model_.num_params(), timeout_),
@@ -171,10 +189,19 @@ class GpuBackend final : public ComputeBackend {
                            .step = global_step,
                            .samples = s.samples,
                            .reducer = &reducer_};
+    // Each bucket's sum starts as soon as backward has produced it (comm.bucket_mb).
+    gpu::CudaModel::LayerDone layer_done;
+    if (buckets_) {
+      buckets_->reset();
+      layer_done = [this](std::size_t layer) {
+        if (const auto bucket = buckets_->layer_done(layer))
+          sync_->gradients_ready(grads(), *bucket);
+      };
+    }
     if (s.staged_pixels) {
-      model_.compute(s.pixels.data(), s.labels.data(), s.n, grad_scale, pass);
+      model_.compute(s.pixels.data(), s.labels.data(), s.n, grad_scale, pass, layer_done);
     } else {
-      model_.compute(s.images.data(), s.labels.data(), s.n, grad_scale, pass);
+      model_.compute(s.images.data(), s.labels.data(), s.n, grad_scale, pass, layer_done);
     }
     s.consumed.record(stream);
     s.consume_recorded = true;
@@ -270,7 +297,8 @@ class GpuBackend final : public ComputeBackend {
   std::array<StagingSlot, 2> slots_;
   int staged_ = -1;  // slot of the batch the next compute() uses, -1 when none
   int next_ = 0;     // slot the next stage() fills
-  std::unique_ptr<comm::GradientSync> sync_;  // set up by connect()
+  std::unique_ptr<comm::GradientSync> sync_;      // set up by connect()
+  std::optional<comm::GradientBuckets> buckets_;  // with NCCL and comm.bucket_mb > 0
   gpu::DeviceBuffer<float> eval_images_;
   gpu::DeviceBuffer<model::Label> eval_labels_;
 };

@@ -1,7 +1,7 @@
 #pragma once
 /// @file gradient_sync.hpp
 /// Gradient synchronisation strategies among trainer ranks behind one interface: MPI allreduce
-/// (here) and K-Reduce (kreduce_sync.hpp). GPU trainers sum with NCCL instead (gpu/nccl_allreduce).
+/// (here) and K-Reduce (kreduce_sync.hpp). GPU trainers sum with NCCL (gpu/gradient_syncs.hpp).
 
 #include <chrono>
 #include <memory>
@@ -9,6 +9,7 @@
 #include <string>
 
 #include "conflux/comm/communicator.hpp"
+#include "conflux/comm/gradient_buckets.hpp"
 
 namespace conflux::comm {
 
@@ -28,6 +29,11 @@ class GradientSync {
   /// Replaces `gradients` with their element-wise sum over all trainers; synchronous on every
   /// trainer, whatever the strategy's staleness (nothing may be owed: see drain()).
   virtual void sum(std::span<float> gradients) = 0;
+  /// During backward: `range` of this step's `gradients` is final (a bucket, gradient_buckets.hpp)
+  /// while backward still computes the rest; a strategy may start summing it now. exchange()
+  /// completes the step whatever was announced. Ignored by default (the host strategies sum
+  /// everything in exchange()).
+  virtual void gradients_ready(std::span<float> /*gradients*/, GradientRange /*range*/) {}
   /// One training step's exchange: contributes `gradients` and leaves in them the merged
   /// gradient this trainer applies now. Strategies without staleness just sum().
   virtual Merged exchange(std::span<float> gradients) {

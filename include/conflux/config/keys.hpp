@@ -329,7 +329,10 @@
       "(train.batch_size / cluster.trainers).")                                                 \
   KEY(comm, stale_nonaggregators, bool, false, unbounded, (),                                   \
       "K-Reduce: non-aggregators do not wait for the step's merged gradient and apply it one "  \
-      "step late (FasDL's one-step-stale model).")
+      "step late (FasDL's one-step-stale model).")                                              \
+  KEY(comm, bucket_mb, double, 25.0, in(0, 65536), (),                                          \
+      "GPU trainers summing with NCCL: gradients are summed in buckets of about this many MiB " \
+      "as backward produces them, overlapping the rest of backward; 0 = one sum after it.")
 
 #define CONFLUX_LIMITS_KEYS(KEY, HOOKED)                                                        \
   KEY(limits, memory_mb, int, 0, in(0, 10240), (),                                              \

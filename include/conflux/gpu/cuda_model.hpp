@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -53,15 +54,18 @@ class CudaModel {
   /// The gradients on the device (num_params floats), for a gradient exchange on stream().
   float* grads() noexcept;
 
+  /// Called during backward with a layer's index once its parameter gradients are enqueued.
+  using LayerDone = std::function<void(std::size_t layer)>;
   /// Forward pass of `n` samples (device memory: channels-first images as the data pipeline
   /// makes them, and labels), the loss with train.label_smoothing and dL/dlogits scaled by
-  /// `grad_scale`, and the backward pass; enqueued. `pass` as model::Model::forward's.
+  /// `grad_scale`, and the backward pass (announcing each layer to `layer_done`, when set);
+  /// enqueued. `pass` as model::Model::forward's.
   void compute(const float* images, const model::Label* labels, int n, float grad_scale,
-               const model::Pass& pass);
+               const model::Pass& pass, const LayerDone& layer_done = {});
   /// compute() of `n` 8-bit images (device memory, channels-first), normalised on the device
   /// by set_pixel_normalisation()'s factors to the floats the data pipeline would have made.
   void compute(const std::uint8_t* pixels, const model::Label* labels, int n, float grad_scale,
-               const model::Pass& pass);
+               const model::Pass& pass, const LayerDone& layer_done = {});
   /// The per-channel factors 8-bit images are normalised by (SampleTransform::pixel_scale and
   /// pixel_shift); InputError unless one per input channel.
   void set_pixel_normalisation(std::span<const float> scale, std::span<const float> shift);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -201,9 +202,11 @@ class DeviceModel {
     return r;
   }
 
-  /// Backward pass from the last loss()'s gradient; overwrites grads().
-  void backward() {
-    Calls calls{*this};
+  /// Backward pass from the last loss()'s gradient; overwrites grads(). `layer_done(i)`, when
+  /// set, is called once layer i's parameter gradients are enqueued (last layer first), so
+  /// that a gradient exchange can start on a bucket while backward goes on.
+  void backward(const std::function<void(std::size_t)>& layer_done = {}) {
+    Calls calls{*this, layer_done ? &layer_done : nullptr};
     walk_.backward(plan_, grad_logits_, calls);
   }
 
@@ -242,12 +245,14 @@ class DeviceModel {
   // The walk's calls on this device.
   struct Calls {
     DeviceModel& m;
+    const std::function<void(std::size_t)>* layer_done = nullptr;
     void forward(std::size_t i, std::span<const Tensor* const> in, Tensor& out) {
       m.layers_[i]->forward(*m.ex_, m.pass_, in, out);
     }
     void backward(std::size_t i, std::span<const Tensor* const> in, const Tensor& grad_out,
                   std::span<Tensor* const> grad_in) {
       m.layers_[i]->backward(*m.ex_, m.pass_, in, grad_out, grad_in);
+      if (layer_done != nullptr) (*layer_done)(i);
     }
     void accumulate(Tensor& sum, const Tensor& add) {
       with_element(sum.dtype, [&](auto zero) {
