@@ -10,10 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "conflux/comm/gradient_buckets.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/core/rng.hpp"
 #include "conflux/data/transform/transforms.hpp"
@@ -367,6 +369,39 @@ TEST(DeviceModel, LossesAccumulateOnTheDeviceUntilTaken) {
   device.loss(bad.labels.data(), 1.0f / 6, 0.0, true);
   device.accumulate_loss();
   EXPECT_THROW(device.take_losses(), InputError);
+}
+
+// Backward announces each layer once its gradients are written, last layer first: the model's
+// buckets (its slices in the plan's reverse order) each complete exactly once per pass and
+// together cover every gradient, as a bucketed NCCL exchange needs.
+TEST(DeviceModel, BackwardAnnouncesLayersSoEveryBucketCompletesOnce) {
+  HostExecutor ex;
+  const Model cpu(kEveryLayer, {3, 9, 9}, 5, 34);
+  Device device(ex, cpu);
+  std::vector<comm::GradientRange> layers;
+  for (const model::LayerSlice& s : cpu.layer_slices()) {
+    layers.push_back({s.param_offset, s.param_offset + s.param_count});
+  }
+  const std::vector<std::size_t> backward(cpu.plan().order.rbegin(), cpu.plan().order.rend());
+  comm::GradientBuckets buckets(layers, backward, 64);  // small: several buckets
+  ASSERT_GT(buckets.buckets().size(), 2u);
+  const Batch b = random_batch({3, 9, 9}, 4, 5, 6);
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<comm::GradientRange> completed;
+    std::vector<std::size_t> announced;
+    device.forward(b.images.data.data(), 4, {.training = true, .seed = 1, .samples = b.samples});
+    device.loss(b.labels.data(), 0.25f, 0.0, true);
+    device.backward([&](std::size_t layer) {
+      announced.push_back(layer);
+      if (const auto done = buckets.layer_done(layer)) completed.push_back(*done);
+    });
+    EXPECT_TRUE(std::is_sorted(announced.rbegin(), announced.rend()));  // last layer first
+    EXPECT_EQ(completed, buckets.buckets());
+    std::size_t covered = 0;
+    for (const comm::GradientRange& r : completed) covered += r.size();
+    EXPECT_EQ(covered, device.num_params());
+    buckets.reset();
+  }
 }
 
 }  // namespace
