@@ -18,7 +18,7 @@ RawImage with_alpha(const RawImage& rgb);
 RawImage to_gray(const RawImage& rgb);
 
 /// An RGB image as the inverted CMYK that Adobe JPEGs hold (255 = no ink), with the black
-/// channel carrying the brightness: decoding R = C * K / 255 gives the RGB back within 1.
+/// channel carrying the brightness: decoding R = C * K / 255 (rounded) gives the RGB back.
 RawImage to_inverted_cmyk(const RawImage& rgb);
 
 }  // namespace conflux::bench
