@@ -80,6 +80,9 @@ expect_fail "scale-model on a file that is not tcp's" 2 "has no summary figure '
 
 # --- bad command lines and configs -----------------------------------------------------------
 expect_fail "unknown command" 2 "unknown command 'trian'" -- "$CONFLUX" trian
+expect_fail "a group without an action" 2 "conflux ckpt: expected 'inspect' or 'verify'" -- "$CONFLUX" ckpt
+expect_fail "an unknown action" 2 "conflux data: unknown action 'show' (expected convert, info or pack)" -- "$CONFLUX" data show x.h5
+expect_fail "an action's operands: its usage line" 2 "usage: conflux data info FILE.h5" -- "$CONFLUX" data info a.h5 b.h5
 expect_fail "missing config file" 2 "cannot open config file" -- "$CONFLUX" config check --config "$TMP/none.toml"
 printf '[train]\nlr = = 1\n' >"$TMP/syntax.toml"
 expect_fail "TOML syntax error with line:column" 2 "syntax.toml:2:" -- "$CONFLUX" config check --config "$TMP/syntax.toml"
