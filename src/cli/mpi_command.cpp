@@ -1,6 +1,5 @@
 #include "mpi_command.hpp"
 
-#include <fmt/format.h>
 #include <boost/program_options.hpp>
 
 #include <strings.h>
