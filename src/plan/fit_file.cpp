@@ -77,7 +77,8 @@ void write_fit_file(const std::filesystem::path& path, const PerformanceModel& m
                    {"epoch_samples", static_cast<std::int64_t>(m.epoch_samples)},
                    {"gradient_mb", m.gradient_mb},
                    {"mb_per_vcpu", m.mb_per_vcpu}};
-  root.insert("train", coefficients(m.train));
+  // GPU trainers are described by their rates ([[gpu]]), not by T_train and T_trans.
+  if (!m.gpu.present()) root.insert("train", coefficients(m.train));
   if (m.train_threads > 0) root.insert("train_threads", m.train_threads);
   toml::array more;
   for (const ThreadCountFit& f : m.more_threads) {
@@ -86,7 +87,9 @@ void write_fit_file(const std::filesystem::path& path, const PerformanceModel& m
     more.push_back(std::move(t));
   }
   if (!more.empty()) root.insert("more_threads", std::move(more));
-  root.insert("transfer", toml::table{{"k1", m.transfer.k1}, {"k2", m.transfer.k2}});
+  if (!m.gpu.present()) {
+    root.insert("transfer", toml::table{{"k1", m.transfer.k1}, {"k2", m.transfer.k2}});
+  }
   if (m.prices_input() && !m.gpu.present()) {
     root.insert(
         "compute",
@@ -123,7 +126,7 @@ PerformanceModel read_fit_file(const std::filesystem::path& path) {
   const toml::table root = parse_toml_file(path);
   PerformanceModel m;
   m.dataset = root["dataset"].value_or(std::string{});
-  m.source = root["source"].value_or(std::string{});
+  m.source = root["source"].value_or(name);  // a hand-written model: named by its file
   m.epoch_samples = static_cast<std::uint64_t>(toml_number(root, "epoch_samples", name));
   m.gradient_mb = toml_number(root, "gradient_mb", name);
   m.mb_per_vcpu = toml_number(root, "mb_per_vcpu", name);

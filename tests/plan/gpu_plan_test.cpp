@@ -11,9 +11,11 @@
 #include <variant>
 
 #include "../support/temp_dir.hpp"
+#include "conflux/plan/fit.hpp"
 #include "conflux/plan/fit_file.hpp"
 #include "conflux/plan/plan_output.hpp"
 #include "conflux/plan/planner.hpp"
+#include "conflux/plan/sweep_data.hpp"
 
 namespace conflux::plan {
 namespace {
@@ -271,6 +273,99 @@ TEST(GpuPlan, ModelFileRoundTripsTheGpuRates) {
                                             "local_samples_s = 100.0\n";
   expect_input_error([&] { read_fit_file(dir.path() / "bad.toml"); },
                      {"bad.toml:5", "ceiling_samples_s > 0"});
+}
+
+}  // namespace
+}  // namespace conflux::plan
+
+namespace conflux::plan {
+namespace {
+
+// A profile recorded on GPU trainers: one trainer at batches 64 and 128 (twice at 128, at two
+// --memory labels), two trainers at 128; builds of 64 and 128 samples.
+Sweep gpu_sweep() {
+  Sweep s;
+  s.dataset = "synthetic";
+  s.epoch_samples = 50000;
+  s.gradient_mb = 2.5;
+  s.device = "gpu";
+  s.points = {
+      {.workers = 1,
+       .memory_mb = 10240,
+       .batch = 64,
+       .steps = 50,
+       .iteration_s = 0.128,
+       .compute_s = 0.032},  // ceiling 2000, local 500: input-bound alone
+      {.workers = 1,
+       .memory_mb = 10240,
+       .batch = 128,
+       .steps = 50,
+       .iteration_s = 0.05,
+       .compute_s = 0.05},  // ceiling 2560, local >= 2560: GPU-bound alone
+      {.workers = 1,
+       .memory_mb = 5120,
+       .batch = 128,
+       .steps = 50,
+       .iteration_s = 0.05,
+       .compute_s = 0.0466},
+      {.workers = 2,
+       .memory_mb = 10240,
+       .batch = 128,
+       .steps = 50,
+       .iteration_s = 0.05,
+       .compute_s = 0.05,
+       .sync_s = 0.004},
+  };
+  s.builds = {{.batch = 64, .batches = 10, .seconds = 0.2},
+              {.batch = 128, .batches = 5, .seconds = 0.4}};
+  return s;
+}
+
+TEST(GpuPlan, FitOfAGpuProfileGivesRatesSyncAndInput) {
+  const FitResult r = fit_sweep(gpu_sweep(), TrainForm::kAuto, "gpu.toml");
+  const PerformanceModel& m = r.model;
+  ASSERT_EQ(m.gpu.rates.size(), 2u);
+  EXPECT_DOUBLE_EQ(m.gpu.at(64)->ceiling_samples_s, 2000);
+  EXPECT_DOUBLE_EQ(m.gpu.at(64)->local_samples_s, 500);
+  EXPECT_DOUBLE_EQ(m.gpu.at(128)->ceiling_samples_s, (128 / 0.05 + 128 / 0.0466) / 2);
+  EXPECT_DOUBLE_EQ(m.gpu.at(128)->local_samples_s, 2560);
+  ASSERT_EQ(m.sync.rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(m.sync.seconds(2, 10240), 0.004);
+  EXPECT_NEAR(m.input.p1, 0.2 / 64, 1e-12);  // 320 samples/s per thread
+  EXPECT_TRUE(m.prices_input());
+  const std::string report = render_fit_report(r);
+  EXPECT_NE(report.find("      64             2000.0            500.0  input-bound"),
+            std::string::npos)
+      << report;
+  EXPECT_EQ(report.find("T_train"), std::string::npos) << report;
+  // Written and read back, it plans: batch 64 takes data workers to reach the ceiling.
+  testing::TempDir dir;
+  write_fit_file(dir.path() / "model.toml", m);
+  const PerformanceModel again = read_fit_file(dir.path() / "model.toml");
+  EXPECT_EQ(again.gpu.rates.size(), 2u);
+  const CostModel cost = gpu_cost(again);
+  PlanRequest request = gpu_request(1e6);
+  request.space.batch_sizes = {64};
+  const PlanResult plan64 = plan(cost, request);
+  // 500 + 5 x 320 = 2100 >= 2000 (4 give 1780).
+  EXPECT_EQ(plan64.ranked.front().first.data_workers, 5);
+}
+
+TEST(GpuPlan, GpuProfilesRoundTripAndDoNotMergeWithCpuOnes) {
+  testing::TempDir dir;
+  write_sweep(dir.path() / "gpu.toml", gpu_sweep());
+  EXPECT_EQ(read_sweep(dir.path() / "gpu.toml").device, "gpu");
+  Sweep cpu = gpu_sweep();
+  cpu.device = "cpu";
+  expect_input_error(
+      [&] {
+        merge_sweeps({gpu_sweep(), cpu}, {"a.toml", "b.toml"});
+      },
+      {"b.toml profiles cpu trainers, a.toml gpu trainers"});
+  Sweep none = gpu_sweep();
+  for (SweepPoint& p : none.points) p.workers = 2;
+  expect_input_error([&] { fit_sweep(none, TrainForm::kAuto, "two.toml"); },
+                     {"two.toml", "--workers 1"});
 }
 
 }  // namespace
