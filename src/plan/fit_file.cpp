@@ -69,6 +69,55 @@ void read_gpu_rates(const toml::table& root, const std::string& name, Performanc
   }
 }
 
+// [[sync]]: the measured sync time per trainer count, interpolated in M.
+void read_sync(const toml::table& root, const std::string& name, PerformanceModel& m) {
+  for (const toml::table* t : toml_tables(root, "sync", name)) {
+    SyncTimeTable::Row row;
+    row.workers = static_cast<int>(toml_number(*t, "workers", name));
+    for (const char* key : {"memory_mb", "seconds"}) {
+      const toml::array* values = (*t)[key].as_array();
+      CONFLUX_REQUIRE(values != nullptr, "{}:{}: [[sync]] needs a list '{}'", name,
+                      t->source().begin.line, key);
+      auto& out = std::string_view(key) == "memory_mb" ? row.memory_mb : row.seconds;
+      for (const toml::node& v : *values) out.push_back(v.value_or(0.0));
+    }
+    CONFLUX_REQUIRE(row.memory_mb.size() == row.seconds.size() && !row.seconds.empty() &&
+                        std::is_sorted(row.memory_mb.begin(), row.memory_mb.end()),
+                    "{}:{}: [[sync]] memory_mb and seconds must be equally long, non-empty and "
+                    "memory_mb ascending",
+                    name, t->source().begin.line);
+    m.sync.rows.push_back(std::move(row));
+  }
+}
+
+// [input] and [compute]: P(B) and T_c, which price data workers (absent in files of an older
+// `conflux fit`; a model of GPU trainers has P(B) alone).
+void read_input(const toml::table& root, const std::string& name, PerformanceModel& m) {
+  // A model of GPU trainers: T_train and T_c do not apply; P(B) prices the data workers.
+  if (m.gpu.present()) {
+    if (const toml::table* input = root["input"].as_table()) {
+      m.input = {toml_number(*input, "p0", name), toml_number(*input, "p1", name)};
+      CONFLUX_REQUIRE(m.input.p1 > 0 && m.input.p0 >= 0,
+                      "{}: [input] needs p1 > 0 and p0 >= 0, got {} and {}", name, m.input.p1,
+                      m.input.p0);
+    }
+  }
+  // Both absent in files of an older `conflux fit`: the planner then prices no data workers.
+  if (const toml::table* compute = root["compute"].as_table(); compute && !m.gpu.present()) {
+    m.compute = coefficients_of(*compute, name);
+    const toml::table& input = table_at(root, "input", name);
+    m.input = {toml_number(input, "p0", name), toml_number(input, "p1", name)};
+    for (const ThreadCountFit& f : m.more_threads) {
+      CONFLUX_REQUIRE(f.compute.a > 0, "{}: [[more_threads]] at {} threads needs compute.a > 0",
+                      name, f.threads);
+    }
+    CONFLUX_REQUIRE(m.prices_input() && m.input.p0 >= 0,
+                    "{}: [compute] and [input] need compute.a > 0, input.p1 > 0 and input.p0 >= "
+                    "0, got {}, {} and {}",
+                    name, m.compute.a, m.input.p1, m.input.p0);
+  }
+}
+
 }  // namespace
 
 void write_fit_file(const std::filesystem::path& path, const PerformanceModel& m) {
@@ -141,46 +190,8 @@ PerformanceModel read_fit_file(const std::filesystem::path& path) {
     const toml::table& transfer = table_at(root, "transfer", name);
     m.transfer = {toml_number(transfer, "k1", name), toml_number(transfer, "k2", name)};
   }
-  for (const toml::table* t : toml_tables(root, "sync", name)) {
-    SyncTimeTable::Row row;
-    row.workers = static_cast<int>(toml_number(*t, "workers", name));
-    for (const char* key : {"memory_mb", "seconds"}) {
-      const toml::array* values = (*t)[key].as_array();
-      CONFLUX_REQUIRE(values != nullptr, "{}:{}: [[sync]] needs a list '{}'", name,
-                      t->source().begin.line, key);
-      auto& out = std::string_view(key) == "memory_mb" ? row.memory_mb : row.seconds;
-      for (const toml::node& v : *values) out.push_back(v.value_or(0.0));
-    }
-    CONFLUX_REQUIRE(row.memory_mb.size() == row.seconds.size() && !row.seconds.empty() &&
-                        std::is_sorted(row.memory_mb.begin(), row.memory_mb.end()),
-                    "{}:{}: [[sync]] memory_mb and seconds must be equally long, non-empty and "
-                    "memory_mb ascending",
-                    name, t->source().begin.line);
-    m.sync.rows.push_back(std::move(row));
-  }
-  // A model of GPU trainers: T_train and T_c do not apply; P(B) prices the data workers.
-  if (m.gpu.present()) {
-    if (const toml::table* input = root["input"].as_table()) {
-      m.input = {toml_number(*input, "p0", name), toml_number(*input, "p1", name)};
-      CONFLUX_REQUIRE(m.input.p1 > 0 && m.input.p0 >= 0,
-                      "{}: [input] needs p1 > 0 and p0 >= 0, got {} and {}", name, m.input.p1,
-                      m.input.p0);
-    }
-  }
-  // Both absent in files of an older `conflux fit`: the planner then prices no data workers.
-  if (const toml::table* compute = root["compute"].as_table(); compute && !m.gpu.present()) {
-    m.compute = coefficients_of(*compute, name);
-    const toml::table& input = table_at(root, "input", name);
-    m.input = {toml_number(input, "p0", name), toml_number(input, "p1", name)};
-    for (const ThreadCountFit& f : m.more_threads) {
-      CONFLUX_REQUIRE(f.compute.a > 0, "{}: [[more_threads]] at {} threads needs compute.a > 0",
-                      name, f.threads);
-    }
-    CONFLUX_REQUIRE(m.prices_input() && m.input.p0 >= 0,
-                    "{}: [compute] and [input] need compute.a > 0, input.p1 > 0 and input.p0 >= "
-                    "0, got {}, {} and {}",
-                    name, m.compute.a, m.input.p1, m.input.p0);
-  }
+  read_sync(root, name, m);
+  read_input(root, name, m);
   // Absent in files of an older `conflux fit`: the planner then has no margin to derive.
   if (const toml::array* errors = root.at_path("validation.train_loo_errors").as_array()) {
     for (const toml::node& v : *errors) {
