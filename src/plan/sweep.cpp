@@ -88,8 +88,8 @@ Measured measure(const Config& config, const comm::Communicator& trainers,
 }
 
 // The config of one grid point: the profiled config with W trainers and batch W*B, nothing
-// that writes files or evaluates.
-Config point_config(const Config& base, const SweepPoint& point) {
+// that writes files or evaluates; on a GPU no CPU share (nor the model budget it would set).
+Config point_config(const Config& base, const SweepPoint& point, bool gpu) {
   const int workers = point.workers;
   return base.with({{"cluster.trainers", workers},
                     {"cluster.blas_threads", point.threads},
@@ -103,7 +103,7 @@ Config point_config(const Config& base, const SweepPoint& point) {
                     {"comm.aggregators", 0},
                     {"comm.nonaggregator_batch_size", 0},
                     {"comm.stale_nonaggregators", false},
-                    {"limits.memory_mb", point.memory_mb},
+                    {"limits.memory_mb", gpu ? 0 : point.memory_mb},
                     {"profile.timeline", false}},
                    "profile point");
 }
@@ -204,11 +204,11 @@ bool measure_point(const SweepContext& ctx, const comm::Communicator& trainers, 
   const SweepOptions& o = ctx.options;
   const Config& base = *o.config;
   const FunctionSize size{point.memory_mb, base.limits().mb_per_vcpu};
-  const Config config = point_config(base, point);
-  bool fitted = true;
   // A GPU trainer is not throttled: its host is not a Lambda-like share, and a data-segment
   // cap would refuse the CUDA runtime's mappings.
   const bool gpu = ctx.device.device == train::ComputeDevice::kGpu;
+  const Config config = point_config(base, point, gpu);
+  bool fitted = true;
   try {
     if (gpu) {
       // nothing to size: see above
