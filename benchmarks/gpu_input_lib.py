@@ -8,6 +8,7 @@ Subcommands:
                            10,000 of a data_batch_1.bin (make-images reads only whole batches)
   merge-parts DEST PART..  moves PART/train/<class>/<file> to DEST/train/<class>/p<k>-<file>
                            (the parts of make-images run in parallel, one folder each)
+  fill-missing [options]   a row for each worker count a PyTorch process left without one
   conflux [options] -- CMD runs one conflux point (CMD: mpirun ... conflux train ...), stops it
                            once measured (SIGUSR1, which mpirun relays and conflux answers by
                            checkpointing and exiting 75), and appends its row to --json
@@ -243,6 +244,17 @@ def conflux_point(a):
     append_row(a.json, row)
 
 
+def fill_missing(a):
+    """A row for each worker count of --workers that a process left without one (it was
+    stopped at its time limit, or crashed)."""
+    rows = load_rows(a.json) if pathlib.Path(a.json).exists() else []
+    have = {r["workers"] for r in rows if r["model"] == a.model and r["pipeline"] == a.pipeline}
+    for w in (int(x) for x in a.workers.split(",")):
+        if w not in have:
+            append_row(a.json, {"model": a.model, "pipeline": a.pipeline, "workers": w,
+                                "ratio": "-", "status": a.status, "message": a.message})
+
+
 # --- the report ----------------------------------------------------------------------------
 
 
@@ -251,9 +263,16 @@ def load_rows(path):
 
 
 def label(r):
+    """The pipeline's name in tables and the plot; conflux's even share W/(W+1) (the
+    benchmark's first ratio at every W) is one line across worker counts."""
     if r["pipeline"] != "conflux":
         return r["pipeline"]
-    return f"conflux auto" if r["ratio"] == "auto" else f"conflux r={r['ratio']}"
+    if r["ratio"] == "auto":
+        return "conflux auto"
+    w = r["workers"]
+    if abs(float(r["ratio"]) - round(w / (w + 1), 2)) < 1e-9:
+        return "conflux r=W/(W+1)"
+    return f"conflux r={float(r['ratio'])}"
 
 
 def fmt(v, digits=1):
@@ -310,7 +329,7 @@ def acceptance(rows, model):
             x = auto["samples_per_s"] / b["samples_per_s"]
             out.append(f"- auto >= 95 % of the best fixed ratio at W={w}: "
                        f"{'met' if x >= 0.95 else 'NOT met'}: {100 * x:.1f} % "
-                       f"({fmt(auto['samples_per_s'])} vs r={b['ratio']} "
+                       f"({fmt(auto['samples_per_s'])} vs r={float(b['ratio'])} "
                        f"{fmt(b['samples_per_s'])}; of {len(fixed)} fixed ratio(s) measured; "
                        f"auto's mean ratio {fmt(auto.get('ratio_mean'), 2)})")
     if not any(r["pipeline"].startswith("dali") and r["status"] == "ok" for r in mine):
@@ -334,6 +353,7 @@ def plot(rows, path):
                          and r.get("samples_per_s"))
             if pts:
                 ax.plot(*zip(*pts), marker="o", label=f"{model}: {name}")
+    ax.set_xticks(sorted({r["workers"] for r in rows}))
     ax.set_xlabel("worker ranks / DataLoader workers")
     ax.set_ylabel("training samples/s")
     ax.grid(True, alpha=0.3)
@@ -395,6 +415,9 @@ def main(argv):
         c.add_argument(f"--{name}", type=kind, required=name != "grace-s")
     c.set_defaults(grace_s=30.0)
     c.add_argument("command", nargs=argparse.REMAINDER)
+    f = sub.add_parser("fill-missing")
+    for name in ("json", "model", "pipeline", "workers", "status", "message"):
+        f.add_argument(f"--{name}", required=True)
     r = sub.add_parser("report")
     r.add_argument("--json", required=True)
     r.add_argument("--out", required=True)
@@ -405,6 +428,8 @@ def main(argv):
         tile_cifar(a.src, a.dest)
     elif a.cmd == "merge-parts":
         merge_parts(a.dest, a.parts)
+    elif a.cmd == "fill-missing":
+        fill_missing(a)
     elif a.cmd == "conflux":
         a.command = a.command[1:] if a.command[:1] == ["--"] else a.command
         if not a.command or a.warmup < 1 or a.min_steps < 1:

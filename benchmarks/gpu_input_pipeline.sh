@@ -43,7 +43,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 3
 die() { echo "gpu_input_pipeline: $*" >&2; exit "${2:-2}"; }
-[ $# -eq 1 ] && [ -n "$1" ] || die "usage: benchmarks/gpu_input_pipeline.sh OUTDIR"
+if [ $# -ne 1 ] || [ -z "$1" ]; then die "usage: benchmarks/gpu_input_pipeline.sh OUTDIR"; fi
 DEVICE=${DEVICE:-cuda}
 SMOKE=${SMOKE:-0}
 case "$DEVICE" in cuda | cpu) ;; *) die "DEVICE=$DEVICE: expected cuda or cpu" ;; esac
@@ -220,13 +220,19 @@ torch_points() {  # model workers-list
     return
   fi
   echo "== $model PyTorch DataLoader W in $list (limit ${limit}s)"
+  local code=0 status=error
   timeout --kill-after=10 "$limit" "${TORCH_ENV[@]}" "$PYTHON" benchmarks/pytorch_gpu_input.py \
     --pack "$WORK/pack" --json "$ROWS" --workers "$list" --model "$model" --device "$DEVICE" \
     --batch "$BATCH" --image-size "$IMAGE_SIZE" --warmup "$WARMUP" --steps "$STEPS" \
     --min-steps "$MIN_STEPS" --measure-s "$MEASURE_S" --point-limit-s "$POINT_LIMIT_S" \
-    --deadline $((deadline - 10)) >"$OUT/logs/$model-pytorch.log" 2>&1 ||
-    echo "   PyTorch process: exit $? (see $OUT/logs/$model-pytorch.log)"
-  grep '^{' "$OUT/logs/$model-pytorch.log" || true
+    --deadline $((deadline - 10)) >"$OUT/logs/$model-pytorch.log" 2>&1 || code=$?
+  grep '^{' "$OUT/logs/$model-pytorch.log"
+  if [ "$code" != 0 ]; then
+    echo "   PyTorch process: exit $code (see $OUT/logs/$model-pytorch.log)"
+    { [ "$code" = 124 ] || [ "$code" = 137 ]; } && status=timeout
+    "${LIB[@]}" fill-missing --json "$ROWS" --model "$model" --pipeline pytorch --workers "$list" \
+      --status "$status" --message "the PyTorch process ended (exit $code, limit ${limit} s) first: $(grep -v '^{' "$OUT/logs/$model-pytorch.log" | tail -2 | tr '\n"' ' ' | cut -c1-300)"
+  fi
 }
 
 # --- the phases --------------------------------------------------------------------------------

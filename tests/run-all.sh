@@ -89,6 +89,7 @@ if [ "$mpi_only" -eq 0 ]; then
   run cli-torch tests/cli/torch-tests.sh
   # Graph models change nothing MPI-specific beyond what the suites below cover: once.
   run cli-graph tests/cli/graph-tests.sh
+  run cli-gpu-input-smoke tests/cli/gpu-input-smoke-tests.sh
 fi
 run_mpi_suites ""
 if [ "$mpi_only" -eq 0 ]; then

@@ -131,7 +131,7 @@ fi
 
 md=$OUT/results.md
 missing=()
-for text in "| pipeline | W=0 | W=1 |" "| conflux r=0.5 |" "| conflux auto |" \
+for text in "| pipeline | W=0 | W=1 |" "| conflux r=W/(W+1) |" "| conflux r=1.0 |" "| conflux auto |" \
   "auto >= 95 % of the best fixed ratio at W=1" "DALI rows skipped: nvidia-dali-cuda130" \
   "the 500 CIFAR-10 records of $TMP/head.bin, repeated to 10000" "pack: 64 samples" \
   "SMOKE run: not a measurement"; do
