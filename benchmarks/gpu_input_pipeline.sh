@@ -18,7 +18,8 @@
 #   1. conflux at the ratio W/(W+1) (the trainer's thread and W workers share the batches
 #      evenly), W from the most workers down;  2. PyTorch at every W (one process);
 #   3. conflux auto at every W >= 1;  4. conflux at ratios 1.0 and 0.5;  5. ResNet-18: PyTorch
-#   and conflux auto at the two largest W.
+#   and conflux auto at the two largest W. Phase 1 takes at most half of what is left, and no
+#   PyTorch worker count starts after 60 % of what is left after it.
 # Writes OUTDIR/results.md, results.csv, rows.jsonl, env.txt, samples_per_s.png (with
 # matplotlib), logs/ and work/ (data set, configs, runs; the data set is deleted at the end).
 #
@@ -35,7 +36,8 @@
 #   IMAGES       training images in the pack (rounded up to a multiple of BATCH) [4096; 64]
 #   CLASSES      class folders with --like imagenet [100]
 #   MODELS       resnet50[,resnet18] [resnet50,resnet18; resnet18]
-#   CONFLUX_BIN  [build/bin]   PYTHON  python3 with torch [python3]
+#   CONFLUX_BIN  [build/bin]   PYTHON  python3 with torch, torchvision, PIL, h5py [the first of
+#                python3, /usr/bin/python3 that imports them]
 #   GPU_INPUT_CIFAR  a file of whole CIFAR-10 records (the head of data_batch_1.bin) used when
 #                $CONFLUX_DATA/cifar-10 is missing, as on the GPU host [gpudata/cifar-10-head.bin]
 # Exit: 0 when the report was written (failed points are rows), 2 on bad input, 3 when the data
@@ -90,13 +92,23 @@ LIB=(python3 benchmarks/gpu_input_lib.py)
 start=$(date +%s)
 deadline=$((start + BUDGET_S))
 left() { echo $((deadline - $(date +%s))); }
+# The conflux points of a phase end by phase_end (epoch seconds), so that a slow phase leaves
+# the next ones their share; share F sets it to F of what is left.
+phase_end=$deadline
+share() { phase_end=$(($(date +%s) + $(left) * $1 / 100)); }
 note() { echo "- $*" >>"$NOTES"; echo "gpu_input_pipeline: $*" >&2; }
 trap 'rm -rf "$WORK/images" "$WORK"/parts "$WORK/pack" "$WORK"/runs/*/checkpoints "$WORK"/runs/*/model.h5' EXIT
 
 # PyTorch gets the host's library path back: the bundle's env.sh puts its own lib/ first.
 TORCH_ENV=(env "LD_LIBRARY_PATH=${CONFLUX_HOST_LD_LIBRARY_PATH-${LD_LIBRARY_PATH:-}}")
-PYTHON=${PYTHON:-python3}
-if why=$("${TORCH_ENV[@]}" "$PYTHON" -c 'import torch, torchvision, PIL, h5py' 2>&1); then
+TORCH_IMPORTS='import torch, torchvision, PIL, h5py'
+if [ -z "${PYTHON:-}" ]; then  # as benchmarks/gpu_vs_torch.sh: the first that has torch
+  for candidate in python3 /usr/bin/python3; do
+    "${TORCH_ENV[@]}" "$candidate" -c "$TORCH_IMPORTS" 2>/dev/null && PYTHON=$candidate && break
+  done
+  PYTHON=${PYTHON:-python3}
+fi
+if why=$("${TORCH_ENV[@]}" "$PYTHON" -c "$TORCH_IMPORTS" 2>&1); then
   have_torch=1
 else
   have_torch=0
@@ -161,12 +173,13 @@ config_for() {  # model -> a copy of its config whose last layer has CLASSES out
   echo "$dest"
 }
 skip_row() {  # model pipeline workers ratio
-  printf '{"model": "%s", "pipeline": "%s", "workers": %s, "ratio": "%s", "status": "skipped", "message": "the budget of %s s was spent"}\n' \
+  printf '{"model": "%s", "pipeline": "%s", "workers": %s, "ratio": "%s", "status": "skipped", "message": "the budget of %s s (or its phase'"'"'s share) was spent"}\n' \
     "$1" "$2" "$3" "$4" "$BUDGET_S" >>"$ROWS"
 }
 conflux_point() {  # model workers ratio
-  local model=$1 w=$2 ratio=$3 warm=$WARMUP extra=() limit run
-  limit=$(($(left) - 15))
+  local model=$1 w=$2 ratio=$3 warm=$WARMUP extra=() limit run ratio_set
+  limit=$((phase_end - $(date +%s)))
+  [ "$limit" -gt $(($(left) - 15)) ] && limit=$(($(left) - 15))
   [ "$limit" -gt "$POINT_LIMIT_S" ] && limit=$POINT_LIMIT_S
   if [ "$limit" -lt 15 ]; then skip_row "$model" conflux "$w" "$ratio"; return; fi
   if [ "$ratio" = auto ]; then
@@ -208,7 +221,8 @@ fixed_ratio() { awk -v w="$1" 'BEGIN{printf "%.2f", w / (w + 1)}'; }
 
 # --- PyTorch -----------------------------------------------------------------------------------
 torch_points() {  # model workers-list
-  local model=$1 list=$2 limit
+  local model=$1 list=$2 limit start_by=$((deadline - 10))
+  [ "$phase_end" -lt "$start_by" ] && start_by=$phase_end
   limit=$(($(left) - 10))
   if [ "$have_torch" = 0 ] || [ "$limit" -lt 20 ]; then
     local why="the budget of $BUDGET_S s was spent"
@@ -225,7 +239,7 @@ torch_points() {  # model workers-list
     --pack "$WORK/pack" --json "$ROWS" --workers "$list" --model "$model" --device "$DEVICE" \
     --batch "$BATCH" --image-size "$IMAGE_SIZE" --warmup "$WARMUP" --steps "$STEPS" \
     --min-steps "$MIN_STEPS" --measure-s "$MEASURE_S" --point-limit-s "$POINT_LIMIT_S" \
-    --deadline $((deadline - 10)) >"$OUT/logs/$model-pytorch.log" 2>&1 || code=$?
+    --deadline "$start_by" >"$OUT/logs/$model-pytorch.log" 2>&1 || code=$?
   grep '^{' "$OUT/logs/$model-pytorch.log"
   if [ "$code" != 0 ]; then
     echo "   PyTorch process: exit $code (see $OUT/logs/$model-pytorch.log)"
@@ -237,8 +251,11 @@ torch_points() {  # model workers-list
 
 # --- the phases --------------------------------------------------------------------------------
 main=${models[0]}
+share 50  # phase 1: at most half of what is left
 for w in "${workers[@]}"; do conflux_point "$main" "$w" "$(fixed_ratio "$w")"; done
+share 60  # phase 2: no PyTorch worker count starts after 60 % of what is left then
 torch_points "$main" "$WORKERS"
+phase_end=$deadline
 for w in "${workers[@]}"; do [ "$w" -gt 0 ] && conflux_point "$main" "$w" auto; done
 for r in 1.0 0.5; do
   for w in "${workers[@]}"; do
@@ -254,7 +271,8 @@ if [ "${#models[@]}" -gt 1 ]; then
 fi
 
 note "$(($(date +%s) - start)) s in all (BUDGET_S=$BUDGET_S)"
-"${LIB[@]}" report --json "$ROWS" --out "$OUT" --notes "$NOTES" \
+# The report may import matplotlib: with the host's libraries, as PyTorch.
+"${TORCH_ENV[@]}" "$PYTHON" benchmarks/gpu_input_lib.py report --json "$ROWS" --out "$OUT" --notes "$NOTES" \
   --title "End-to-end training throughput by input pipeline ($PRECISION, batch $BATCH, $IMAGE_SIZE px$([ "$SMOKE" = 1 ] && echo ', SMOKE run: not a measurement'))" >/dev/null ||
   die "the report failed" 3
 cat "$OUT/results.md"

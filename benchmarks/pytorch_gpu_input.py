@@ -26,7 +26,6 @@ torchvision, pillow and h5py (all in the GPU host's python3).
 
 import argparse
 import io
-import json
 import os
 import pathlib
 import sys
@@ -103,11 +102,11 @@ def one_point(a, torch, data, device, model, opt, workers):
     bf16 = device.type == "cuda"
     dl = loader(a, torch, data, workers)
 
-    def batches():
+    def batches(source):
         while True:
-            yield from dl
+            yield from source
 
-    it, waits, done, start = batches(), [], 0, time.monotonic()
+    it, waits, done, start = batches(dl), [], 0, time.monotonic()
     gpu = UtilSampler(os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0",
                       period=0.2).start() if bf16 else None
     cpu = CpuSampler().start()
