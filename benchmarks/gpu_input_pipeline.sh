@@ -33,7 +33,8 @@
 #   WARMUP, STEPS, MIN_STEPS  steps unmeasured, most measured, least measured [5, 30, 3; 1, 3, 2]
 #   MEASURE_S    a point stops measuring after this many seconds (at least MIN_STEPS) [10; 3]
 #   POINT_LIMIT_S  most seconds one conflux point may take, start-up included [60; 40]
-#   IMAGES       training images in the pack (rounded up to a multiple of BATCH) [4096; 64]
+#   IMAGES       training images in the pack (rounded up to a multiple of BATCH) [BATCH x
+#                (WARMUP + STEPS + 7): one epoch per point, 10752; 64]
 #   CLASSES      class folders with --like imagenet [100]
 #   MODELS       resnet50[,resnet18] [resnet50,resnet18; resnet18]
 #   CONFLUX_BIN  [build/bin]   PYTHON  python3 with torch, torchvision, PIL, h5py [the first of
@@ -60,10 +61,12 @@ STEPS=${STEPS:-$(pick 30 3)}
 MIN_STEPS=${MIN_STEPS:-$(pick 3 2)}
 MEASURE_S=${MEASURE_S:-$(pick 10 3)}
 POINT_LIMIT_S=${POINT_LIMIT_S:-$(pick 60 40)}
-IMAGES=${IMAGES:-$(pick 4096 64)}
+IMAGES=${IMAGES:-$(pick auto 64)}
 CLASSES=${CLASSES:-100}
 MODELS=${MODELS:-$(pick resnet50,resnet18 resnet18)}
 GPU_INPUT_CIFAR=${GPU_INPUT_CIFAR:-gpudata/cifar-10-head.bin}
+# auto: one epoch holds every step of a point (no epoch boundary inside the measurement).
+[ "$IMAGES" = auto ] && IMAGES=$((BATCH * (WARMUP + 5 + STEPS + 2)))
 for v in BUDGET_S BATCH IMAGE_SIZE WARMUP STEPS MIN_STEPS MEASURE_S POINT_LIMIT_S IMAGES CLASSES; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v=${!v}: expected a positive integer"
 done
@@ -143,11 +146,12 @@ else
   CLASSES=10
   note "data set: \`conflux-bench make-images --size 200-500\` (this build's make-images has no --like imagenet): CIFAR-10 images upscaled to 200-500 px sides, 10 classes, $IMAGES train images; smaller and smoother JPEGs than ImageNet's, so decoding is cheaper than on ImageNet"
 fi
+# Parts of different --seeds (so different drawn sizes), each within one CIFAR-10 batch file.
 parts=$(nproc)
 [ "$parts" -gt 16 ] && parts=16
+[ "$parts" -lt $(((IMAGES + 9999) / 10000)) ] && parts=$(((IMAGES + 9999) / 10000))
 per=$(((IMAGES + parts - 1) / parts))
 [ "${kind[0]}" = --like ] && [ "$per" -lt "$CLASSES" ] && per=$CLASSES
-[ "${kind[0]}" = --like ] || parts=1 per=$IMAGES  # CIFAR mode: each part would repeat the same images
 pids=()
 for ((k = 0; k < parts; k++)); do
   "$CONFLUX_BIN/conflux-bench" make-images --data-dir "$cifar_dir" --out "$WORK/parts/$k" \
@@ -192,14 +196,13 @@ conflux_point() {  # model workers ratio
   fi
   run=$WORK/runs/$model-w$w-r$ratio
   rm -rf "$run"
-  # The run ends by itself 2 steps after the last measured one (conflux_point in
-  # gpu_input_lib.py stops a slower one once MEASURE_S seconds were measured).
-  local steps_total=$((warm + STEPS + 2)) per_epoch=$((IMAGES / BATCH)) length
-  if [ "$steps_total" -le "$per_epoch" ]; then
-    length=(--set train.epochs=1 --set data.train_limit=$((steps_total * BATCH)))
-  else
-    length=(--set train.epochs=$(((steps_total + per_epoch - 1) / per_epoch)))
-  fi
+  # The run ends by itself about 2 steps after the last measured one (conflux_point in
+  # gpu_input_lib.py stops a slower one once MEASURE_S seconds were measured): E epochs of the
+  # pack's first samples.
+  local steps_total=$((warm + STEPS + 2)) per_epoch=$((IMAGES / BATCH)) epochs
+  epochs=$(((steps_total + per_epoch - 1) / per_epoch))
+  local length=(--set train.epochs=$epochs
+    --set data.train_limit=$(((steps_total + epochs - 1) / epochs * BATCH)))
   echo "== $model conflux W=$w ratio=$ratio (limit ${limit}s)"
   "${LIB[@]}" conflux --json "$ROWS" --log "$OUT/logs/$model-conflux-w$w-r$ratio.log" \
     --steps-file "$run/steps.jsonl" --model "$model" --workers "$w" --ratio "$ratio" \
