@@ -199,10 +199,10 @@ conflux_point() {  # model workers ratio
   # The run ends by itself about 2 steps after the last measured one (conflux_point in
   # gpu_input_lib.py stops a slower one once MEASURE_S seconds were measured): E epochs of the
   # pack's first samples.
-  local steps_total=$((warm + STEPS + 2)) per_epoch=$((IMAGES / BATCH)) epochs
+  local steps_total=$((warm + STEPS + 2)) per_epoch=$((IMAGES / BATCH)) epochs steps_each
   epochs=$(((steps_total + per_epoch - 1) / per_epoch))
-  local length=(--set train.epochs=$epochs
-    --set data.train_limit=$(((steps_total + epochs - 1) / epochs * BATCH)))
+  steps_each=$(((steps_total + epochs - 1) / epochs))
+  local length=(--set "train.epochs=$epochs" --set "data.train_limit=$((steps_each * BATCH))")
   echo "== $model conflux W=$w ratio=$ratio (limit ${limit}s)"
   "${LIB[@]}" conflux --json "$ROWS" --log "$OUT/logs/$model-conflux-w$w-r$ratio.log" \
     --steps-file "$run/steps.jsonl" --model "$model" --workers "$w" --ratio "$ratio" \
