@@ -39,9 +39,15 @@ DEB_PACKAGES ?= g++ make pkg-config $(MPI_DEBS_$(MPI)) hdf5-tools \
 # check in tests/cli/report-tests.sh); python3 (the independent checkers in tests/);
 # python3-numpy, python3-h5py and python3-torch (tests/cli/torch-tests.sh loads a run's
 # model.h5 into PyTorch with tools/conflux_to_torch.py and compares it with conflux eval);
-# python3-onnx (ONNX's checker on `conflux export`'s files, tests/cli/export-tests.sh).
+# python3-onnx (ONNX's checker on `conflux export`'s files, tests/cli/export-tests.sh);
+# python3-venv (the real clients' virtual environment, CLIENTS_VENV below).
 TEST_PACKAGES ?= libgtest-dev time slurm-wlm munge iproute2 util-linux cmake $(MPI_DEBS_$(OTHER_MPI)) gnuplot-nox \
-  chromium python3 python3-numpy python3-h5py python3-torch python3-onnx
+  chromium python3 python3-numpy python3-h5py python3-torch python3-onnx python3-venv
+# The real clients of conflux's files for tests/cli/clients-tests.sh (TensorBoard's reader, ONNX
+# Runtime, h5py): `make test-deps` pip-installs tests/requirements-clients.txt (exact versions
+# and wheel hashes) into this virtual environment of Debian's python3, never system-wide and
+# never for the build; without PyPI it says so and the suite's checks are counted skips.
+CLIENTS_VENV ?= $(BUILDDIR)/venv
 # `make format` and `make format-check`.
 FORMAT_PACKAGES ?= clang-format
 
@@ -175,7 +181,8 @@ help:
 	@echo "make plugins                       build examples/plugins/*.c* into lib/libconflux-*.so"
 	@echo "make deps                          install the missing Debian packages to build and run"
 	@echo "make test-deps                     ... and those only the tests need (SLURM, munge, iproute2,"
-	@echo "                                   cmake, GoogleTest, the other MPI)"
+	@echo "                                   cmake, GoogleTest, the other MPI), and $(CLIENTS_VENV):"
+	@echo "                                   TensorBoard, ONNX Runtime, h5py from PyPI, pinned"
 	@echo "make demo                          deps + build + train the MNIST demo (2 trainers)"
 	@echo "make test                          deps + test-deps + build + every test under $(MPI),"
 	@echo "                                   then the MPI suites again under $(OTHER_MPI)"
@@ -196,6 +203,7 @@ deps:
 
 test-deps:
 	@tools/install-deps.sh $(TEST_PACKAGES)
+	@tests/cli/clients-venv.sh $(CLIENTS_VENV)
 
 format-deps:
 	@tools/install-deps.sh $(FORMAT_PACKAGES)
@@ -294,7 +302,7 @@ test: deps test-deps
 	@$(MAKE) --no-print-directory -j$(JOBS) MPI=$(MPI) all build-tests
 	@$(MAKE) --no-print-directory -j$(JOBS) MPI=$(OTHER_MPI) build-mpi-tests
 	@CONFLUX_BIN=$(BINDIR) CONFLUX_OTHER_MPI_BIN=$(call bindir_for,$(OTHER_MPI)) \
-	  tests/run-all.sh
+	  CONFLUX_CLIENTS_VENV=$(CLIENTS_VENV) tests/run-all.sh
 
 # The README's demo command: MNIST MLP on 2 trainer ranks under mpirun.
 demo: deps

@@ -1,6 +1,8 @@
 // conflux-bench make-images: an ImageNet-style folder of JPEG and PNG files made from the real
-// CIFAR-10 images, upscaled to ImageNet-like sizes, as a stand-in for ImageNet in tests and
-// decode benchmarks. Deterministic: the same options give the same bytes.
+// CIFAR-10 images, as a stand-in for ImageNet in tests and decode benchmarks: upscaled to the
+// sizes of --size (10 CIFAR-10 classes), or with --like imagenet given photographs' sizes,
+// texture and JPEG statistics (imagenet_like.hpp) in 1000 classes. Deterministic: the same
+// options give the same bytes.
 
 #include <fmt/format.h>
 #include <boost/program_options.hpp>
@@ -20,6 +22,8 @@
 #include "conflux/data/io/cifar_reader.hpp"
 #include "image_arrays.hpp"
 #include "image_encode.hpp"
+#include "image_pixels.hpp"
+#include "imagenet_like.hpp"
 #include "report.hpp"
 #include "scenarios.hpp"
 
@@ -32,6 +36,8 @@ namespace po = boost::program_options;
 
 constexpr std::size_t kCifarPerFile = 10000;
 constexpr int kJpegQuality = 90;
+constexpr std::size_t kMaxImagenetLike = 9999999;  // the file names' seven digits
+constexpr std::size_t kMaxClasses = 10000;         // class0000 ... class9999
 
 struct MakeImagesArgs {
   std::string data_dir = environment_data_dir();  // as conflux: $CONFLUX_DATA, else per-user
@@ -42,6 +48,9 @@ struct MakeImagesArgs {
   std::uint64_t seed = 1;
   std::size_t png_every = 0;
   std::size_t gray_every = 0;
+  std::size_t cmyk_every = 0;
+  std::string like;          // "" (CIFAR-10 at --size) or "imagenet"
+  std::size_t classes = 10;  // --classes with --like imagenet, else CIFAR-10's 10
   bool damaged = false;
   std::string hdf5_arrays;  // --hdf5-arrays FILE: also the decoded pixels as HDF5 arrays
   int min_side = 0;         // from --size; 0 = keep 32x32
@@ -65,43 +74,42 @@ void parse_size(MakeImagesArgs& a) {
                   "make-images: --size {}: need 1 <= MIN <= MAX <= 4096", a.size);
 }
 
-std::optional<po::variables_map> parse(const std::vector<std::string>& args, MakeImagesArgs& a,
-                                       CommonOptions& common, const comm::Communicator& world) {
-  po::options_description options(
-      "conflux-bench make-images options (CIFAR-10 images upscaled to ImageNet-like sizes, "
-      "written as an ImageNet-style folder <out>/{train,val}/<class>/<index>.jpg|png)");
-  options.add_options()("help,h", "show this help")(
-      "data-dir", po::value(&a.data_dir)->default_value(a.data_dir),
-      "directory holding cifar-10/ (data_batch_*.bin, test_batch.bin); --data works too")(
-      "out", po::value(&a.out)->required(), "new or empty directory to write into")(
-      "train", po::value(&a.train)->default_value(a.train),
-      "train images (from data_batch_1.bin on, at most 50000)")(
-      "val", po::value(&a.val)->default_value(a.val),
-      "val images (from test_batch.bin, at most 10000)")(
-      "size", po::value(&a.size)->default_value(a.size),
-      "MIN-MAX: upscale each image (bilinear) to a width and a height drawn in [MIN, MAX] "
-      "from --seed and its index, so aspect ratios vary; 0 keeps 32x32")(
-      "seed", po::value(&a.seed)->default_value(a.seed), "seed of the drawn sizes")(
-      "png-every", po::value(&a.png_every)->default_value(a.png_every),
-      "write every K-th image as PNG, every other one of those RGBA (0: none)")(
-      "gray-every", po::value(&a.gray_every)->default_value(a.gray_every),
-      "write every K-th image as a grayscale JPEG, unless it is a PNG (0: none)")(
-      "damaged", po::bool_switch(&a.damaged),
-      "also write a truncated JPEG, a text file and a zero-byte file named .jpg into train/")(
-      "hdf5-arrays", po::value(&a.hdf5_arrays),
-      "FILE: also write the images as HDF5 arrays (data.dataset = \"hdf5-arrays\"): "
-      "/train/images, /test/images uint8 [N, 32, 32, 3] (hwc) holding the pixels conflux "
-      "decodes from the written files, /train/labels, /test/labels int64 [N], in the folder's "
-      "sample order; only with --size 0, not with --damaged");
-  auto vm = parse_scenario_options("make-images", args, options, common, world);
-  if (!vm) return vm;
-  parse_size(a);
+void check_cifar_args(MakeImagesArgs& a, const po::variables_map& vm) {
   CONFLUX_REQUIRE(a.train <= 5 * kCifarPerFile, "make-images: --train {} > 50000", a.train);
   CONFLUX_REQUIRE(a.val <= kCifarPerFile, "make-images: --val {} > 10000", a.val);
   CONFLUX_REQUIRE(a.hdf5_arrays.empty() || (a.min_side == 0 && !a.damaged),
                   "make-images: --hdf5-arrays needs --size 0 (fixed 32x32 images) and no "
                   "--damaged");
-  return vm;
+  CONFLUX_REQUIRE(vm["classes"].defaulted(),
+                  "make-images: --classes needs --like imagenet (CIFAR-10 images keep their "
+                  "10 classes)");
+  a.classes = 10;
+}
+
+void check_imagenet_args(MakeImagesArgs& a, const po::variables_map& vm) {
+  CONFLUX_REQUIRE(a.like == "imagenet",
+                  "make-images: --like '{}': the only kind is 'imagenet' (leave --like out for "
+                  "CIFAR-10 images at --size)",
+                  a.like);
+  CONFLUX_REQUIRE(a.min_side == 0,
+                  "make-images: --size {} with --like imagenet: the sizes are drawn as "
+                  "ImageNet's; leave --size out",
+                  a.size);
+  CONFLUX_REQUIRE(a.hdf5_arrays.empty(),
+                  "make-images: --hdf5-arrays needs 32x32 CIFAR-10 images, not --like imagenet");
+  CONFLUX_REQUIRE(a.classes >= 1 && a.classes <= kMaxClasses,
+                  "make-images: --classes {}: need 1 to {}", a.classes, kMaxClasses);
+  for (const auto& [option, n] : {std::pair{"train", a.train}, std::pair{"val", a.val}}) {
+    CONFLUX_REQUIRE(n == 0 || (n >= a.classes && n <= kMaxImagenetLike),
+                    "make-images: --{} {} with --classes {}: need 0 or {} to {} images "
+                    "(conflux refuses a class folder without images)",
+                    option, n, a.classes, a.classes, kMaxImagenetLike);
+  }
+  // ImageNet's own rates would leave a small set without any gray, CMYK or PNG file, so
+  // these are higher than its 22 CMYK and 1 PNG in 1.28 M (docs/datasets.md).
+  if (vm["gray-every"].defaulted()) a.gray_every = 50;
+  if (vm["cmyk-every"].defaulted()) a.cmyk_every = 333;
+  if (vm["png-every"].defaulted()) a.png_every = 499;
 }
 
 // Image i of a CIFAR-10 split (CHW planes) as interleaved RGB.
@@ -116,70 +124,105 @@ RawImage cifar_image(const data::Dataset& split, std::size_t i) {
   return image;
 }
 
-// Source positions of one axis for bilinear resizing, in 1/256 pixel: integer arithmetic, so
-// the bytes written do not depend on the machine.
-struct Tap {
-  int i0, i1, w1;
-};
-
-std::vector<Tap> taps(int src, int dst) {
-  std::vector<Tap> out(static_cast<std::size_t>(dst));
-  for (int d = 0; d < dst; ++d) {
-    // Pixel centres: source position (d + 0.5) * src / dst - 0.5, clamped at the edges.
-    const long long twice = std::max(0LL, (2LL * d + 1) * src - dst);
-    const long long pos = twice * 256 / (2LL * dst);
-    const int i0 = std::min(static_cast<int>(pos >> 8), src - 1);
-    out[static_cast<std::size_t>(d)] = {i0, std::min(i0 + 1, src - 1), static_cast<int>(pos & 255)};
+std::optional<po::variables_map> parse(const std::vector<std::string>& args, MakeImagesArgs& a,
+                                       CommonOptions& common, const comm::Communicator& world) {
+  po::options_description options(
+      "conflux-bench make-images options (CIFAR-10 images upscaled to ImageNet-like sizes, or "
+      "with --like imagenet given photographs' sizes and JPEG statistics, written as an "
+      "ImageNet-style folder <out>/{train,val}/<class>/<file>.jpg|JPEG|png)");
+  options.add_options()("help,h", "show this help")(
+      "data-dir", po::value(&a.data_dir)->default_value(a.data_dir),
+      "directory holding cifar-10/ (data_batch_*.bin, test_batch.bin); --data works too")(
+      "out", po::value(&a.out)->required(), "new or empty directory to write into")(
+      "train", po::value(&a.train)->default_value(a.train),
+      "train images (from data_batch_1.bin on, at most 50000; with --like imagenet at most "
+      "9999999, the CIFAR-10 images reused in turn)")(
+      "val", po::value(&a.val)->default_value(a.val),
+      "val images (from test_batch.bin, at most 10000; with --like imagenet as --train)")(
+      "like", po::value(&a.like),
+      "imagenet: draw each image's size, aspect ratio, chroma subsampling and texture as "
+      "ImageNet's photographs have them (docs/datasets.md), in --classes class folders "
+      "class0000, ...; leave out for CIFAR-10 images at --size in their 10 classes")(
+      "classes", po::value(&a.classes)->default_value(1000),
+      "with --like imagenet: class folders; image i of N goes to class i * classes / N, so "
+      "--train and --val must each be 0 or at least this")(
+      "size", po::value(&a.size)->default_value(a.size),
+      "MIN-MAX: upscale each image (bilinear) to a width and a height drawn in [MIN, MAX] "
+      "from --seed and its index, so aspect ratios vary; 0 keeps 32x32")(
+      "seed", po::value(&a.seed)->default_value(a.seed), "seed of the drawn sizes")(
+      "png-every", po::value(&a.png_every)->default_value(a.png_every),
+      "write every K-th image as PNG, every other one of those RGBA (0: none; with --like "
+      "imagenet 499 unless given)")(
+      "gray-every", po::value(&a.gray_every)->default_value(a.gray_every),
+      "write every K-th image as a grayscale JPEG, unless it is a PNG (0: none; with --like "
+      "imagenet 50 unless given)")(
+      "cmyk-every", po::value(&a.cmyk_every)->default_value(a.cmyk_every),
+      "write every K-th image as a CMYK (Adobe) JPEG, unless it is a PNG or gray (0: none; "
+      "with --like imagenet 333 unless given)")(
+      "damaged", po::bool_switch(&a.damaged),
+      "also write a truncated JPEG, a text file and a zero-byte file named .jpg into train/")(
+      "hdf5-arrays", po::value(&a.hdf5_arrays),
+      "FILE: also write the images as HDF5 arrays (data.dataset = \"hdf5-arrays\"): "
+      "/train/images, /test/images uint8 [N, 32, 32, 3] (hwc) holding the pixels conflux "
+      "decodes from the written files, /train/labels, /test/labels int64 [N], in the folder's "
+      "sample order; only with --size 0, not with --damaged");
+  auto vm = parse_scenario_options("make-images", args, options, common, world);
+  if (!vm) return vm;
+  parse_size(a);
+  if (a.like.empty()) {
+    check_cifar_args(a, *vm);
+  } else {
+    check_imagenet_args(a, *vm);
   }
-  return out;
+  return vm;
 }
 
-RawImage resize_bilinear(const RawImage& src, int width, int height) {
-  const int ch = channels_of(src.kind);
-  RawImage out{width, height, src.kind,
-               std::vector<std::uint8_t>(static_cast<std::size_t>(width) * height * ch)};
-  const auto xs = taps(src.width, width);
-  const auto ys = taps(src.height, height);
-  auto at = [&](int y, int x, int c) -> int {
-    return src.pixels[(static_cast<std::size_t>(y) * src.width + x) * ch + c];
-  };
-  std::size_t o = 0;
-  for (const Tap& ty : ys) {
-    for (const Tap& tx : xs) {
-      for (int c = 0; c < ch; ++c) {
-        const int top = at(ty.i0, tx.i0, c) * (256 - tx.w1) + at(ty.i0, tx.i1, c) * tx.w1;
-        const int bottom = at(ty.i1, tx.i0, c) * (256 - tx.w1) + at(ty.i1, tx.i1, c) * tx.w1;
-        out.pixels[o++] =
-            static_cast<std::uint8_t>((top * (256 - ty.w1) + bottom * ty.w1 + 32768) >> 16);
-      }
-    }
+// Image i of a split: its RGB pixels and the chroma subsampling a colour JPEG of it gets.
+std::pair<RawImage, Chroma> draw_image(const MakeImagesArgs& a, const data::Dataset& split,
+                                       std::uint64_t split_id, std::size_t i) {
+  if (!a.like.empty()) {
+    const ImagenetLikeDraw d = draw_imagenet_like(a.seed, split_id, i);
+    return {imagenet_like_pixels(cifar_image(split, i % split.size()), d, a.seed, split_id, i),
+            d.chroma};
   }
-  return out;
+  RawImage image = cifar_image(split, i);
+  if (a.min_side > 0) {
+    Rng rng{a.seed, split_id, i};
+    const auto span = static_cast<std::uint64_t>(a.max_side - a.min_side + 1);
+    const int width = a.min_side + static_cast<int>(rng.below(span));
+    const int height = a.min_side + static_cast<int>(rng.below(span));
+    image = resize_bilinear(image, width, height);
+  }
+  return {std::move(image), Chroma::k420};
 }
 
-RawImage with_alpha(const RawImage& rgb) {
-  RawImage out{rgb.width, rgb.height, PixelKind::kRgba, {}};
-  out.pixels.reserve(rgb.pixels.size() / 3 * 4);
-  for (int y = 0; y < rgb.height; ++y) {
-    for (int x = 0; x < rgb.width; ++x) {
-      const std::size_t p = (static_cast<std::size_t>(y) * rgb.width + x) * 3;
-      out.pixels.insert(out.pixels.end(), rgb.pixels.begin() + p, rgb.pixels.begin() + p + 3);
-      // A diagonal ramp from opaque to half transparent: real alpha, never all 255.
-      out.pixels.push_back(
-          static_cast<std::uint8_t>(255 - (x + y) * 128 / (rgb.width + rgb.height)));
-    }
+enum class FileKind { kJpegRgb, kJpegGray, kJpegCmyk, kPngRgb, kPngRgba };
+
+// Where the --*-every periods meet, PNG comes before gray, gray before CMYK.
+FileKind file_kind(const MakeImagesArgs& a, std::size_t i) {
+  auto every = [i](std::size_t k) { return k > 0 && i % k == k - 1; };
+  if (every(a.png_every)) {
+    return (i / a.png_every) % 2 == 1 ? FileKind::kPngRgba : FileKind::kPngRgb;
   }
-  return out;
+  if (every(a.gray_every)) return FileKind::kJpegGray;
+  if (every(a.cmyk_every)) return FileKind::kJpegCmyk;
+  return FileKind::kJpegRgb;
 }
 
-RawImage to_gray(const RawImage& rgb) {
-  RawImage out{rgb.width, rgb.height, PixelKind::kGray, {}};
-  for (std::size_t p = 0; p < rgb.pixels.size(); p += 3) {
-    const unsigned r = rgb.pixels[p], g = rgb.pixels[p + 1], b = rgb.pixels[p + 2];
-    out.pixels.push_back(
-        static_cast<std::uint8_t>((19595 * r + 38470 * g + 7471 * b + 32768) >> 16));
+std::vector<std::uint8_t> encode_as(const RawImage& rgb, FileKind kind, Chroma chroma) {
+  switch (kind) {
+    case FileKind::kJpegGray:
+      return encode_jpeg(to_gray(rgb), kJpegQuality);
+    case FileKind::kJpegCmyk:
+      return encode_jpeg(to_inverted_cmyk(rgb), kJpegQuality, chroma);
+    case FileKind::kPngRgb:
+      return encode_png(rgb);
+    case FileKind::kPngRgba:
+      return encode_png(with_alpha(rgb));
+    case FileKind::kJpegRgb:
+      break;
   }
-  return out;
+  return encode_jpeg(rgb, kJpegQuality, chroma);
 }
 
 void write_file(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
@@ -192,36 +235,46 @@ void write_file(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
 
 // What one split's files are, for the report.
 struct SplitCounts {
-  std::size_t jpeg_rgb = 0, jpeg_gray = 0, png_rgb = 0, png_rgba = 0, bytes = 0;
+  std::array<std::size_t, 5> files{};  // by FileKind
+  std::size_t bytes = 0, pixels = 0, sum_width = 0, sum_height = 0;
   int min_width = 1 << 30, max_width = 0, min_height = 1 << 30, max_height = 0;
 };
 
-// Writes image i of `split` (named `name`, stream id `split_id`) and counts it.
-void write_image(const MakeImagesArgs& a, const data::Dataset& split, const fs::path& dir,
-                 std::uint64_t split_id, std::size_t i, SplitCounts& counts) {
-  RawImage image = cifar_image(split, i);
-  if (a.min_side > 0) {
-    Rng rng{a.seed, split_id, i};
-    const auto span = static_cast<std::uint64_t>(a.max_side - a.min_side + 1);
-    const int width = a.min_side + static_cast<int>(rng.below(span));
-    const int height = a.min_side + static_cast<int>(rng.below(span));
-    image = resize_bilinear(image, width, height);
+// The class folders: CIFAR-10's, or class0000... for --like imagenet.
+std::vector<std::string> class_names(const MakeImagesArgs& a) {
+  if (a.like.empty()) return data::cifar10_class_names();
+  std::vector<std::string> names;
+  for (std::size_t k = 0; k < a.classes; ++k) names.push_back(imagenet_like_class_name(k));
+  return names;
+}
+
+// Image i of `count` in a split: its class and its path under the split folder `dir`.
+fs::path image_path(const MakeImagesArgs& a, const data::Dataset& split,
+                    const std::vector<std::string>& names, const fs::path& dir, std::size_t i,
+                    std::size_t count, bool png) {
+  if (a.like.empty()) {
+    const auto& name = names.at(static_cast<std::size_t>(split.labels[i]));
+    return dir / name / fmt::format("{:06d}.{}", i, png ? "png" : "jpg");
   }
-  const bool png = a.png_every > 0 && i % a.png_every == a.png_every - 1;
-  const bool gray = !png && a.gray_every > 0 && i % a.gray_every == a.gray_every - 1;
-  const bool rgba = png && (i / a.png_every) % 2 == 1;
-  std::vector<std::uint8_t> bytes;
-  if (png) {
-    bytes = encode_png(rgba ? with_alpha(image) : image);
-    ++(rgba ? counts.png_rgba : counts.png_rgb);
-  } else {
-    bytes = encode_jpeg(gray ? to_gray(image) : image, kJpegQuality);
-    ++(gray ? counts.jpeg_gray : counts.jpeg_rgb);
-  }
-  const auto& label_name =
-      data::cifar10_class_names().at(static_cast<std::size_t>(split.labels[i]));
-  write_file(dir / label_name / fmt::format("{:06d}.{}", i, png ? "png" : "jpg"), bytes);
+  // Consecutive blocks, as ImageNet lists its classes, so every --*-every kind meets many.
+  const std::string& name = names.at(i * a.classes / count);
+  return dir / name / fmt::format("{}_{:07d}.{}", name, i, png ? "png" : "JPEG");
+}
+
+// Writes image i of `split` (stream id `split_id`, `count` images) and counts it.
+void write_image(const MakeImagesArgs& a, const data::Dataset& split,
+                 const std::vector<std::string>& names, const fs::path& dir, std::uint64_t split_id,
+                 std::size_t i, std::size_t count, SplitCounts& counts) {
+  const auto [image, chroma] = draw_image(a, split, split_id, i);
+  const FileKind kind = file_kind(a, i);
+  const bool png = kind == FileKind::kPngRgb || kind == FileKind::kPngRgba;
+  const std::vector<std::uint8_t> bytes = encode_as(image, kind, chroma);
+  write_file(image_path(a, split, names, dir, i, count, png), bytes);
+  ++counts.files[static_cast<std::size_t>(kind)];
   counts.bytes += bytes.size();
+  counts.pixels += static_cast<std::size_t>(image.width) * image.height;
+  counts.sum_width += static_cast<std::size_t>(image.width);
+  counts.sum_height += static_cast<std::size_t>(image.height);
   counts.min_width = std::min(counts.min_width, image.width);
   counts.max_width = std::max(counts.max_width, image.width);
   counts.min_height = std::min(counts.min_height, image.height);
@@ -235,24 +288,29 @@ SplitCounts write_split(const MakeImagesArgs& a, const std::string& name, std::u
   if (name == "val") {
     files.push_back(cifar / "test_batch.bin");
   } else {
-    for (std::size_t f = 0; f * kCifarPerFile < count; ++f) {
+    // --like imagenet reuses the 50000 images in turn beyond them.
+    const std::size_t needed = std::min(count, 5 * kCifarPerFile);
+    for (std::size_t f = 0; f * kCifarPerFile < needed; ++f) {
       files.push_back(cifar / fmt::format("data_batch_{}.bin", f + 1));
     }
   }
   const fs::path dir = fs::path(a.out) / name;
-  // Every class folder, even an empty one, so the class count is always 10.
-  for (const auto& c : data::cifar10_class_names()) fs::create_directories(dir / c);
+  const std::vector<std::string> names = class_names(a);
+  // Every class folder, even an empty one, so the class count is always that of the names.
+  for (const auto& c : names) fs::create_directories(dir / c);
   SplitCounts counts;
   if (count == 0) return counts;
   const data::Dataset split = data::read_cifar10_split(files);
-  for (std::size_t i = 0; i < count; ++i) write_image(a, split, dir, split_id, i, counts);
+  for (std::size_t i = 0; i < count; ++i) {
+    write_image(a, split, names, dir, split_id, i, count, counts);
+  }
   return counts;
 }
 
 // The three damaged files of --damaged, after the train images; returns their paths.
 std::vector<std::string> write_damaged(const MakeImagesArgs& a) {
   const fs::path train = fs::path(a.out) / "train";
-  const auto& names = data::cifar10_class_names();
+  const std::vector<std::string> names = class_names(a);
   const std::size_t n = a.train;
   RawImage pattern{64, 64, PixelKind::kRgb, std::vector<std::uint8_t>(64 * 64 * 3)};
   for (std::size_t p = 0; p < pattern.pixels.size(); ++p)
@@ -264,8 +322,9 @@ std::vector<std::string> write_damaged(const MakeImagesArgs& a) {
       "data.on_corrupt.\n";
   const std::vector<std::pair<fs::path, std::vector<std::uint8_t>>> files = {
       {train / names[0] / fmt::format("{:06d}.jpg", n), truncated},
-      {train / names[1] / fmt::format("{:06d}.jpg", n + 1), {text.begin(), text.end()}},
-      {train / names[2] / fmt::format("{:06d}.jpg", n + 2), {}},
+      {train / names[1 % names.size()] / fmt::format("{:06d}.jpg", n + 1),
+       {text.begin(), text.end()}},
+      {train / names[2 % names.size()] / fmt::format("{:06d}.jpg", n + 2), {}},
   };
   std::vector<std::string> paths;
   for (const auto& [path, bytes] : files) {
@@ -273,6 +332,30 @@ std::vector<std::string> write_damaged(const MakeImagesArgs& a) {
     paths.push_back(path.string());
   }
   return paths;
+}
+
+std::string describe(const MakeImagesArgs& a) {
+  if (!a.like.empty()) {
+    return fmt::format(
+        "ImageNet-like: photographs' sizes, aspect ratios and JPEG statistics, CIFAR-10 "
+        "content with drawn texture, {} classes",
+        a.classes);
+  }
+  return fmt::format("CIFAR-10 images upscaled to ImageNet-like sizes ({})",
+                     a.min_side > 0
+                         ? fmt::format("{}-{} px per side, bilinear", a.min_side, a.max_side)
+                         : std::string("kept at 32x32"));
+}
+
+void add_row(Table& table, const std::string& split, std::size_t images, const SplitCounts& c) {
+  const double n = images > 0 ? static_cast<double>(images) : 1.0;
+  const auto& f = c.files;
+  table.add_row(
+      {split, images, f[0], f[1], f[2], f[3], f[4], static_cast<double>(c.bytes) / 1e6,
+       static_cast<double>(c.sum_width) / n, static_cast<double>(c.sum_height) / n,
+       static_cast<double>(c.bytes) / 1e3 / n,
+       static_cast<double>(c.bytes) / static_cast<double>(std::max<std::size_t>(c.pixels, 1)),
+       images > 0 ? c.min_width : 0, c.max_width, images > 0 ? c.min_height : 0, c.max_height});
 }
 
 }  // namespace
@@ -286,11 +369,7 @@ int run_make_images(const std::vector<std::string>& args, const comm::Communicat
   const fs::path out(a.out);
   CONFLUX_REQUIRE(!fs::exists(out) || (fs::is_directory(out) && fs::is_empty(out)),
                   "make-images: --out {}: exists and is not an empty directory", a.out);
-  fmt::print(
-      "make-images: CIFAR-10 images upscaled to ImageNet-like sizes ({}); a stand-in for "
-      "ImageNet, not ImageNet\n",
-      a.min_side > 0 ? fmt::format("{}-{} px per side, bilinear", a.min_side, a.max_side)
-                     : std::string("kept at 32x32"));
+  fmt::print("make-images: {}; a stand-in for ImageNet, not ImageNet\n", describe(a));
   Report report("make-images", common);
   report.add_parameters(*vm);
   Table& table = report.add_table(Table("files", fmt::format("files written into {}", a.out),
@@ -298,20 +377,22 @@ int run_make_images(const std::vector<std::string>& args, const comm::Communicat
                                          "images",
                                          "jpeg rgb",
                                          "jpeg gray",
+                                         "jpeg cmyk",
                                          "png rgb",
                                          "png rgba",
                                          {"MB", 2},
+                                         {"mean width", 1},
+                                         {"mean height", 1},
+                                         {"KB/file", 1},
+                                         {"bytes/pixel", 3},
                                          "width min",
                                          "width max",
                                          "height min",
                                          "height max"}));
   const std::pair<std::string, std::size_t> splits[] = {{"train", a.train}, {"val", a.val}};
   for (std::uint64_t s = 0; s < 2; ++s) {
-    const SplitCounts c = write_split(a, splits[s].first, s, splits[s].second);
-    table.add_row({splits[s].first, splits[s].second, c.jpeg_rgb, c.jpeg_gray, c.png_rgb,
-                   c.png_rgba, static_cast<double>(c.bytes) / 1e6,
-                   splits[s].second > 0 ? c.min_width : 0, c.max_width,
-                   splits[s].second > 0 ? c.min_height : 0, c.max_height});
+    add_row(table, splits[s].first, splits[s].second,
+            write_split(a, splits[s].first, s, splits[s].second));
   }
   table.print();
   if (a.damaged) {

@@ -4,7 +4,8 @@
 # was built with (tools/mpi-env.sh). With $CONFLUX_OTHER_MPI_BIN (a build with the other MPI,
 # e.g. build/release-cpu-mpich/bin), the MPI-dependent suites run again against that build,
 # named "<suite>@<mpi>". --mpi-only runs only the MPI-dependent suites. Prints
-# "N passed, M failed" and exits non-zero on any failure.
+# "N passed, M failed, K skipped" (a skip is a suite's "skip - why" line; the suites that had
+# any are listed) and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 3
 mpi_only=0
@@ -26,7 +27,9 @@ passed=0
 failed=0
 tests_passed=0
 tests_failed=0
+tests_skipped=0
 failures=()
+skips=()
 LOGDIR=$(mktemp -d)
 trap 'rm -rf "$LOGDIR"' EXIT
 
@@ -47,6 +50,12 @@ run() {  # run NAME COMMAND...
   fi
   tests_passed=$((tests_passed + ${p:-0}))
   tests_failed=$((tests_failed + ${f:-0}))
+  local k
+  k=$(grep -c '^skip - ' "$log")
+  if [ "$k" -gt 0 ]; then
+    tests_skipped=$((tests_skipped + k))
+    skips+=("$name ($k)")
+  fi
   if [ "$rc" -eq 0 ]; then
     passed=$((passed + 1))
     echo "=== $name: passed ($((SECONDS - start)) s)"
@@ -87,8 +96,11 @@ if [ "$mpi_only" -eq 0 ]; then
   run cli-export tests/cli/export-tests.sh
   run cli-portable tests/cli/portable-tests.sh
   run cli-torch tests/cli/torch-tests.sh
+  # TensorBoard, ONNX Runtime and h5py on conflux's files (build/venv from make test-deps).
+  run cli-clients tests/cli/clients-tests.sh
   # Graph models change nothing MPI-specific beyond what the suites below cover: once.
   run cli-graph tests/cli/graph-tests.sh
+  run cli-gpu-input-smoke tests/cli/gpu-input-smoke-tests.sh
 fi
 run_mpi_suites ""
 if [ "$mpi_only" -eq 0 ]; then
@@ -106,7 +118,8 @@ fi
 
 echo
 [ ${#failures[@]} -gt 0 ] && echo "failed suites: ${failures[*]}"
+[ ${#skips[@]} -gt 0 ] && echo "suites with skipped tests: ${skips[*]}"
 echo "suites: $passed passed, $failed failed"
 # Counts each test once per run (the MPI suite runs at 2 and at 4 ranks).
-echo "tests: $tests_passed passed, $tests_failed failed"
+echo "tests: $tests_passed passed, $tests_failed failed, $tests_skipped skipped"
 [ "$failed" -eq 0 ]

@@ -14,6 +14,11 @@
 # and driver) and prints it last. Exit 0 when every step that ran passed, 1 otherwise, 2 on a
 # usage error. On a machine without a GPU it completes too, the GPU tests reporting skips.
 #
+# GPU_CHECK_STEPS=input-pipeline runs, instead of those steps, only
+# benchmarks/gpu_input_pipeline.sh OUTDIR/input (docs/gpu-input-pipeline.md) with what is left
+# of the budget, in a device call of its own (carry build/bundle and gpudata); its folder comes
+# back as input.tar.gz, less work/, and its results.md also as input-results.md.
+#
 # Fits the device tool (/work/.library/device/README.md): everything finishes within
 # GPU_CHECK_BUDGET_S seconds (default 460, under the 8 minutes a check may take), and OUTDIR
 # holds at most 8 files (what the tool brings back): the benchmark's folder is packed into
@@ -30,6 +35,12 @@ OUTDIR=$(cd "$1" && pwd)
 cd "$(dirname "$0")/.." || exit 2
 BUDGET=${GPU_CHECK_BUDGET_S:-460}
 FROM=${GPU_CHECK_FROM:-auto}
+STEPS=${GPU_CHECK_STEPS:-all}
+case $STEPS in all | input-pipeline) ;; *)
+  echo "gpu-check: GPU_CHECK_STEPS must be all or input-pipeline, not '$STEPS'" >&2
+  exit 2
+  ;;
+esac
 case $FROM in auto | bundle | build) ;; *)
   echo "gpu-check: GPU_CHECK_FROM must be auto, bundle or build, not '$FROM'" >&2
   exit 2
@@ -39,7 +50,7 @@ ARCHIVE=build/bundle/conflux-bundle.tar.xz
 UNPACKED=build/bundle-unpacked
 SETUP_LOG=$OUTDIR/setup.log
 RESULTS=$OUTDIR/results.md
-rm -f "$OUTDIR"/*.log "$RESULTS" "$OUTDIR/bench.tar.gz"
+rm -f "$OUTDIR"/*.log "$RESULTS" "$OUTDIR/bench.tar.gz" "$OUTDIR/input.tar.gz" "$OUTDIR/input-results.md"
 rows=()
 all_passed=1
 
@@ -236,6 +247,17 @@ step() {
   say "$name: $result, exit $rc, $secs s, passed $p, failed $f, skipped $s"
 }
 
+# GPU_CHECK_STEPS=input-pipeline: the input-pipeline benchmark alone, with the budget less the
+# set-up so far and a reserve for stopping it and packing its folder.
+if [ "$STEPS" = input-pipeline ]; then
+  rm -rf "$OUTDIR/input" && mkdir -p "$OUTDIR/input"
+  input_env=(CONFLUX_BIN="$BIN" BUDGET_S=$((BUDGET - $(elapsed) - 45)))
+  [ "$have_gpu" -eq 1 ] || input_env+=(DEVICE=cpu SMOKE=1)
+  step input "$BUDGET" "${input_env[*]/#CONFLUX_BIN=*/CONFLUX_BIN=$SHOWN_BIN} benchmarks/gpu_input_pipeline.sh OUTDIR/input" \
+    env "${input_env[@]}" benchmarks/gpu_input_pipeline.sh "$OUTDIR/input"
+  cp "$OUTDIR/input/results.md" "$OUTDIR/input-results.md" 2>/dev/null
+  tar -C "$OUTDIR" --exclude=input/work -czf "$OUTDIR/input.tar.gz" input && rm -rf "$OUTDIR/input"
+else
 step unit 150 "$SHOWN_BIN/conflux-unit-tests --gtest_filter='Gpu*:Cuda*:Cudnn*:Device*'" \
   "$BIN/conflux-unit-tests" --gtest_filter='Gpu*:Cuda*:Cudnn*:Device*' --gtest_color=no
 # MPIRUN (tools/mpi-env.sh) already has --oversubscribe, and the ranks share the cores.
@@ -261,6 +283,7 @@ if [ -x benchmarks/gpu_vs_torch.sh ]; then
 else
   rows+=("| bench | skipped: benchmarks/gpu_vs_torch.sh not present | - | - | 0 | - | - | - |")
   say "bench: skipped, benchmarks/gpu_vs_torch.sh is not present (or not executable)"
+fi
 fi
 
 # --- report ------------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
-#include "export_command.hpp"
+// `conflux export`: a run's weights in a format other tools read (docs/training.md, "Weights
+// out: ONNX").
 
 #include <fmt/format.h>
 #include <boost/program_options.hpp>
 
 #include <iostream>
 
-#include "command_line.hpp"
+#include "command.hpp"
 #include "conflux/config/config.hpp"
 #include "conflux/config/environment.hpp"
 #include "conflux/core/error.hpp"
@@ -19,7 +20,9 @@ namespace conflux::cli {
 
 namespace po = boost::program_options;
 
-int cmd_export(const std::vector<std::string>& args) {
+namespace {
+
+int run_export(const Invocation& inv) {
   WeightsOptions weights;
   train::ExportJob job;
   job.test_samples = 16;
@@ -33,7 +36,7 @@ int cmd_export(const std::vector<std::string>& args) {
       "test-samples", po::value(&job.test_samples),
       "test images (after the evaluation transform) and conflux's logits for them, written as "
       "an ONNX test data set in test_data_set_0/ beside the output; 0: none (default 16)");
-  if (!parse_options(args, options)) return 0;
+  if (!parse_options(inv, options)) return 0;
   CONFLUX_REQUIRE(format == "onnx", "conflux export --format: onnx is the only format, not '{}'",
                   format);
   const Logger log;
@@ -48,6 +51,24 @@ int cmd_export(const std::vector<std::string>& args) {
                r.test_data_dir.string());
   }
   return 0;
+}
+
+}  // namespace
+
+const Command& export_command() {
+  static const Command command{
+      .name = "export",
+      .usage =
+          "conflux export --model FILE.h5 --config FILE --output MODEL.onnx "
+          "[--test-samples N]",
+      .summary = "the weights as an ONNX model, with an ONNX test data set",
+      .help =
+          "Writes the weights of a run (its model.h5) with the config's network as an ONNX "
+          "model (opset 13) for ONNX Runtime, TensorRT or OpenVINO, and beside it a test data "
+          "set: test images and conflux's logits for them. docs/training.md, \"Weights out: "
+          "ONNX\".",
+      .run = run_export};
+  return command;
 }
 
 }  // namespace conflux::cli

@@ -16,18 +16,6 @@ namespace po = boost::program_options;
 namespace conflux::cli {
 namespace {
 
-constexpr const char* kPackHelp = R"(Usage:
-  conflux data pack --dataset image-folder --path ROOT --out DIR [--splits train,val]
-                    [--shard-mb N]
-
-Copies the image files of ROOT/<split>/<class>/*.{jpg,jpeg,png} into DIR: index.h5 and
-shards <split>-00000.h5, ... of about N MB each (HDF5, readable with h5py; docs/datasets.md).
-Train from it with data.dataset = "packed" and data.path = DIR. DIR must not exist (or be
-empty); nothing appears there until the whole pack is written. Packing the same files twice
-gives identical bytes.
-
-)";
-
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
   std::stringstream in(text);
@@ -39,9 +27,7 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-}  // namespace
-
-int cmd_data_pack(const std::vector<std::string>& args) {
+int run_pack(const Invocation& inv) {
   std::string dataset, path, out, splits = "train,val";
   std::uint64_t shard_mb = 1024;
   po::options_description options("conflux data pack options");
@@ -52,13 +38,7 @@ int cmd_data_pack(const std::vector<std::string>& args) {
       "splits", po::value(&splits)->default_value(splits),
       "split folders to pack, comma-separated")(
       "shard-mb", po::value(&shard_mb)->default_value(shard_mb), "target shard size in MB");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(options).run(), vm);
-  if (vm.count("help")) {
-    std::cout << kPackHelp << options;
-    return 0;
-  }
-  po::notify(vm);
+  if (!parse_options(inv, options)) return 0;
   CONFLUX_REQUIRE(dataset == "image-folder",
                   "conflux data pack: --dataset '{}': only image-folder can be packed", dataset);
   CONFLUX_REQUIRE(shard_mb > 0 && shard_mb <= (std::uint64_t{1} << 30),
@@ -77,6 +57,25 @@ int cmd_data_pack(const std::vector<std::string>& args) {
   fmt::print("wrote {}: {} samples, {} bytes in {} shards\n", out, summary.samples, summary.bytes,
              summary.shards);
   return 0;
+}
+
+}  // namespace
+
+const Command& data_pack_command() {
+  static const Command command{
+      .name = "pack",
+      .usage =
+          "conflux data pack --dataset image-folder --path ROOT --out DIR "
+          "[--splits train,val] [--shard-mb N]",
+      .summary = "pack an image folder into HDF5 shards",
+      .help =
+          "Copies the image files of ROOT/<split>/<class>/*.{jpg,jpeg,png} into DIR: index.h5 "
+          "and shards <split>-00000.h5, ... of about N MB each (HDF5, readable with h5py; "
+          "docs/datasets.md). Train from it with data.dataset = \"packed\" and data.path = "
+          "DIR. DIR must not exist (or be empty); nothing appears there until the whole pack "
+          "is written. Packing the same files twice gives identical bytes.",
+      .run = run_pack};
+  return command;
 }
 
 }  // namespace conflux::cli

@@ -1,13 +1,11 @@
 #pragma once
 // `conflux data pack`: packs an image folder into HDF5 shards (docs/datasets.md, "Packs").
 
-#include <string>
-#include <vector>
+#include "command.hpp"
 
 namespace conflux::cli {
 
-/// Parses the arguments after `data pack`, writes the pack and prints what it wrote; 0, or an
-/// Error.
-int cmd_data_pack(const std::vector<std::string>& args);
+/// The `data pack` action of the `data` group.
+const Command& data_pack_command();
 
 }  // namespace conflux::cli

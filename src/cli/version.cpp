@@ -5,8 +5,10 @@
 #include <hdf5.h>
 #include <mpi.h>
 
+#include <iostream>
 #include <string_view>
 
+#include "command.hpp"
 #include "conflux/config/environment.hpp"
 
 #if CONFLUX_HAVE_CUDA
@@ -86,6 +88,24 @@ std::string version_text() {
       "CUDA      {}\n",
       kVersion, CONFLUX_REVISION, CONFLUX_BUILD_TYPE, __VERSION__, mpi_library(), hdf5_library(),
       openblas_get_config(), blas_core_name(), current_blas_pin().describe(), cuda_build());
+}
+
+const Command& version_command() {
+  static const Command command{
+      .name = "version",
+      .usage = "conflux version | --version",
+      .summary = "release, revision, libraries",
+      .help =
+          "Prints the release, the git revision and build type conflux was built from, and the "
+          "libraries it runs with (MPI, HDF5, BLAS and its kernels, CUDA).",
+      .run =
+          [](const Invocation& inv) {
+            if (!operands(inv, 0, 0)) return 0;
+            std::cout << version_text();
+            return 0;
+          },
+      .aliases = {"--version"}};
+  return command;
 }
 
 }  // namespace conflux::cli

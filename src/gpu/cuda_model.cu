@@ -1,5 +1,7 @@
 // gpu::CudaModel (cuda_model.hpp): DeviceModel and DeviceOptimizer on the CUDA executor.
 
+#include <limits>
+
 #include "conflux/core/error.hpp"
 #include "conflux/gpu/check.hpp"
 #include "conflux/gpu/cuda_model.hpp"
@@ -40,6 +42,7 @@ struct CudaModel::Impl {
   DeviceOptimizer<CudaExecutor> optimizer;
   double label_smoothing;
   float clip_norm;
+  bool clipped = false;  // an apply() has clipped
 };
 
 CudaModel::CudaModel(const model::Model& initial, const TrainSection& train,
@@ -106,13 +109,20 @@ double CudaModel::grad_sum_of_squares() {
 
 void CudaModel::apply(double lr) {
   // The merged gradient is the same on every replica, so every replica clips alike.
-  if (impl_->clip_norm > 0.0f) impl_->model.clip_grads(impl_->clip_norm);
+  if (impl_->clip_norm > 0.0f) {
+    impl_->model.clip_grads(impl_->clip_norm);
+    impl_->clipped = true;
+  }
   impl_->optimizer.set_lr(lr);
   impl_->optimizer.step(impl_->model.params(), impl_->model.grads());
 }
 
 double CudaModel::lr() const noexcept {
   return impl_->optimizer.lr();
+}
+
+double CudaModel::clipped_grad_norm() {
+  return impl_->clipped ? impl_->model.clipped_norm() : std::numeric_limits<double>::quiet_NaN();
 }
 
 model::LossResult CudaModel::evaluate(const float* images, const model::Label* labels, int n) {

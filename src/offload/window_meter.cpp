@@ -1,10 +1,8 @@
 #include "conflux/offload/window_meter.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 
-#include "conflux/core/json.hpp"
+#include "conflux/telemetry/run_record_io.hpp"
 
 namespace conflux::offload {
 
@@ -81,31 +79,41 @@ void WindowMeter::add_workers(const PipelineCounters& c, WindowReport& w) const 
   }
 }
 
-std::string profile_json_line(const WindowReport& w, int trainer) {
-  std::string workers;
+telemetry::WindowRecord profile_record(const WindowReport& w, int trainer) {
+  telemetry::WindowRecord r;
+  r.trainer = trainer;
+  r.t_s = w.start_s;
+  r.window_s = w.seconds;
+  r.first_step = w.first_step;
+  r.steps = w.steps;
+  r.steps_per_s = w.seconds > 0 ? static_cast<double>(w.steps) / w.seconds : 0;
+  const double steps = std::max<double>(1, static_cast<double>(w.steps));
+  r.data_wait_ms = 1e3 * w.total.data_wait / steps;
+  r.compute_ms = 1e3 * w.total.compute / steps;
+  r.sync_ms = 1e3 * w.total.sync / steps;
+  r.callbacks_ms = 1e3 * w.total.callbacks / steps;
+  r.wait_local_s = w.input.wait_local_s;
+  r.wait_remote_s = w.input.wait_remote_s;
+  r.offload_ratio = w.offload_ratio;
+  r.local_built = w.local_built;
+  r.local_batches_per_s = w.local_build_rate;
+  r.delivered = w.delivered;
   for (std::size_t i = 0; i < w.workers.size(); ++i) {
     const WorkerReport& k = w.workers[i];
-    workers += fmt::format(
-        "{}{{\"worker\": {}, \"live\": {}, \"answers\": {}, \"timeouts\": {}, "
-        "\"service_batches_per_s\": {}, \"busy_fraction\": {}, \"queue_depth\": {}, "
-        "\"in_flight\": {}}}",
-        i > 0 ? ", " : "", i, k.live, k.answers, k.timeouts, json_number(k.service_rate),
-        json_number(k.busy_fraction), k.queue_depth, k.in_flight);
+    r.workers.push_back({.worker = i,
+                         .live = k.live,
+                         .answers = k.answers,
+                         .timeouts = k.timeouts,
+                         .service_batches_per_s = k.service_rate,
+                         .busy_fraction = k.busy_fraction,
+                         .queue_depth = k.queue_depth,
+                         .in_flight = k.in_flight});
   }
-  const double steps = std::max<double>(1, static_cast<double>(w.steps));
-  return fmt::format(
-      "{{\"trainer\": {}, \"t_s\": {}, \"window_s\": {}, \"first_step\": {}, \"steps\": {}, "
-      "\"steps_per_s\": {}, \"data_wait_ms\": {}, \"compute_ms\": {}, \"sync_ms\": {}, "
-      "\"callbacks_ms\": {}, \"wait_local_s\": {}, \"wait_remote_s\": {}, "
-      "\"offload_ratio\": {}, \"local_built\": {}, \"local_batches_per_s\": {}, "
-      "\"delivered\": {}, \"workers\": [{}]}}",
-      trainer, json_number(w.start_s), json_number(w.seconds), w.first_step, w.steps,
-      json_number(w.seconds > 0 ? static_cast<double>(w.steps) / w.seconds : 0),
-      json_number(1e3 * w.total.data_wait / steps), json_number(1e3 * w.total.compute / steps),
-      json_number(1e3 * w.total.sync / steps), json_number(1e3 * w.total.callbacks / steps),
-      json_number(w.input.wait_local_s), json_number(w.input.wait_remote_s),
-      json_number(w.offload_ratio), w.local_built, json_number(w.local_build_rate), w.delivered,
-      workers);
+  return r;
+}
+
+std::string profile_json_line(const WindowReport& w, int trainer) {
+  return telemetry::record_json(profile_record(w, trainer));
 }
 
 }  // namespace conflux::offload

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "conflux/core/error.hpp"
 
@@ -52,6 +53,17 @@ CostModel::CostModel(CostModelOptions options) : options_(options) {
   }
   CONFLUX_REQUIRE(std::isfinite(p.lambda_max_seconds) && p.lambda_max_seconds > 0,
                   "prices.lambda_max_seconds must be positive, got {}", p.lambda_max_seconds);
+  for (const GpuRate& r : m.gpu.rates) {
+    CONFLUX_REQUIRE(r.batch >= 1 && std::isfinite(r.ceiling_samples_s) && r.ceiling_samples_s > 0 &&
+                        std::isfinite(r.local_samples_s) && r.local_samples_s > 0,
+                    "the performance model ({}) has GPU rates at batch {} of {} samples/s (compute "
+                    "ceiling) and {} samples/s (local input); both must be positive",
+                    m.source, r.batch, r.ceiling_samples_s, r.local_samples_s);
+  }
+  CONFLUX_REQUIRE(!m.gpu.present() || options_.target == Target::kSlurm,
+                  "the performance model ({}) describes GPU trainers: they are planned on the "
+                  "SLURM target (--target slurm, priced with prices.slurm_gpu_hour)",
+                  m.source);
   if (options_.target == Target::kLambda) {
     CONFLUX_REQUIRE(options_.s3 != nullptr,
                     "the Lambda target needs the S3 transfer table (lambda-s3-transfer)");
@@ -85,6 +97,11 @@ void CostModel::check_shape(const Candidate& c) const {
                   "the performance model ({}) has no input-pipeline cost (a profile of an older "
                   "conflux profile): it cannot price D = {} data workers; profile and fit again",
                   options_.model->source, c.data_workers);
+  CONFLUX_REQUIRE(c.gpu == options_.model->gpu.present(),
+                  "the performance model ({}) describes {} trainers, but the configuration has {} "
+                  "trainers",
+                  options_.model->source, options_.model->gpu.present() ? "GPU" : "CPU",
+                  c.gpu ? "GPU" : "CPU");
   CONFLUX_REQUIRE(options_.target != Target::kSlurm || c.aggregators == c.workers,
                   "the SLURM target synchronises with MPI allreduce: K must equal W = {}, got "
                   "K = {}",
@@ -194,8 +211,64 @@ CostModel::Offload CostModel::offload_at(double ratio, int trainers, int data_wo
   return split_at(s, data_workers == 0 ? 0 : ratio);
 }
 
+CostModel::GpuFeed CostModel::gpu_feed(int trainers, int data_workers, int batch,
+                                       double memory_mb) const {
+  const PerformanceModel& m = *options_.model;
+  const GpuRate* r = m.gpu.at(batch);
+  if (r == nullptr) {
+    std::string profiled;
+    for (const GpuRate& g : m.gpu.rates)
+      profiled += fmt::format("{}{}", profiled.empty() ? "" : ", ", g.batch);
+    CONFLUX_INPUT_ERROR("the performance model ({}) has no GPU rates at batch {} (profiled: {})",
+                        m.source, batch, profiled.empty() ? "none" : profiled);
+  }
+  const double b = batch;
+  GpuFeed f;
+  // The gradient sync does not overlap the GPU's compute, but the input keeps being built
+  // during it: the sync lowers the ceiling, not the input rate.
+  f.ceiling = b / (b / r->ceiling_samples_s + m.sync.seconds(trainers, memory_mb));
+  f.local = r->local_samples_s;
+  if (data_workers > 0) {
+    f.workers = static_cast<double>(data_workers) / trainers * options_.worker_threads * b /
+                m.input.seconds(b);
+  }
+  const double input = f.local + f.workers;
+  f.input_bound = input < f.ceiling;
+  f.rate = std::min(f.ceiling, input);
+  // The trainer builds what it can and the workers the rest: the least offloading that keeps
+  // the GPU busy (as the auto controller seeks), or all they can build when it is starved.
+  f.ratio = f.workers > 0 ? std::clamp(1 - f.local / f.rate, 0.0, 1.0) : 0.0;
+  return f;
+}
+
+Prediction CostModel::predict_gpu(const Candidate& c) const {
+  const PricesSection& p = options_.prices;
+  Prediction r;
+  r.samples_per_iteration = samples_per_iteration(c);
+  r.iterations = iterations(c);
+  const GpuFeed f = gpu_feed(c.workers, c.data_workers, c.aggregator_batch, c.memory_mb);
+  const double b = c.aggregator_batch;
+  r.train_s = b / options_.model->gpu.at(c.aggregator_batch)->ceiling_samples_s;
+  r.comm_s = options_.model->sync.seconds(c.workers, c.memory_mb);
+  r.local_s = b / std::min(f.ceiling, f.local);
+  r.data_worker_s = f.workers > 0 ? f.ratio * b / f.workers : 0.0;
+  r.offload_ratio = f.ratio;
+  r.input_bound = f.input_bound;
+  r.iteration_s = b / f.rate;
+  r.aggregator_s = r.iteration_s;
+  r.total_s = static_cast<double>(r.iterations) * r.iteration_s;
+  const double hours = r.total_s / 3600;
+  // A GPU's host cores are billed with its GPU-hour; the data workers' cores as core-hours.
+  r.gpu_cost_usd = c.workers * hours * p.slurm_gpu_hour;
+  r.compute_cost_usd =
+      static_cast<double>(c.data_workers) * options_.worker_threads * hours * p.slurm_core_hour;
+  r.cost_usd = r.gpu_cost_usd + r.compute_cost_usd;
+  return r;
+}
+
 Prediction CostModel::predict(const Candidate& c) const {
   check_shape(c);
+  if (c.gpu) return predict_gpu(c);
   const PerformanceModel& m = *options_.model;
   const PricesSection& p = options_.prices;
   const double w = c.workers;

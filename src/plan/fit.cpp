@@ -318,25 +318,6 @@ SyncTimeTable fit_sync_table(const std::vector<SweepPoint>& pts, const Performan
   return table;
 }
 
-// The input cost P(B) = p0 + p1 B from the build times, by least squares on relative errors
-// with p0 >= 0 (one batch size: p0 = 0).
-InputCostModel fit_input_cost(const std::vector<BuildPoint>& builds) {
-  const bool one_batch = std::all_of(builds.begin(), builds.end(), [&](const BuildPoint& b) {
-    return b.batch == builds.front().batch;
-  });
-  double s11 = 0, s1b = 0, sbb = 0, s1y = 0, sby = 0;
-  for (const BuildPoint& b : builds) {
-    const double w = 1.0 / (b.seconds * b.seconds);
-    s11 += w, s1b += w * b.batch, sbb += w * b.batch * b.batch;
-    s1y += w * b.seconds, sby += w * b.batch * b.seconds;
-  }
-  std::array<double, 2> x{};
-  if (!one_batch && solve<2>({{{s11, s1b}, {s1b, sbb}}}, {s1y, sby}, x) && x[0] >= 0 && x[1] > 0) {
-    return {x[0], x[1]};
-  }
-  return {0, sby / sbb};  // through the origin
-}
-
 // The compute alone at a profiled point. A rank of at most one vCPU runs its compute and its
 // own batch builds in turn out of one CPU budget: the measured compute time includes the
 // pauses the builds cost it, and the compute alone is T_train - P(B) / share (never above the
@@ -443,7 +424,25 @@ std::vector<int> profiled_threads(const std::vector<SweepPoint>& pts, const std:
   return threads;
 }
 
+InputCostModel fit_input_cost(const std::vector<BuildPoint>& builds) {
+  const bool one_batch = std::all_of(builds.begin(), builds.end(), [&](const BuildPoint& b) {
+    return b.batch == builds.front().batch;
+  });
+  double s11 = 0, s1b = 0, sbb = 0, s1y = 0, sby = 0;
+  for (const BuildPoint& b : builds) {
+    const double w = 1.0 / (b.seconds * b.seconds);
+    s11 += w, s1b += w * b.batch, sbb += w * b.batch * b.batch;
+    s1y += w * b.seconds, sby += w * b.batch * b.seconds;
+  }
+  std::array<double, 2> x{};
+  if (!one_batch && solve<2>({{{s11, s1b}, {s1b, sbb}}}, {s1y, sby}, x) && x[0] >= 0 && x[1] > 0) {
+    return {x[0], x[1]};
+  }
+  return {0, sby / sbb};  // through the origin
+}
+
 FitResult fit_sweep(const Sweep& sweep, TrainForm form, const std::string& source) {
+  if (sweep.device == "gpu") return fit_gpu_sweep(sweep, source);
   const std::vector<SweepPoint> pts = usable(sweep.points);
   CONFLUX_REQUIRE(!pts.empty(), "{}: the profile holds no measured point", source);
   const std::vector<int> threads = profiled_threads(pts, source);

@@ -38,6 +38,7 @@ std::string render_input_fit(const FitResult& r) {
 }  // namespace
 
 std::string render_fit_report(const FitResult& r) {
+  if (r.model.gpu.present()) return render_gpu_fit_report(r);
   std::string out;
   const auto form_block = [&](const char* name, const TrainFit& f) {
     const FitQuality& q = f.quality;

@@ -31,6 +31,12 @@ const TrainTimeModel& PerformanceModel::compute_at(int threads) const {
   return compute;
 }
 
+const GpuRate* GpuTrainerModel::at(int batch) const {
+  const auto it = std::find_if(rates.begin(), rates.end(),
+                               [batch](const GpuRate& r) { return r.batch == batch; });
+  return it == rates.end() ? nullptr : &*it;
+}
+
 double TransferTimeModel::seconds(double memory_mb) const {
   return k1 * std::pow(memory_mb, k2);
 }

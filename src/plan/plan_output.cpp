@@ -9,13 +9,13 @@
 #include <string>
 
 #include "conflux/core/error.hpp"
+#include "plan_output_detail.hpp"
 #include "plan_space.hpp"
 
 namespace conflux::plan {
 
-namespace {
+namespace detail {
 
-// "1234567" -> "1,234,567" (counts of configurations are large).
 std::string grouped(std::uint64_t n) {
   const std::string digits = std::to_string(n);
   std::string out;
@@ -26,17 +26,20 @@ std::string grouped(std::uint64_t n) {
   return out;
 }
 
-// The plural ending of a count's noun ("1 worker", "2 workers").
 const char* plural(std::int64_t count) {
   return count == 1 ? "" : "s";
 }
 
-std::int64_t global_batch(const Candidate& c) {
-  return static_cast<std::int64_t>(c.aggregators) * c.aggregator_batch +
-         static_cast<std::int64_t>(c.workers - c.aggregators) * c.nonaggregator_batch;
-}
-
 std::string describe(const Candidate& c) {
+  if (c.gpu) {
+    std::string out =
+        fmt::format("{} GPU trainer{}, batch {} per GPU, {} data worker{}", c.workers,
+                    plural(c.workers), c.aggregator_batch, c.data_workers, plural(c.data_workers));
+    if (c.workers > 1 && c.data_workers > 0) {
+      out += fmt::format(" ({:g} per GPU)", static_cast<double>(c.data_workers) / c.workers);
+    }
+    return out;
+  }
   std::string out = fmt::format("{} worker{} x {} MB, K = {}, batches Ba = {}, Bn = {}", c.workers,
                                 plural(c.workers), c.memory_mb, c.aggregators, c.aggregator_batch,
                                 c.nonaggregator_batch);
@@ -46,16 +49,25 @@ std::string describe(const Candidate& c) {
   return out;
 }
 
-// The offload ratio as emitted: three decimals (what the prediction used, to 0.0005).
 double emitted_ratio(double ratio) {
   return std::round(ratio * 1000) / 1000;
 }
 
-// The change from `base` to `value` in per cent of `base`.
-std::string percent(double value, double base, bool sign = true) {
+std::string percent(double value, double base, bool sign) {
   if (base == 0) return "-";
   const double change = 100 * (value - base) / std::abs(base);
   return sign ? fmt::format("{:+.2f} %", change) : fmt::format("{:.2f} %", change);
+}
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
+
+std::int64_t global_batch(const Candidate& c) {
+  return static_cast<std::int64_t>(c.aggregators) * c.aggregator_batch +
+         static_cast<std::int64_t>(c.workers - c.aggregators) * c.nonaggregator_batch;
 }
 
 }  // namespace
@@ -316,10 +328,15 @@ std::string render_plan_report(const PlanResult& result, const CostModel& model,
                                 work, format_seconds(request.deadline_s), margin_text(request));
   if (o.to_target != nullptr) out += steps_to_target_text(*o.to_target);
   if (!m.source.empty()) out += fmt::format("model: {}\n", m.source);
-  out += compute_text(model, request.space);
-  out += input_text(model, request.space);
+  if (m.gpu.present()) {
+    out += detail::gpu_text(model, request.space);
+  } else {
+    out += compute_text(model, request.space);
+    out += input_text(model, request.space);
+  }
   out += batch_rules_text(request.space);
-  out += render_chosen(result.ranked.front(), model, request);
+  out += result.ranked.front().first.gpu ? detail::render_chosen_gpu(result, model, request)
+                                         : render_chosen(result.ranked.front(), model, request);
   out += render_ranked(result, request);
   out += render_why(result, request);
   if (o.to_target != nullptr) out += render_batch_why(result);
@@ -353,9 +370,11 @@ std::vector<Setting> planned_settings(const Candidate& c, Target target, double 
       {"comm.aggregators", kreduce ? c.aggregators : 0},
       {"comm.nonaggregator_batch_size", kreduce ? c.nonaggregator_batch : 0},
       {"comm.stale_nonaggregators", kreduce},
-      {"limits.memory_mb", c.memory_mb},
-      {"limits.ranks", c.data_workers > 0 ? "trainers" : "all"}};
+      // A GPU trainer is not sized by a CPU share: no limits.
+      {"limits.memory_mb", c.gpu ? 0 : c.memory_mb},
+      {"limits.ranks", c.data_workers > 0 && !c.gpu ? "trainers" : "all"}};
   if (c.threads > 0) out.push_back({"cluster.blas_threads", c.threads});
+  if (c.gpu) out.push_back({"train.device", "gpu"});
   return out;
 }
 
@@ -418,7 +437,12 @@ std::string emit_sbatch_header(const Candidate& c, double predicted_total_s,
   out += fmt::format("#SBATCH --job-name={}\n", name);
   out += fmt::format("#SBATCH --ntasks={}\n", c.workers);
   out += fmt::format("#SBATCH --cpus-per-task={}\n", cpus);
-  out += fmt::format("#SBATCH --mem-per-cpu={}M\n", mem_per_cpu);
+  if (c.gpu) {
+    // A GPU trainer's host memory is the site's per-GPU default, not a CPU share's.
+    out += "#SBATCH --gpus-per-task=1\n";
+  } else {
+    out += fmt::format("#SBATCH --mem-per-cpu={}M\n", mem_per_cpu);
+  }
   out += fmt::format("#SBATCH --time={}\n", time);
   out += "#SBATCH --signal=B:USR1@120\n";
   out += "#SBATCH --requeue\n";

@@ -44,6 +44,14 @@ Grid make_grid(const CostModel& model, const PlanRequest& request) {
       g.workers.push_back(w);
     }
   }
+  g.gpu = model.model().gpu.present();
+  if (g.gpu) {
+    // A GPU trainer's speed does not depend on a CPU share: one memory size, and the batches
+    // whose GPU rates were measured.
+    g.memory.push_back(s.min_memory_mb);
+    std::erase_if(g.batches, [&](int b) { return model.model().gpu.at(b) == nullptr; });
+    return g;
+  }
   for (std::int64_t m = s.min_memory_mb; m <= s.max_memory_mb; m += s.memory_step_mb) {
     g.memory.push_back(static_cast<int>(m));
   }

@@ -32,6 +32,7 @@ struct Grid {
   int nonaggregator_batch_ratio = 0;
   int max_data_workers = 0;  // D in 0..this (SLURM)
   std::vector<int> threads;  // BLAS thread counts (ascending)
+  bool gpu = false;          // GPU trainers: one memory size, the profiled batches
 };
 
 // One (W, K, Ba, Bn); memory_mb is left to the search.
@@ -72,7 +73,7 @@ void for_each_combo(Target target, const Grid& g, F&& f) {
         if (k == w) {
           if (!keeps_batch_rules(g, w, k, ba, ba)) continue;
           for (const int t : g.threads) {
-            for (int d = 0; d <= g.max_data_workers; ++d) f(Combo{w, 0, k, ba, ba, d, t});
+            for (int d = 0; d <= g.max_data_workers; ++d) f(Combo{w, 0, k, ba, ba, d, t, g.gpu});
           }
           continue;
         }

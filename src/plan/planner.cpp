@@ -184,6 +184,7 @@ void validate_data_workers(const CostModel& model, const PlanSpace& s) {
                   "profile with batch-build times): it cannot price data workers; profile and "
                   "fit again, or plan without data workers",
                   model.model().source);
+  if (model.model().gpu.present()) return;  // no T_c: the local input rate was measured
   for (const int threads : planned_threads(model, s)) {
     const TrainTimeModel& c = model.model().compute_at(threads);
     // The search's bounds need T_c monotone in M, as T_train (validate_train_model).
@@ -193,6 +194,20 @@ void validate_data_workers(const CostModel& model, const PlanSpace& s) {
                     "refit the model or narrow the range",
                     c.a, c.b, c.m, c.c, threads, -c.m, s.min_memory_mb, s.max_memory_mb);
   }
+}
+
+// GPU trainers: some batch of the space has measured GPU rates.
+void validate_gpu(const CostModel& model, const PlanSpace& s) {
+  const GpuTrainerModel& gpu = model.model().gpu;
+  std::vector<int> profiled;
+  for (const GpuRate& r : gpu.rates) profiled.push_back(r.batch);
+  const bool any = std::any_of(s.batch_sizes.begin(), s.batch_sizes.end(),
+                               [&](int b) { return gpu.at(b) != nullptr; }) ||
+                   (s.aggregator_batch > 0 && gpu.at(s.aggregator_batch) != nullptr);
+  CONFLUX_REQUIRE(any,
+                  "the model ({}) measured its GPU trainers at batch {} only, none of the "
+                  "batches {} planned over; plan over the profiled batches (--batches)",
+                  model.model().source, fmt::join(profiled, ", "), fmt::join(s.batch_sizes, ", "));
 }
 
 }  // namespace
@@ -217,12 +232,18 @@ void validate_request(const CostModel& model, const PlanRequest& request) {
                   "alternatives must lie in 0..1000, got {}", request.alternatives);
   validate_space(request.space);
   validate_threads(model, request.space);
-  validate_train_model(model, request.space);
+  if (model.model().gpu.present()) {
+    validate_gpu(model, request.space);
+  } else {
+    validate_train_model(model, request.space);
+  }
   validate_data_workers(model, request.space);
   validate_combinations(model, request.space);
 }
 
 PlanResult plan(const CostModel& model, const PlanRequest& request) {
+  // GPU trainers have one memory size: every (W, Ba, D) is evaluated, exact by enumeration.
+  if (model.model().gpu.present()) return exhaustive_plan(model, request);
   const auto start = SteadyClock::now();
   validate_request(model, request);
   const Grid grid = make_grid(model, request);

@@ -17,6 +17,7 @@
 #include "conflux/data/pipeline/batch_builder.hpp"
 #include "conflux/data/pipeline/epoch_plan.hpp"
 #include "conflux/offload/step_times.hpp"
+#include "conflux/train/device_choice.hpp"
 #include "conflux/train/trainer.hpp"
 #include "conflux/train/training_data.hpp"
 #include "conflux/train/transform_setup.hpp"
@@ -68,13 +69,15 @@ struct Measured {
 
 // Trains `warmup` + `steps` steps of a fresh model on the point's trainers.
 Measured measure(const Config& config, const comm::Communicator& trainers,
-                 const data::SourceSplits& data, int warmup, int steps, std::size_t epoch_steps) {
+                 const data::SourceSplits& data, const train::DeviceChoice& device, int warmup,
+                 int steps, std::size_t epoch_steps) {
   CONFLUX_REQUIRE(static_cast<std::size_t>(warmup + steps) < epoch_steps,
                   "an epoch of {} has only {} full steps of train.batch_size = {}; lower --warmup "
                   "or --steps, or the batch",
                   data.train->size(), epoch_steps, config.train().batch_size);
   const Logger silent;
-  train::Trainer trainer(train::TrainerSetup{config, trainers, data, {}, &silent});
+  train::Trainer trainer(train::TrainerSetup{
+      .config = config, .trainers = trainers, .data = data, .log = &silent, .device = device});
   Measured m{StepRecorder(warmup, steps), {}};
   train::TrainingCallback* callbacks[] = {&m.recorder};
   trainer.run(callbacks);
@@ -85,8 +88,8 @@ Measured measure(const Config& config, const comm::Communicator& trainers,
 }
 
 // The config of one grid point: the profiled config with W trainers and batch W*B, nothing
-// that writes files or evaluates.
-Config point_config(const Config& base, const SweepPoint& point) {
+// that writes files or evaluates; on a GPU no CPU share (nor the model budget it would set).
+Config point_config(const Config& base, const SweepPoint& point, bool gpu) {
   const int workers = point.workers;
   return base.with({{"cluster.trainers", workers},
                     {"cluster.blas_threads", point.threads},
@@ -100,7 +103,7 @@ Config point_config(const Config& base, const SweepPoint& point) {
                     {"comm.aggregators", 0},
                     {"comm.nonaggregator_batch_size", 0},
                     {"comm.stale_nonaggregators", false},
-                    {"limits.memory_mb", point.memory_mb},
+                    {"limits.memory_mb", gpu ? 0 : point.memory_mb},
                     {"profile.timeline", false}},
                    "profile point");
 }
@@ -191,6 +194,7 @@ struct SweepContext {
   const SweepOptions& options;
   const data::SourceSplits& data;
   std::optional<ResourceLimits>& limits;  // created at the first point, resized after
+  train::DeviceChoice device{};           // of the point's trainers
 };
 
 // Runs one point on a trainer of it (under the point's limits) and fills its measurements;
@@ -200,10 +204,15 @@ bool measure_point(const SweepContext& ctx, const comm::Communicator& trainers, 
   const SweepOptions& o = ctx.options;
   const Config& base = *o.config;
   const FunctionSize size{point.memory_mb, base.limits().mb_per_vcpu};
-  const Config config = point_config(base, point);
+  // A GPU trainer is not throttled: its host is not a Lambda-like share, and a data-segment
+  // cap would refuse the CUDA runtime's mappings.
+  const bool gpu = ctx.device.device == train::ComputeDevice::kGpu;
+  const Config config = point_config(base, point, gpu);
   bool fitted = true;
   try {
-    if (ctx.limits) {
+    if (gpu) {
+      // nothing to size: see above
+    } else if (ctx.limits) {
       ctx.limits->resize(size);
     } else {
       ctx.limits.emplace(size, std::chrono::duration<double>(base.limits().cpu_period_ms / 1000));
@@ -212,7 +221,7 @@ bool measure_point(const SweepContext& ctx, const comm::Communicator& trainers, 
     // bursts of one period, so a mean needs many periods to settle.
     const std::size_t epoch_steps =
         ctx.data.train->size() / (static_cast<std::size_t>(point.workers) * point.batch);
-    const Measured calibration = measure(config, trainers, ctx.data, o.warmup_steps,
+    const Measured calibration = measure(config, trainers, ctx.data, ctx.device, o.warmup_steps,
                                          std::min<int>(10, o.steps), epoch_steps);
     std::array<double, 1> step_s{calibration.step_s()};
     trainers.allreduce_sum(std::span<double>(step_s), std::chrono::hours(1));
@@ -220,19 +229,22 @@ bool measure_point(const SweepContext& ctx, const comm::Communicator& trainers, 
     const int wanted = std::max(o.steps, static_cast<int>(o.min_seconds / mean_step) + 1);
     const int steps = static_cast<int>(
         std::min<std::size_t>(static_cast<std::size_t>(wanted), epoch_steps - o.warmup_steps - 1));
-    const Measured m = measure(config, trainers, ctx.data, o.warmup_steps, steps, epoch_steps);
+    const Measured m =
+        measure(config, trainers, ctx.data, ctx.device, o.warmup_steps, steps, epoch_steps);
     point.steps = steps;
     point.iteration_s = m.iteration_s();
     point.compute_s = m.compute_s();
     point.sync_s = m.sync_s();
     point.transfer_s = serialisation_seconds(m.params, o.transfer_seconds);
-    const CpuThrottleStats used = ctx.limits->throttle().stats();
-    point.cpu_share_used = used.cpu_seconds / used.wall_seconds;
+    if (!gpu) {
+      const CpuThrottleStats used = ctx.limits->throttle().stats();
+      point.cpu_share_used = used.cpu_seconds / used.wall_seconds;
+    }
     gradient_mb = 4e-6 * static_cast<double>(m.params.size());
   } catch (const std::bad_alloc&) {
     fitted = false;
   }
-  ctx.limits->resize({10240, base.limits().mb_per_vcpu});  // between points: the largest
+  if (ctx.limits) ctx.limits->resize({10240, base.limits().mb_per_vcpu});  // between points
   return fitted;
 }
 
@@ -284,7 +296,7 @@ Sweep run_sweep(const SweepOptions& o) {
   sweep.mb_per_vcpu = base.limits().mb_per_vcpu;
   sweep.builds = measure_builds(o, data);
   std::optional<ResourceLimits> limits;
-  const SweepContext ctx{o, data, limits};
+  SweepContext ctx{o, data, limits};
   for (const int threads : thread_counts) {
     // The points must compute as `conflux train` will (train_job.cpp sets the same): OpenBLAS
     // otherwise starts one thread per core, and the profile would time a rank that uses more
@@ -294,6 +306,18 @@ Sweep run_sweep(const SweepOptions& o) {
       // Ranks beyond W sit the point out on a polled wait, not a spinning barrier.
       const bool active = world.rank() < workers;
       const comm::Communicator trainers = world.split(active ? 0 : 1, world.rank());
+      // The trainers compute where `conflux train` puts them (train.device): on a GPU the
+      // profile measures its compute ceiling and the rate its own preprocessing feeds it.
+      ctx.device = active ? train::choose_device(base, trainers, nullptr) : train::DeviceChoice{};
+      if (world.rank() == 0) {
+        sweep.device = ctx.device.device == train::ComputeDevice::kGpu ? "gpu" : "cpu";
+        if (o.log != nullptr && sweep.device == "gpu") {
+          o.log->info(
+              "W={}: trainers compute on {} (not throttled: --memory only labels the "
+              "points)",
+              workers, ctx.device.description);
+        }
+      }
       for (const int memory : o.memory_mb) {
         for (const int batch : o.batch_sizes) {
           SweepPoint point{

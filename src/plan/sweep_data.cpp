@@ -16,7 +16,8 @@ void write_sweep(const std::filesystem::path& path, const Sweep& profile) {
                    {"dataset", profile.dataset},
                    {"epoch_samples", static_cast<std::int64_t>(profile.epoch_samples)},
                    {"gradient_mb", profile.gradient_mb},
-                   {"mb_per_vcpu", profile.mb_per_vcpu}};
+                   {"mb_per_vcpu", profile.mb_per_vcpu},
+                   {"device", profile.device}};
   toml::array points;
   for (const SweepPoint& p : profile.points) {
     points.push_back(toml::table{{"workers", p.workers},
@@ -53,6 +54,9 @@ Sweep read_sweep(const std::filesystem::path& path) {
   profile.epoch_samples = static_cast<std::uint64_t>(toml_number(root, "epoch_samples", name));
   profile.gradient_mb = toml_number(root, "gradient_mb", name);
   profile.mb_per_vcpu = toml_number(root, "mb_per_vcpu", name);
+  profile.device = root["device"].value_or(std::string("cpu"));  // absent: an older profile
+  CONFLUX_REQUIRE(profile.device == "cpu" || profile.device == "gpu",
+                  "{}: device must be \"cpu\" or \"gpu\", not \"{}\"", name, profile.device);
   for (const toml::table* t : toml_tables(root, "point", name)) {
     SweepPoint p;
     p.workers = static_cast<int>(toml_number(*t, "workers", name));
@@ -107,6 +111,9 @@ Sweep merge_sweeps(const std::vector<Sweep>& profiles, const std::vector<std::st
                     "than {} ({} with {} samples, {:.3f} MB)",
                     names[i], p.dataset, p.epoch_samples, p.gradient_mb, names[0], merged.dataset,
                     merged.epoch_samples, merged.gradient_mb);
+    CONFLUX_REQUIRE(p.device == merged.device,
+                    "{} profiles {} trainers, {} {} trainers: a model describes one kind", names[i],
+                    p.device, names[0], merged.device);
     merged.points.insert(merged.points.end(), p.points.begin(), p.points.end());
     merged.builds.insert(merged.builds.end(), p.builds.begin(), p.builds.end());
   }

@@ -42,7 +42,7 @@ std::string workers_text(const RunRecords& r) {
   if (!configured.empty() && configured != "-1") return configured;
   if (r.timeline_workers > 0) return std::to_string(r.timeline_workers);
   for (const auto& [trainer, windows] : r.profiles) {
-    if (!windows.empty()) return std::to_string(windows.front().workers);
+    if (!windows.empty()) return std::to_string(windows.front().workers.size());
   }
   return "every rank that is not a trainer";
 }

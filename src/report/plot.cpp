@@ -70,6 +70,10 @@ std::string axes_and_style(const Plot& plot) {
   } else if (plot.y_from_zero && !plot.logy) {
     s += "set yrange [0:*]\n";
   }
+  if (!plot.y2label.empty()) {
+    s += "set y2label " + gp_quote(plot.y2label) + "\nset y2tics\nset ytics nomirror\n";
+    s += "set y2range [0:*]\n";
+  }
   if (!plot.categories.empty()) {
     s += "set style data histograms\nset style histogram clustered gap 1\n"
          "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset xtics rotate by -25\n";
@@ -118,7 +122,8 @@ std::string gnuplot_script(const Plot& plot, const std::string& png) {
     if (i > 0) command += ", ";
     if (plot.categories.empty()) {
       command +=
-          fmt::format("'-' using 1:2 with {} title {}", series.style, gp_quote(series.title));
+          fmt::format("'-' using 1:2{} with {} title {}", series.right_axis ? " axes x1y2" : "",
+                      series.style, gp_quote(series.title));
       for (std::size_t k = 0; k < std::min(series.x.size(), series.y.size()); ++k) {
         data += gp_number(series.x[k]) + " " + gp_number(series.y[k]) + "\n";
       }

@@ -36,10 +36,60 @@ Figure finish(Figure f, Plot plot, const std::string& missing) {
 
 // A step's place on an epoch axis: epoch 2, step 50 of 100 is 1.5.
 double epoch_position(const StepRecord& s) {
-  if (!(s.steps_in_epoch > 0) || !std::isfinite(s.epoch) || !std::isfinite(s.epoch_step)) {
-    return kNaN;
+  // 0 is what a line without the field reads as (all three count from 1).
+  if (s.steps_in_epoch == 0 || s.epoch == 0 || s.epoch_step == 0) return kNaN;
+  return static_cast<double>(s.epoch - 1) +
+         static_cast<double>(s.epoch_step) / static_cast<double>(s.steps_in_epoch);
+}
+
+// How a profile window's value is drawn: at the window's middle (a mean over the window), or
+// held from its start to the next window's (a value in force during it: gnuplot's steps).
+enum class WindowPlacement { kMiddle, kHeld };
+
+// One series per trainer from its profile windows (profile-trainer<t>.jsonl); when no window
+// holds a value, rank 0's per report from steps.jsonl. `window_value` and `step_value` are the
+// same quantity in the two records.
+void add_per_trainer_or_steps(Plot& p, const RunRecords& r, double ProfileWindow::*window_value,
+                              double StepRecord::*step_value, WindowPlacement placement,
+                              const std::string& style) {
+  const std::size_t before = p.series.size();
+  for (const auto& [trainer, windows] : r.profiles) {
+    Series s{.title = fmt::format("trainer {}", trainer), .style = style};
+    for (const ProfileWindow& w : windows) {
+      s.x.push_back(placement == WindowPlacement::kMiddle ? w.t_s + w.window_s / 2 : w.t_s);
+      s.y.push_back(w.*window_value);
+    }
+    if (placement == WindowPlacement::kHeld && !windows.empty()) {
+      s.x.push_back(windows.back().t_s + windows.back().window_s);
+      s.y.push_back(windows.back().*window_value);
+    }
+    add(p, std::move(s));
   }
-  return s.epoch - 1 + s.epoch_step / s.steps_in_epoch;
+  if (p.series.size() > before) return;
+  Series s{.title = "rank 0, per report (steps.jsonl)", .style = style};
+  for (const StepRecord& st : r.steps) {
+    s.x.push_back(st.time_s);
+    s.y.push_back(st.*step_value);
+  }
+  add(p, std::move(s));
+}
+
+// With train.clip_grad_norm, steps.jsonl holds each report's gradient norm before clipping:
+// drawn on a right-hand axis of its own, as the loss's x positions.
+void add_grad_norm(const RunRecords& r, Figure& f, Plot& p) {
+  Series norms{.title = "gradient L2 norm before clipping, per report (right axis)",
+               .style = "lines lw 1 dt 2",
+               .right_axis = true};
+  for (const StepRecord& s : r.steps) {
+    norms.x.push_back(epoch_position(s));
+    norms.y.push_back(s.grad_norm.value_or(kNaN));
+  }
+  if (!has_data(norms)) return;
+  p.y2label = "gradient L2 norm";
+  add(p, std::move(norms));
+  f.caption +=
+      " The dashed line (right axis) is the L2 norm of the merged gradient of each report's "
+      "last step before train.clip_grad_norm clipped it (steps.jsonl's grad_norm).";
 }
 
 Figure learning_curve(const RunRecords& r, bool loss) {
@@ -73,6 +123,7 @@ Figure learning_curve(const RunRecords& r, bool loss) {
   add(p, std::move(steps));
   add(p, std::move(train));
   add(p, std::move(test));
+  if (loss && !p.series.empty()) add_grad_norm(r, f, p);
   return finish(std::move(f), std::move(p),
                 "neither steps.jsonl nor metrics.jsonl holds a value: no step was reported");
 }
@@ -111,22 +162,8 @@ Figure data_wait(const RunRecords& r) {
                "profile). Time is each trainer's profile clock."};
   Plot p{
       .title = "data wait per step", .xlabel = "time (s)", .ylabel = "ms per step", .key = "below"};
-  for (const auto& [trainer, windows] : r.profiles) {
-    Series s{.title = fmt::format("trainer {}", trainer), .style = "lines lw 1.5"};
-    for (const ProfileWindow& w : windows) {
-      s.x.push_back(w.t_s + w.window_s / 2);  // a window's mean, at its middle
-      s.y.push_back(w.data_wait_ms);
-    }
-    add(p, std::move(s));
-  }
-  if (p.series.empty()) {
-    Series s{.title = "rank 0, per report (steps.jsonl)", .style = "lines lw 1.5"};
-    for (const StepRecord& st : r.steps) {
-      s.x.push_back(st.time_s);
-      s.y.push_back(st.data_wait_ms);
-    }
-    add(p, std::move(s));
-  }
+  add_per_trainer_or_steps(p, r, &ProfileWindow::data_wait_ms, &StepRecord::data_wait_ms,
+                           WindowPlacement::kMiddle, "lines lw 1.5");
   return finish(std::move(f), std::move(p),
                 "no profile-trainer<t>.jsonl and no steps.jsonl: the data wait was not recorded");
 }
@@ -156,28 +193,10 @@ Figure offload(const RunRecords& r) {
          .ylabel = "offload ratio",
          .yrange = "[0:1.05]",
          .key = "below"};
-  for (const auto& [trainer, windows] : r.profiles) {
-    // A window's line holds the ratio in force during it (a decision at its end applies
-    // from the next window), so each value is drawn from the window's start to the next's.
-    Series s{.title = fmt::format("trainer {}", trainer), .style = "steps lw 2"};
-    for (const ProfileWindow& w : windows) {
-      s.x.push_back(w.t_s);
-      s.y.push_back(w.offload_ratio);
-    }
-    if (!windows.empty()) {
-      s.x.push_back(windows.back().t_s + windows.back().window_s);
-      s.y.push_back(windows.back().offload_ratio);
-    }
-    add(p, std::move(s));
-  }
-  if (p.series.empty()) {
-    Series s{.title = "rank 0, per report (steps.jsonl)", .style = "steps lw 2"};
-    for (const StepRecord& st : r.steps) {
-      s.x.push_back(st.time_s);
-      s.y.push_back(st.offload_ratio);
-    }
-    add(p, std::move(s));
-  }
+  // A window's line holds the ratio in force during it (a decision at its end applies from the
+  // next window), so each value is drawn from the window's start to the next's.
+  add_per_trainer_or_steps(p, r, &ProfileWindow::offload_ratio, &StepRecord::offload_ratio,
+                           WindowPlacement::kHeld, "steps lw 2");
   if (p.series.empty()) {
     return finish(std::move(f), std::move(p), "no profile and no steps.jsonl: no ratio recorded");
   }

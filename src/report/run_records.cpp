@@ -13,6 +13,7 @@
 #include "conflux/core/error.hpp"
 #include "conflux/core/json_reader.hpp"
 #include "conflux/core/toml_file.hpp"
+#include "conflux/telemetry/run_record_io.hpp"
 #include "conflux/train/run_files.hpp"
 
 namespace conflux::report {
@@ -32,14 +33,6 @@ std::string read_text(const fs::path& path) {
   text << in.rdbuf();
   CONFLUX_REQUIRE(!in.bad(), "{}: read error", path.string());
   return text.str();
-}
-
-// The number at `key` of a line; InputError naming the line when it is missing.
-double required(const JsonValue& line, std::string_view key, const std::string& where) {
-  const JsonValue* v = line.find(key);
-  CONFLUX_REQUIRE(v != nullptr && v->is_number(), "{}: expected a number at \"{}\", found {}",
-                  where, key, v == nullptr ? std::string_view("nothing") : v->type_name());
-  return v->as_number();
 }
 
 // Calls `on_line(object, "path:N")` for every line of a JSON Lines file. A last line that
@@ -121,14 +114,7 @@ void read_metrics(RunRecords& r) {
     return;
   }
   read_jsonl(path, r.notes, [&](const JsonValue& l, const std::string& where) {
-    r.epochs.push_back({.epoch = static_cast<int>(required(l, "epoch", where)),
-                        .train_loss = l.number_or("train_loss", kNaN),
-                        .train_accuracy = l.number_or("train_accuracy", kNaN),
-                        .test_loss = l.number_or("test_loss", kNaN),
-                        .test_accuracy = l.number_or("test_accuracy", kNaN),
-                        .samples_per_s = l.number_or("samples_per_s", kNaN),
-                        .epoch_seconds = l.number_or("epoch_seconds", kNaN),
-                        .elapsed_seconds = l.number_or("elapsed_seconds", kNaN)});
+    telemetry::read_record(l, where, r.epochs.emplace_back());
   });
   r.files.emplace_back(run_files::kMetrics);
 }
@@ -142,18 +128,7 @@ void read_steps(RunRecords& r) {
     return;
   }
   read_jsonl(path, r.notes, [&](const JsonValue& l, const std::string& where) {
-    r.steps.push_back({.step = required(l, "step", where),
-                       .epoch = l.number_or("epoch", kNaN),
-                       .epoch_step = l.number_or("epoch_step", kNaN),
-                       .steps_in_epoch = l.number_or("steps_in_epoch", kNaN),
-                       .time_s = l.number_or("time_s", kNaN),
-                       .loss = l.number_or("loss", kNaN),
-                       .accuracy = l.number_or("accuracy", kNaN),
-                       .learning_rate = l.number_or("learning_rate", kNaN),
-                       .samples_per_s = l.number_or("samples_per_s", kNaN),
-                       .data_wait_ms = l.number_or("data_wait_ms", kNaN),
-                       .offload_ratio = l.number_or("offload_ratio", kNaN),
-                       .eta_s = l.number_or("eta_s", kNaN)});
+    telemetry::read_record(l, where, r.steps.emplace_back());
   });
   r.files.emplace_back(run_files::kSteps);
 }
@@ -180,19 +155,14 @@ std::vector<double> read_profile(RunRecords& r, int trainer) {
   double last_start = -1, last_end = 0;
   auto& windows = r.profiles[trainer];
   read_jsonl(r.dir / name, r.notes, [&](const JsonValue& l, const std::string& where) {
-    const double t = required(l, "t_s", where);
-    const double window = l.number_or("window_s", 0);
-    if (t < last_start) offsets.push_back(last_end);
-    last_start = t;
-    const double stitched = t + offsets.back();
-    last_end = stitched + window;
-    const JsonValue* workers = l.find("workers");
-    windows.push_back({.t_s = stitched,
-                       .window_s = window,
-                       .steps_per_s = l.number_or("steps_per_s", kNaN),
-                       .data_wait_ms = l.number_or("data_wait_ms", kNaN),
-                       .offload_ratio = l.number_or("offload_ratio", kNaN),
-                       .workers = workers && workers->is_array() ? workers->as_array().size() : 0});
+    ProfileWindow w;
+    w.window_s = 0;  // a line without it is a point in time
+    telemetry::read_record(l, where, w);
+    if (w.t_s < last_start) offsets.push_back(last_end);
+    last_start = w.t_s;
+    w.t_s += offsets.back();
+    last_end = w.t_s + w.window_s;
+    windows.push_back(std::move(w));
   });
   if (offsets.size() > 1) {
     r.notes.push_back(fmt::format(
@@ -209,15 +179,17 @@ void read_decisions(RunRecords& r, int trainer, const std::vector<double>& offse
   std::size_t segment = 0;
   double last = -1;
   read_jsonl(r.dir / name, r.notes, [&](const JsonValue& l, const std::string& where) {
-    const double t = required(l, "t_s", where);
-    if (t < last && segment + 1 < offsets.size()) ++segment;  // a resumed process's clock
-    last = t;
-    r.decisions.push_back({.trainer = static_cast<int>(l.number_or("trainer", trainer)),
-                           .step = l.number_or("step", -1),
-                           .t_s = t + offsets[segment],
-                           .from = l.number_or("from", kNaN),
-                           .to = required(l, "to", where),
-                           .reason = l.string_or("reason", "")});
+    telemetry::DecisionRecord d;
+    d.trainer = trainer;  // a line without it is the file's trainer's
+    telemetry::read_record(l, where, d);
+    if (d.t_s < last && segment + 1 < offsets.size()) ++segment;  // a resumed process's clock
+    last = d.t_s;
+    r.decisions.push_back({.trainer = d.trainer,
+                           .step = static_cast<double>(d.step),
+                           .t_s = d.t_s + offsets[segment],
+                           .from = d.from,
+                           .to = d.to,
+                           .reason = std::move(d.reason)});
   });
   r.files.push_back(name);
 }

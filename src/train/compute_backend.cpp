@@ -1,6 +1,7 @@
 #include "conflux/train/compute_backend.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "conflux/comm/kreduce_sync.hpp"
@@ -74,11 +75,12 @@ class CpuBackend final : public ComputeBackend {
   double gradient_sum_of_squares() override { return model::sum_of_squares(model_.grads()); }
   void apply(double lr) override {
     // The merged gradient is the same on every replica, so every replica clips alike.
-    if (clip_norm_ > 0.0f) model::clip_grad_norm(model_.grads(), clip_norm_);
+    if (clip_norm_ > 0.0f) clipped_norm_ = model::clip_grad_norm(model_.grads(), clip_norm_);
     optimizer_->set_lr(lr);
     optimizer_->step(model_.params(), model_.grads());
   }
   double lr() const override { return optimizer_->lr(); }
+  double clipped_grad_norm() override { return clipped_norm_; }
 
   model::LossResult evaluate(const model::Tensor& images,
                              std::span<const model::Label> labels) override {
@@ -105,6 +107,7 @@ class CpuBackend final : public ComputeBackend {
   std::unique_ptr<model::Optimizer> optimizer_;
   double label_smoothing_;
   float clip_norm_;
+  double clipped_norm_ = std::numeric_limits<double>::quiet_NaN();  // of the last apply()
   std::unique_ptr<comm::GradientSync> sync_;
   TrainerStatReducer reducer_;
   std::uint64_t seed_;

@@ -217,6 +217,7 @@ class GpuBackend final : public ComputeBackend {
   double gradient_sum_of_squares() override { return model_.grad_sum_of_squares(); }
   void apply(double lr) override { model_.apply(lr); }
   double lr() const override { return model_.lr(); }
+  double clipped_grad_norm() override { return model_.clipped_grad_norm(); }
 
   model::LossResult evaluate(const model::Tensor& images,
                              std::span<const model::Label> labels) override {

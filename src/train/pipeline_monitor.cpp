@@ -4,6 +4,7 @@
 
 #include "conflux/core/error.hpp"
 #include "conflux/core/json.hpp"
+#include "conflux/telemetry/run_record_io.hpp"
 #include "conflux/train/run_files.hpp"
 
 namespace conflux::train {
@@ -83,11 +84,13 @@ void PipelineMonitor::announce(const offload::RatioDecision& decision, std::size
     decision_lines_.reset(std::fopen(path.c_str(), "a"));
     CONFLUX_CHECK(decision_lines_ != nullptr, "cannot open {}", path.string());
   }
-  fmt::print(decision_lines_.get(),
-             "{{\"trainer\": {}, \"step\": {}, \"t_s\": {}, \"from\": {}, \"to\": {}, "
-             "\"reason\": {}}}\n",
-             options_.trainer, global_step, json_number(t_s), json_number(decision.previous),
-             json_number(decision.ratio), json_string(decision.reason));
+  const telemetry::DecisionRecord line{.trainer = options_.trainer,
+                                       .step = global_step,
+                                       .t_s = t_s,
+                                       .from = decision.previous,
+                                       .to = decision.ratio,
+                                       .reason = decision.reason};
+  fmt::print(decision_lines_.get(), "{}\n", telemetry::record_json(line));
   std::fflush(decision_lines_.get());
 }
 

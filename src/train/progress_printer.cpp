@@ -17,8 +17,8 @@ void ProgressPrinter::on_step_report(const StepReport& r) {
   log_.info(
       "epoch {} step {:>5}/{}  loss {:.4f}  acc {:6.2f}%  {:8.0f} samples/s  lr {:.4g}  "
       "data wait {:.2f} ms/step  ETA {}",
-      r.epoch + 1, r.step + 1, r.steps_in_epoch, r.loss, 100 * r.accuracy, r.samples_per_s,
-      r.learning_rate, r.data_wait_ms, human_duration(r.eta_seconds));
+      r.epoch, r.epoch_step, r.steps_in_epoch, r.loss, 100 * r.accuracy, r.samples_per_s,
+      r.learning_rate, r.data_wait_ms, human_duration(r.eta_s));
 }
 
 void ProgressPrinter::on_epoch_end(const EpochReport& r) {
@@ -29,13 +29,13 @@ void ProgressPrinter::on_epoch_end(const EpochReport& r) {
   log_.info(
       "epoch {}/{} done: train loss {:.4f}  train acc {:6.2f}%  {}  {:.0f} samples/s  "
       "{:.1f} s (+{:.1f} s eval)",
-      r.epoch + 1, r.epochs, r.train_loss, 100 * r.train_accuracy, test, r.samples_per_s,
+      r.epoch, r.epochs, r.train_loss, 100 * r.train_accuracy, test, r.samples_per_s,
       r.epoch_seconds, r.eval_seconds);
   if (r.worker_batches + r.fallback_batches > 0 || r.audited) {
     log_.info(
         "epoch {}/{} batches: {} built by trainers, {} by workers, {} rebuilt after a "
         "worker timeout{}",
-        r.epoch + 1, r.epochs, r.local_batches, r.worker_batches, r.fallback_batches,
+        r.epoch, r.epochs, r.local_batches, r.worker_batches, r.fallback_batches,
         r.audited ? fmt::format("; audit: all {} samples used exactly once", r.samples)
                   : std::string());
   }
@@ -43,12 +43,12 @@ void ProgressPrinter::on_epoch_end(const EpochReport& r) {
 }
 
 void ProgressPrinter::print_noise_scale(const EpochReport& r) {
-  if (r.noise_steps == 0) return;
+  if (!r.noise_steps) return;
   log_.info(
       "epoch {}/{} gradient noise scale: B_noise {:.1f} (tr(Sigma) {:.4g} / |G|^2 {:.4g}, "
       "{} steps){}",
-      r.epoch + 1, r.epochs, r.noise_scale, r.grad_trace, r.grad_norm2, r.noise_steps,
-      std::isnan(r.noise_scale) ? ": too noisy to tell (|G|^2 or tr(Sigma) not positive)" : "");
+      r.epoch, r.epochs, *r.noise_scale, *r.grad_trace, *r.grad_norm2, *r.noise_steps,
+      std::isnan(*r.noise_scale) ? ": too noisy to tell (|G|^2 or tr(Sigma) not positive)" : "");
 }
 
 void ProgressPrinter::on_train_end(const model::Model&, const TrainSummary& s) {

@@ -14,6 +14,7 @@
 #include "conflux/core/json.hpp"
 #include "conflux/core/log.hpp"
 #include "conflux/model/model_io.hpp"
+#include "conflux/telemetry/run_record_io.hpp"
 #include "conflux/train/run_files.hpp"
 
 namespace conflux::train {
@@ -68,36 +69,11 @@ RunRecorder::RunRecorder(const Config& config)
       steps_(open_for_append(config.run().dir / run_files::kSteps)) {}
 
 std::string steps_json_line(const StepReport& r) {
-  return fmt::format(
-      "{{\"step\": {}, \"epoch\": {}, \"epoch_step\": {}, \"steps_in_epoch\": {}, "
-      "\"time_s\": {}, \"loss\": {}, \"accuracy\": {}, \"learning_rate\": {}, "
-      "\"samples_per_s\": {}, \"data_wait_ms\": {}, \"offload_ratio\": {}, \"eta_s\": {}}}",
-      r.global_step, r.epoch + 1, r.step + 1, r.steps_in_epoch, json_number(r.elapsed_seconds),
-      json_number(r.loss), json_number(r.accuracy), json_number(r.learning_rate),
-      json_number(r.samples_per_s), json_number(r.data_wait_ms), json_number(r.offload_ratio),
-      json_number(r.eta_seconds));
+  return telemetry::record_json<telemetry::StepRecord>(r);
 }
 
 std::string metrics_json_line(const EpochReport& r) {
-  // The noise scale's fields only when it was measured (train.noise_scale).
-  const std::string noise =
-      r.noise_steps == 0 ? std::string()
-                         : fmt::format(
-                               ", \"noise_steps\": {}, \"noise_scale\": {}, \"grad_norm2\": {}, "
-                               "\"grad_trace\": {}",
-                               r.noise_steps, json_number(r.noise_scale), json_number(r.grad_norm2),
-                               json_number(r.grad_trace));
-  return fmt::format(
-      "{{\"epoch\": {}, \"train_loss\": {}, \"train_accuracy\": {}, \"test_loss\": {}, "
-      "\"test_accuracy\": {}, \"samples\": {}, \"samples_per_s\": {}, "
-      "\"epoch_seconds\": {}, \"eval_seconds\": {}, \"elapsed_seconds\": {}, "
-      "\"local_batches\": {}, \"worker_batches\": {}, \"fallback_batches\": {}, "
-      "\"audited\": {}{}}}",
-      r.epoch + 1, json_number(r.train_loss), json_number(r.train_accuracy),
-      json_number(r.test_loss), json_number(r.test_accuracy), r.samples,
-      json_number(r.samples_per_s), json_number(r.epoch_seconds), json_number(r.eval_seconds),
-      json_number(r.elapsed_seconds), r.local_batches, r.worker_batches, r.fallback_batches,
-      r.audited, noise);
+  return telemetry::record_json<telemetry::EpochRecord>(r);
 }
 
 void RunRecorder::on_resume(const ckpt::TrainingState& state) {

@@ -377,24 +377,25 @@ void Trainer::report_steps(std::size_t step, Callbacks callbacks) {
   reporting_.window_start = Clock::now();
   reporting_.data_wait_sum = reporting_.trainer_steps = 0;
   if (cfg.log_every <= 0 || w.samples <= 0) return;
-  StepReport report{static_cast<int>(progress_.position.epoch),
-                    step,
-                    steps_per_epoch,
-                    w.loss / w.samples,
-                    w.correct / w.samples,
-                    w.samples / window_seconds};
-  report.global_step = progress_.position.global_step;
+  StepReport report;
+  report.step = progress_.position.global_step;
+  report.epoch = progress_.position.epoch + 1;
+  report.epoch_step = step + 1;
+  report.steps_in_epoch = steps_per_epoch;
+  report.loss = w.loss / w.samples;
+  report.accuracy = w.correct / w.samples;
+  report.samples_per_s = w.samples / window_seconds;
   report.total_steps = reporting_.total_steps;
-  report.learning_rate = lr_schedule_->at(report.global_step - 1);
+  report.learning_rate = lr_schedule_->at(report.step - 1);
   report.data_wait_ms = 1e3 * data_wait;
   report.offload_ratio = progress_.offload.ratio();
+  if (cfg.clip_grad_norm > 0) report.grad_norm = backend_->clipped_grad_norm();
   const double launch_seconds = seconds_since(reporting_.train_start);
-  report.elapsed_seconds = progress_.elapsed_seconds_before + launch_seconds;
-  const auto launch_steps = static_cast<double>(report.global_step - reporting_.first_step);
-  report.eta_seconds = launch_steps > 0
-                           ? launch_seconds / launch_steps *
-                                 static_cast<double>(reporting_.total_steps - report.global_step)
-                           : 0.0;
+  report.time_s = progress_.elapsed_seconds_before + launch_seconds;
+  const auto launch_steps = static_cast<double>(report.step - reporting_.first_step);
+  report.eta_s = launch_steps > 0 ? launch_seconds / launch_steps *
+                                        static_cast<double>(reporting_.total_steps - report.step)
+                                  : 0.0;
   for (auto* cb : callbacks) cb->on_step_report(report);
 }
 
@@ -421,8 +422,9 @@ EpochReport Trainer::finish_epoch(const data::LoaderStats& stats_before) {
   drain_sync();  // the epoch ends, and evaluation needs the replicas' common weights
   const auto& cfg = config_.train();
   Tally& tally = progress_.epoch_tally;
+  const int epoch = static_cast<int>(progress_.position.epoch);  // 0-based, as the audit's
   EpochReport report;
-  report.epoch = static_cast<int>(progress_.position.epoch);
+  report.epoch = progress_.position.epoch + 1;
   report.epochs = cfg.epochs;
   report.global_step = progress_.position.global_step;
   report.epoch_seconds = progress_.epoch_seconds_before + seconds_since(reporting_.epoch_start);
@@ -440,38 +442,9 @@ EpochReport Trainer::finish_epoch(const data::LoaderStats& stats_before) {
   report.local_batches = static_cast<std::size_t>(origins[0]);
   report.worker_batches = static_cast<std::size_t>(origins[1]);
   report.fallback_batches = static_cast<std::size_t>(origins[2]);
-  if (audit_.audit && report.epoch == audit_.unaudited_epoch) {
-    audit_.audit->discard_epoch();
-    if (log_ != nullptr && trainers_.rank() == 0) {
-      log_->warn(
-          "audit: epoch {} began before data.audit was on (the checkpoint has no "
-          "counts); it is not audited",
-          report.epoch);
-    }
-  } else if (audit_.audit) {
-    const AuditResult audited = audit_.audit->check_epoch(report.epoch, trainers_, timeout_);
-    report.audited = true;
-    if (audited.skipped > 0 && log_ != nullptr && trainers_.rank() == 0) {
-      log_->warn(
-          "audit: epoch {}: every sample used or skipped exactly once; {} skipped as "
-          "corrupt (data.on_corrupt = \"skip\")",
-          report.epoch, audited.skipped);
-    }
-  }
-  if (noise_) {
-    if (noise_->epoch().steps() == 0 && log_ != nullptr && trainers_.rank() == 0) {
-      log_->warn(
-          "train.noise_scale: no step of epoch {} compared equal per-trainer batches with this "
-          "step's merged gradient (uneven batches, or stale K-Reduce non-aggregators): not "
-          "measured",
-          report.epoch + 1);
-    }
-    report.noise_steps = noise_->epoch().steps();
-    report.noise_scale = noise_->epoch().noise_scale();
-    report.grad_norm2 = noise_->epoch().gradient_norm2();
-    report.grad_trace = noise_->epoch().trace();
-    noise_->start_epoch();
-  }
+  report.audited = audit_epoch(epoch);
+  if (noise_) add_noise_scale(report);
+  report.eval_seconds = 0;
   report.test_loss = report.test_accuracy = std::numeric_limits<double>::quiet_NaN();
   if (cfg.eval) {
     const auto eval_start = Clock::now();
@@ -482,6 +455,49 @@ EpochReport Trainer::finish_epoch(const data::LoaderStats& stats_before) {
   }
   report.elapsed_seconds = progress_.elapsed_seconds_before + seconds_since(reporting_.train_start);
   return report;
+}
+
+// data.audit's check of epoch `epoch` (0-based); true when it was audited.
+bool Trainer::audit_epoch(int epoch) {
+  if (!audit_.audit) return false;
+  if (epoch == audit_.unaudited_epoch) {
+    audit_.audit->discard_epoch();
+    if (log_ != nullptr && trainers_.rank() == 0) {
+      log_->warn(
+          "audit: epoch {} began before data.audit was on (the checkpoint has no "
+          "counts); it is not audited",
+          epoch);
+    }
+    return false;
+  }
+  const AuditResult audited = audit_.audit->check_epoch(epoch, trainers_, timeout_);
+  if (audited.skipped > 0 && log_ != nullptr && trainers_.rank() == 0) {
+    log_->warn(
+        "audit: epoch {}: every sample used or skipped exactly once; {} skipped as "
+        "corrupt (data.on_corrupt = \"skip\")",
+        epoch, audited.skipped);
+  }
+  return true;
+}
+
+// train.noise_scale's estimate of the epoch into `report` (left unset when no step measured
+// it), and a fresh epoch for the meter.
+void Trainer::add_noise_scale(EpochReport& report) {
+  const std::size_t steps = noise_->epoch().steps();
+  if (steps == 0 && log_ != nullptr && trainers_.rank() == 0) {
+    log_->warn(
+        "train.noise_scale: no step of epoch {} compared equal per-trainer batches with this "
+        "step's merged gradient (uneven batches, or stale K-Reduce non-aggregators): not "
+        "measured",
+        report.epoch);
+  }
+  if (steps > 0) {
+    report.noise_steps = steps;
+    report.noise_scale = noise_->epoch().noise_scale();
+    report.grad_norm2 = noise_->epoch().gradient_norm2();
+    report.grad_trace = noise_->epoch().trace();
+  }
+  noise_->start_epoch();
 }
 
 void Trainer::report_data_service(const data::LoaderStats& s) const {

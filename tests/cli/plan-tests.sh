@@ -287,4 +287,49 @@ expect_fail "plan: data workers with a model that has no build times" 2 "has no 
   "$CONFLUX" plan --model "$TMP/old-model.toml" --config "$CONFIG" --deadline 3600 --target slurm \
   --max-data-workers 2 --max-workers 1
 
+# --- GPU trainers: data workers per GPU from a model of a GPU trainer. The rates are synthetic
+# (this machine has no GPU): ceiling 2000 samples/s at batch 128, the trainer's own input 100
+# samples/s, one data-worker thread 300 samples/s (p1 = 1 / 300) ---------------------------------
+if grep -q "^device = 'cpu'$" "$TMP/profile.toml"; then
+  ok "profile: records that its trainers computed on the CPU"
+else
+  not_ok "profile: no device = 'cpu'" "$(head -12 "$TMP/profile.toml")"
+fi
+cat >"$TMP/gpu-model.toml" <<'TOML'
+dataset = "mnist"
+epoch_samples = 60000
+gradient_mb = 0.4
+mb_per_vcpu = 1769
+[input]
+p0 = 0.0
+p1 = 0.0033333333333333335
+[[gpu]]
+batch = 128
+ceiling_samples_s = 2000.0
+local_samples_s = 100.0
+TOML
+gpu=(--model "$TMP/gpu-model.toml" --config "$CONFIG" --target slurm --epochs 10 --margin 0)
+out=$("$CONFLUX" plan "${gpu[@]}" --deadline 600 --emit-config "$TMP/gpu-plan.toml" \
+  --emit-sbatch "$TMP/gpu-plan.sbatch" 2>&1)
+# 6 workers feed 100 + 6 x 300 = 1900 < 2000 samples/s; 7 feed the GPU; 8 only cost more.
+if grep -q '^chosen: 1 GPU trainer, batch 128 per GPU, 7 data workers$' <<<"$out" &&
+  grep -q '^  throughput: 2000 samples/s (GPU-bound)$' <<<"$out" &&
+  grep -qP '^ +6 +6 +1900  input-bound ' <<<"$out" && grep -qP '^ +8 +8 +2000 +GPU-bound ' <<<"$out" &&
+  grep -q "^device = 'gpu'$" "$TMP/gpu-plan.toml" && grep -q '^workers = 7$' "$TMP/gpu-plan.toml" &&
+  grep -q '^memory_mb = 0$' "$TMP/gpu-plan.toml" && grep -q '^#SBATCH --gpus-per-task=1$' "$TMP/gpu-plan.sbatch"; then
+  ok "plan of a GPU trainer: 7 data workers feed its 2000 samples/s, config with train.device = gpu"
+else
+  not_ok "plan of a GPU trainer" "$out $(cat "$TMP/gpu-plan.toml" "$TMP/gpu-plan.sbatch" 2>&1)"
+fi
+if "$CONFLUX" config check --config "$TMP/gpu-plan.toml" >/dev/null 2>&1; then
+  ok "the planned GPU config loads"
+else
+  not_ok "the planned GPU config does not load" "$("$CONFLUX" config check --config "$TMP/gpu-plan.toml" 2>&1)"
+fi
+expect_fail "plan: a deadline below what the GPU can reach" 2 \
+  "no configuration meets 200 s; the fastest is 300 s with 1 GPU trainer, batch 128 per GPU, 7 data workers" -- \
+  "$CONFLUX" plan "${gpu[@]}" --deadline 200
+expect_fail "plan: GPU trainers on the Lambda target" 2 "describes GPU trainers: they are planned on the SLURM target" -- \
+  "$CONFLUX" plan --model "$TMP/gpu-model.toml" --config "$CONFIG" --deadline 600
+
 cli_summary

@@ -165,4 +165,42 @@ else
   not_ok "resume after kill -9: exit $rc" "$out $(tail -5 "$TMP/resumed.log")"
 fi
 
+# train.clip_grad_norm: each steps.jsonl line ends with its step's gradient norm before
+# clipping (above the threshold, which a clipped norm cannot be), TensorBoard holds the same
+# values as train/grad_norm, and `conflux report` draws them beside the loss. A run without
+# clipping (the first one) writes no grad_norm.
+cdir=$TMP/clip
+"${MPIRUN[@]}" -np 2 "$CONFLUX" train --config configs/mnist_mlp.toml --set data.train_limit=2000 \
+  --set data.test_limit=200 --set train.epochs=1 --set train.log_every=4 \
+  --set train.clip_grad_norm=0.01 --set "run.dir=$cdir" >"$TMP/clip.log" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && python3 "$DECODE" "$cdir/tensorboard" >"$TMP/clip-tb.jsonl" &&
+  out=$(python3 - "$cdir/steps.jsonl" "$dir/steps.jsonl" "$TMP/clip-tb.jsonl" <<'PY'
+import json, struct, sys
+f32 = lambda x: struct.unpack("<f", struct.pack("<f", x))[0]
+rows = [json.loads(l) for l in open(sys.argv[1])]
+norms = [r["grad_norm"] for r in rows]
+assert len(rows) >= 4 and all(n > 0.01 for n in norms), norms
+assert all(list(r)[-1] == "grad_norm" for r in rows), list(rows[0])
+assert all("grad_norm" not in json.loads(l) for l in open(sys.argv[2]))
+tb = [json.loads(l) for l in open(sys.argv[3])]
+got = [(s["step"], s["value"]) for s in tb if s["tag"] == "train/grad_norm"]
+assert got == [(r["step"], f32(r["grad_norm"])) for r in rows], (got, norms)
+print(f"{len(norms)} norms from {min(norms):.3g} to {max(norms):.3g}")
+PY
+  ); then
+  ok "train.clip_grad_norm: steps.jsonl and TensorBoard hold the norm before clipping ($out)"
+else
+  not_ok "gradient norm with train.clip_grad_norm: exit $rc" "$out $(tail -5 "$TMP/clip.log")"
+fi
+if command -v gnuplot >/dev/null; then
+  if page=$("$CONFLUX" report "$cdir" 2>&1) && grep -q "steps.jsonl&#39;s grad_norm" "$page"; then
+    ok "conflux report draws the gradient norm in the loss figure"
+  else
+    not_ok "conflux report of a clipped run" "$page"
+  fi
+else
+  echo "skip - conflux report of a clipped run: gnuplot is not installed"
+fi
+
 cli_summary

@@ -139,11 +139,12 @@ std::vector<float> train_three(const std::string& optimizer, const std::vector<L
     model::softmax_cross_entropy(cpu.forward(b.images, pass), b.labels, 0.25f, &grad,
                                  t.label_smoothing);
     cpu.backward(grad);
-    model::clip_grad_norm(cpu.grads(), static_cast<float>(t.clip_grad_norm));
+    const float norm = model::clip_grad_norm(cpu.grads(), static_cast<float>(t.clip_grad_norm));
     cpu_opt->step(cpu.params(), cpu.grads());
     const DeviceBatch d(b);
     gpu.compute(d.images.data(), d.labels.data(), d.n, 0.25f, pass);
     gpu.apply(t.lr);
+    EXPECT_NEAR(gpu.clipped_grad_norm(), norm, 1e-3 * norm) << optimizer << " step " << s;
   }
   std::vector<float> state = state_of(gpu);
   expect_close(state, to_vector(cpu.state()), optimizer + " after 3 steps", 1e-3, 1e-4);

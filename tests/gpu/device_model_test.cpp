@@ -223,8 +223,10 @@ void train_both(const std::string& optimizer, const std::vector<LayerSpec>& spec
     step_both(
         cpu, device, b,
         {.training = true, .seed = 7, .step = static_cast<std::uint64_t>(s), .samples = b.samples});
-    model::clip_grad_norm(cpu.grads(), 0.5f);
+    const float norm = model::clip_grad_norm(cpu.grads(), 0.5f);
     device.clip_grads(0.5f);
+    // The norm steps.jsonl reports (grad_norm): the same before-clipping norm as the CPU's.
+    EXPECT_NEAR(device.clipped_norm(), norm, 1e-4 * norm) << optimizer << " step " << s;
     cpu_opt->step(cpu.params(), cpu.grads());
     device_opt.step(device.params(), device.grads());
   }

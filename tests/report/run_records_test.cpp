@@ -88,7 +88,7 @@ TEST(RunRecords, ReadsEveryFileOfARun) {
   EXPECT_EQ(r.steps[1].loss, 0.6);
   ASSERT_EQ(r.profiles.at(0).size(), 2u);
   EXPECT_EQ(r.profiles.at(0)[1].offload_ratio, 0.5);
-  EXPECT_EQ(r.profiles.at(0)[0].workers, 2u);
+  EXPECT_EQ(r.profiles.at(0)[0].workers.size(), 2u);
   // The decisions file wins over the timeline's copy of the same decision.
   ASSERT_EQ(r.decisions.size(), 1u);
   EXPECT_EQ(r.decisions[0].step, 10);

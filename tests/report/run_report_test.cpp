@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -10,6 +11,7 @@
 #include "conflux/report/html_page.hpp"
 #include "conflux/report/plot.hpp"
 #include "conflux/report/run_plots.hpp"
+#include "conflux/telemetry/run_record_io.hpp"
 
 namespace conflux::report {
 namespace {
@@ -115,6 +117,81 @@ TEST(RunReportPage, EscapesAndSaysWhatIsMissing) {
   EXPECT_NE(html.find("summary.json is missing"), std::string::npos);
   EXPECT_NE(html.find("1 of ? finished"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);  // nothing runs, nothing is fetched
+}
+
+// A steps.jsonl line as the train area writes it (telemetry::StepRecord), with a gradient norm
+// when given one.
+std::string step_line(int step, double wait, double ratio, double grad_norm = NAN) {
+  telemetry::StepRecord r;
+  r.step = static_cast<std::size_t>(step);
+  r.epoch = 1;
+  r.epoch_step = static_cast<std::size_t>(step);
+  r.steps_in_epoch = 4;
+  r.time_s = step;
+  r.loss = 1.0 / step;
+  r.data_wait_ms = wait;
+  r.offload_ratio = ratio;
+  if (!std::isnan(grad_norm)) r.grad_norm = grad_norm;
+  return telemetry::record_json(r) + "\n";
+}
+
+const Series* right_axis_series(const Figure& f) {
+  if (!f.plot) return nullptr;
+  for (const Series& s : f.plot->series)
+    if (s.right_axis) return &s;
+  return nullptr;
+}
+
+TEST(RunReport, TheLossFigureDrawsTheGradientNormOnItsOwnAxis) {
+  TempDir dir;
+  write(dir.path() / "steps.jsonl", step_line(2, 1, 0) + step_line(4, 1, 0));
+  std::vector<Figure> figures = run_figures(read_run_records(dir.path()));
+  ASSERT_TRUE(figures[0].plot);
+  EXPECT_EQ(right_axis_series(figures[0]), nullptr);  // no clipping, no norm
+  EXPECT_EQ(gnuplot_script(*figures[0].plot, "l.png").find("y2"), std::string::npos);
+
+  write(dir.path() / "steps.jsonl", step_line(2, 1, 0, 2.5) + step_line(4, 1, 0, 1.5));
+  figures = run_figures(read_run_records(dir.path()));
+  ASSERT_EQ(figures.size(), 6u);
+  ASSERT_TRUE(figures[0].plot);
+  const Series* norms = right_axis_series(figures[0]);
+  ASSERT_NE(norms, nullptr);
+  EXPECT_EQ(norms->y, (std::vector<double>{2.5, 1.5}));
+  EXPECT_EQ(norms->x, (std::vector<double>{0.5, 1.0}));  // the loss's epoch positions
+  EXPECT_NE(figures[0].caption.find("grad_norm"), std::string::npos);
+  EXPECT_FALSE(figures[1].plot);  // these lines hold no accuracy
+  const std::string script = gnuplot_script(*figures[0].plot, "l.png");
+  EXPECT_NE(script.find("set y2label 'gradient L2 norm'"), std::string::npos) << script;
+  EXPECT_NE(script.find("using 1:2 axes x1y2 with lines"), std::string::npos) << script;
+}
+
+TEST(RunReport, DataWaitAndOffloadArePerTrainerElseFromSteps) {
+  TempDir dir;
+  write(dir.path() / "steps.jsonl", step_line(2, 7, 0.25) + step_line(4, 9, 0.5));
+  std::vector<Figure> figures = run_figures(read_run_records(dir.path()));
+  for (const int i : {3, 4}) {  // data wait, offload ratio
+    ASSERT_TRUE(figures[i].plot) << figures[i].missing;
+    ASSERT_EQ(figures[i].plot->series.size(), 1u);
+    EXPECT_EQ(figures[i].plot->series[0].title, "rank 0, per report (steps.jsonl)");
+    EXPECT_EQ(figures[i].plot->series[0].x, (std::vector<double>{2, 4}));
+  }
+  EXPECT_EQ(figures[3].plot->series[0].y, (std::vector<double>{7, 9}));
+  EXPECT_EQ(figures[4].plot->series[0].y, (std::vector<double>{0.25, 0.5}));
+
+  telemetry::WindowRecord w;
+  w.t_s = 1;
+  w.window_s = 2;
+  w.data_wait_ms = 3;
+  w.offload_ratio = 0.5;
+  write(dir.path() / "profile-trainer1.jsonl", telemetry::record_json(w) + "\n");
+  figures = run_figures(read_run_records(dir.path()));
+  ASSERT_EQ(figures[3].plot->series.size(), 1u);  // the profile replaces rank 0's steps
+  EXPECT_EQ(figures[3].plot->series[0].title, "trainer 1");
+  EXPECT_EQ(figures[3].plot->series[0].x, (std::vector<double>{2}));  // the window's middle
+  EXPECT_EQ(figures[3].plot->series[0].y, (std::vector<double>{3}));
+  ASSERT_EQ(figures[4].plot->series.size(), 1u);                         // no decisions: no marks
+  EXPECT_EQ(figures[4].plot->series[0].x, (std::vector<double>{1, 3}));  // held to its end
+  EXPECT_EQ(figures[4].plot->series[0].y, (std::vector<double>{0.5, 0.5}));
 }
 
 TEST(RunReport, WritesThePageAndItsPngs) {

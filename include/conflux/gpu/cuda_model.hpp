@@ -81,6 +81,9 @@ class CudaModel {
   void apply(double lr);
   /// The learning rate of the last apply() (train.lr before the first).
   double lr() const noexcept;
+  /// With train.clip_grad_norm: the gradient norm the last apply() clipped, before clipping
+  /// (waits); NaN before the first apply() and without clipping.
+  double clipped_grad_norm();
   /// Evaluation forward pass and loss of `n` samples in device memory (no gradients); waits.
   model::LossResult evaluate(const float* images, const model::Label* labels, int n);
 

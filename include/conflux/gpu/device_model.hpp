@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -224,6 +225,15 @@ class DeviceModel {
   void clip_grads(float max_norm) {
     sum_of_squares_enqueue();
     ex_->for_each(num_params_, kernels::ClipByNorm{grads_.data(), norm_.data(), max_norm});
+  }
+
+  /// The L2 norm the last clip_grads() measured, before scaling (waits). Valid until the next
+  /// sum of squares (grad_sum_of_squares(), clip_grads()).
+  double clipped_norm() {
+    double out = 0.0;
+    ex_->download(&out, norm_.data(), 1);
+    ex_->synchronize();
+    return std::sqrt(out);
   }
 
   /// Copies `state` (model::Model::state() layout) to the device.

@@ -14,6 +14,7 @@
 #include "conflux/offload/pipeline_counters.hpp"
 #include "conflux/offload/ratio_controller.hpp"
 #include "conflux/offload/step_times.hpp"
+#include "conflux/telemetry/run_record.hpp"
 
 namespace conflux::offload {
 
@@ -68,7 +69,11 @@ class WindowMeter {
   PipelineCounters previous_;
 };
 
-/// The window as one JSON object (a profile.jsonl line) of trainer `trainer`.
+/// The window as trainer `trainer`'s profile-trainer<t>.jsonl record: per-step means of the
+/// step times, rates, and each worker.
+telemetry::WindowRecord profile_record(const WindowReport& window, int trainer);
+
+/// profile_record() as one JSON object (a profile-trainer<t>.jsonl line, no newline).
 std::string profile_json_line(const WindowReport& window, int trainer);
 
 }  // namespace conflux::offload

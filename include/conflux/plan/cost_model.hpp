@@ -33,7 +33,8 @@ struct Candidate {
   int aggregator_batch = 32;     ///< Ba
   int nonaggregator_batch = 32;  ///< Bn (= Ba when K = W)
   int data_workers = 0;          ///< D: data-service (preprocessing) ranks; SLURM only
-  int threads = 0;  ///< BLAS threads per trainer (cluster.blas_threads); 0: the options' count
+  int threads = 0;   ///< BLAS threads per trainer (cluster.blas_threads); 0: the options' count
+  bool gpu = false;  ///< every trainer computes on a GPU of its own (a model of GPU trainers)
   bool operator==(const Candidate&) const = default;
 };
 
@@ -53,6 +54,8 @@ struct Prediction {
   double local_s = 0;           ///< T_train with every batch built by the trainer itself
   double data_worker_s = 0;     ///< per iteration, the data workers' time for their batches
   double compute_cost_usd = 0;  ///< GB-seconds (Lambda) or core-hours (SLURM)
+  double gpu_cost_usd = 0;      ///< GPU-hours (GPU trainers)
+  bool input_bound = false;     ///< GPU trainers: the input, not the GPU, sets the pace
   double request_cost_usd = 0;  ///< Lambda invocations (one per worker per max duration)
   double storage_cost_usd = 0;  ///< object-store PUTs and GETs
   bool operator==(const Prediction&) const = default;
@@ -143,6 +146,19 @@ class CostModel {
   /// The same split at a given ratio (0..1) instead of the balance point.
   Offload offload_at(double ratio, int trainers, int data_workers, double batch, double memory_mb,
                      int threads = 0) const noexcept;
+  /// How a GPU trainer's batches are fed (docs/planning.md, "GPU trainers: workers per GPU").
+  struct GpuFeed {
+    double ceiling = 0;  ///< G: the GPU's samples/s with the data already there, with the sync
+    double local = 0;    ///< L: samples/s the trainer's own preprocessing delivers
+    double workers = 0;  ///< (D / W) worker_threads B / P(B): its share of the data workers
+    double rate = 0;     ///< min(G, L + workers): the trainer's samples/s
+    double ratio = 0;    ///< share of its batches the workers build
+    bool input_bound = false;  ///< L + workers < G
+  };
+  /// The feed of each of `trainers` GPU trainers at per-GPU batch `batch` with `data_workers`
+  /// shared equally (`memory_mb` only for the sync table); InputError when the model has no
+  /// GPU rates at that batch.
+  GpuFeed gpu_feed(int trainers, int data_workers, int batch, double memory_mb = 0) const;
   /// vCPUs (SLURM cores) that `memory_mb` buys: ceil(M / mb_per_vcpu).
   int cores(int memory_mb) const noexcept;
   /// The options it was built with.
@@ -162,6 +178,8 @@ class CostModel {
   // The split of a step of parts `s` at `ratio` (0: no offloading).
   static Offload split_at(const StepParts& s, double ratio) noexcept;
   void check_shape(const Candidate& c) const;
+  // predict() for GPU trainers: the feed sets the step, GPU-hours and workers' cores the price.
+  Prediction predict_gpu(const Candidate& c) const;
   CostModelOptions options_;
 };
 

@@ -69,18 +69,31 @@ struct FitResult {
   PerformanceModel model;          ///< the kept forms, ready for the cost model
 };
 
-/// Fits `profile`; InputError when it cannot: too few distinct memory sizes or batches, or a
-/// fit that does not converge (parameters at the edge of their range, a ≤ 0), saying why.
+/// Fits `profile` (a profile of GPU trainers with fit_gpu_sweep()); InputError when it cannot: too
+/// few distinct memory sizes or batches, or a fit that does not converge (parameters at the edge of
+/// their range, a ≤ 0), saying why.
 FitResult fit_sweep(const Sweep& sweep, TrainForm form, const std::string& source);
 
 /// Fits T_train = a (B + b) / (M + m) [+ c] to (B, M, seconds) points, minimising relative
 /// errors; exposed for tests. InputError when it does not converge.
 TrainTimeModel fit_train_time(const std::vector<SweepPoint>& points, bool with_constant);
 
+/// A profile of GPU trainers: per batch the compute ceiling and the local input rate of its
+/// single-trainer points, the measured sync of the others, P(B) from the builds.
+FitResult fit_gpu_sweep(const Sweep& sweep, const std::string& source);
+
+/// P(B) = p0 + p1 B from build times, least squares on relative errors with p0 >= 0 (one
+/// batch size: through the origin).
+InputCostModel fit_input_cost(const std::vector<BuildPoint>& builds);
+
 /// Fits T_trans = k1 M^k2 to (M, seconds); InputError with fewer than 2 memory sizes.
 TransferTimeModel fit_transfer_time(const std::vector<SweepPoint>& points);
 
-/// The fit report: both forms' coefficients, quality, per-point table and the choice.
+/// The fit report: both forms' coefficients, quality, per-point table and the choice (for GPU
+/// trainers render_gpu_fit_report()).
 std::string render_fit_report(const FitResult& fit);
+
+/// The fit report of GPU trainers: rates per batch, their bottleneck alone, sync and P(B).
+std::string render_gpu_fit_report(const FitResult& fit);
 
 }  // namespace conflux::plan

@@ -57,6 +57,24 @@ struct InputCostModel {
   double seconds(double batch) const { return p0 + p1 * batch; }
 };
 
+/// A GPU trainer at one per-GPU batch: what it measured with its input built locally.
+struct GpuRate {
+  int batch = 0;                 ///< per-GPU batch
+  double ceiling_samples_s = 0;  ///< compute ceiling: samples/s with the data already there
+  double local_samples_s = 0;    ///< samples/s the trainer's own preprocessing delivers
+};
+
+/// GPU trainers (train.device = gpu): their compute ceiling and local input rate per batch.
+/// Present only in models of GPU trainers; the planner then prices GPU-hours and chooses the
+/// data workers per GPU instead of a CPU share (docs/planning.md, "GPU trainers").
+struct GpuTrainerModel {
+  std::vector<GpuRate> rates;  ///< ascending in batch, one per profiled batch
+  /// Whether the model describes GPU trainers.
+  bool present() const { return !rates.empty(); }
+  /// The rates at `batch`; nullptr when that batch was not profiled.
+  const GpuRate* at(int batch) const;
+};
+
 /// T_train and T_c fitted on the points profiled with one more BLAS thread count.
 struct ThreadCountFit {
   int threads = 1;           ///< cluster.blas_threads of its points
@@ -79,8 +97,11 @@ struct PerformanceModel {
   /// trainer. Absent (a = 0) in models of profiles without input measurements.
   TrainTimeModel compute;
   InputCostModel input;  ///< P(B); absent (p1 = 0) as `compute`
-  /// Whether the model can price data-service workers (compute and input were measured).
-  bool prices_input() const { return compute.a > 0 && input.p1 > 0; }
+  /// GPU trainers' rates; empty for CPU trainers (then T_train and T_c describe them).
+  GpuTrainerModel gpu;
+  /// Whether the model can price data-service workers: P(B) was measured, and what offloading
+  /// saves the trainer (T_c on a CPU trainer, the local input rate on a GPU trainer).
+  bool prices_input() const { return input.p1 > 0 && (compute.a > 0 || gpu.present()); }
   /// The profiled thread counts, ascending (empty when not recorded).
   std::vector<int> measured_threads() const;
   /// T_train at `threads` BLAS threads: that count's fit when profiled, else `train`.

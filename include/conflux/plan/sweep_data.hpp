@@ -38,6 +38,10 @@ struct Sweep {
   std::uint64_t epoch_samples = 0;  ///< training samples per epoch of the config
   double gradient_mb = 0;           ///< parameters in MB (10^6 bytes)
   double mb_per_vcpu = 1769;
+  /// "cpu" or "gpu": where the trainers computed (train.device; "cpu" in older profiles). On a
+  /// GPU the points are not throttled: compute_s gives the GPU's ceiling, iteration_s the rate
+  /// the trainer's own preprocessing feeds it.
+  std::string device = "cpu";
   std::vector<SweepPoint> points;
   std::vector<BuildPoint> builds;  ///< per batch size (absent in older profiles)
 };

@@ -19,6 +19,7 @@ struct Series {
   /// gnuplot `with` style: lines, points, linespoints, steps, impulses, with options
   /// ("points pt 7 ps 1.2").
   std::string style = "linespoints";
+  bool right_axis = false;  ///< drawn against the right-hand y axis (Plot::y2label)
 };
 
 /// A text placed at (x, y) in the plot's coordinates (e.g. a decision's number).
@@ -44,6 +45,8 @@ struct Plot {
   std::vector<Label> labels{};
   int width = 900;  ///< pixels
   int height = 560;
+  /// The right-hand y axis's label, for series with right_axis (from 0, its own scale).
+  std::string y2label{};
 };
 
 /// Adds a horizontal line at `y` (an upper bound such as the simulated GPU step's) titled

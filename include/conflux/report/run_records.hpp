@@ -4,8 +4,8 @@
 /// metrics.jsonl, steps.jsonl, profile-trainer<t>.jsonl, decisions-trainer<t>.jsonl and the
 /// timeline (timeline.json, else timeline/rank-<r>.json). A run that is still going, was
 /// killed or never wrote some file is read as far as it goes: what is missing or cut short is
-/// listed in `notes`, in words. The file formats are those the train area writes
-/// (docs/profiling.md, docs/report.md).
+/// listed in `notes`, in words. The JSON Lines records are read through their field lists
+/// (telemetry/run_record.hpp), the ones their writers use.
 
 #include <cstddef>
 #include <filesystem>
@@ -14,30 +14,19 @@
 #include <string>
 #include <vector>
 
+#include "conflux/telemetry/run_record.hpp"
+
 namespace conflux::report {
 
 /// One metrics.jsonl line: an epoch (numbers conflux wrote as null are NaN).
-struct EpochRecord {
-  int epoch = 0;  ///< 1-based
-  double train_loss = 0, train_accuracy = 0, test_loss = 0, test_accuracy = 0;
-  double samples_per_s = 0, epoch_seconds = 0, elapsed_seconds = 0;
-};
+using EpochRecord = telemetry::EpochRecord;
 
 /// One steps.jsonl line: rank 0's report every train.log_every steps and at each epoch's end.
-struct StepRecord {
-  double step = 0;                                       ///< global steps completed
-  double epoch = 0, epoch_step = 0, steps_in_epoch = 0;  ///< 1-based epoch and step in it
-  double time_s = 0;  ///< since training began, continued across resumes
-  double loss = 0, accuracy = 0, learning_rate = 0, samples_per_s = 0, data_wait_ms = 0;
-  double offload_ratio = 0, eta_s = 0;
-};
+using StepRecord = telemetry::StepRecord;
 
-/// One profile-trainer<t>.jsonl line: a measuring window of one trainer.
-struct ProfileWindow {
-  double t_s = 0;  ///< window start on the trainer's profile clock (stitched across resumes)
-  double window_s = 0, steps_per_s = 0, data_wait_ms = 0, offload_ratio = 0;
-  std::size_t workers = 0;  ///< entries of its workers[] array
-};
+/// One profile-trainer<t>.jsonl line: a measuring window of one trainer, with its t_s on the
+/// trainer's profile clock stitched across resumes (read_run_records()).
+using ProfileWindow = telemetry::WindowRecord;
 
 /// An offload controller's decision (decisions-trainer<t>.jsonl, or a timeline instant).
 struct Decision {

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <string>
 
+#include "conflux/telemetry/run_record.hpp"
+
 namespace conflux::model {
 class Model;
 }
@@ -19,48 +21,19 @@ struct TrainingState;
 
 namespace conflux::train {
 
-/// Totals over all trainers since the previous report.
-struct StepReport {
-  int epoch = 0;         ///< 0-based
-  std::size_t step = 0;  ///< 0-based step within the epoch
-  std::size_t steps_in_epoch = 0;
-  double loss = 0;              ///< mean training loss since the last report
-  double accuracy = 0;          ///< training accuracy since the last report
-  double samples_per_s = 0;     ///< global training throughput since the last report
-  std::size_t global_step = 0;  ///< steps completed over the run (a resumed run continues)
+/// A report of the steps since the previous one, totals over all trainers: the steps.jsonl
+/// line (telemetry::StepRecord, whose field list declares what it holds) and what callbacks
+/// need beside it.
+struct StepReport : telemetry::StepRecord {
   std::size_t total_steps = 0;  ///< steps of the whole run
-  double learning_rate = 0;     ///< the rate of the step just trained
-  double data_wait_ms = 0;     ///< mean wait for a batch per step and trainer since the last report
-  double offload_ratio = 0;    ///< this trainer's offload ratio now
-  double elapsed_seconds = 0;  ///< since training began (earlier launches included)
-  double eta_seconds =
-      0;  ///< remaining steps at this launch's mean step rate (evaluation included)
 };
 
-/// One epoch's results (global over trainers).
-struct EpochReport {
-  int epoch = 0;  ///< 0-based
-  int epochs = 0;
-  double train_loss = 0;
-  double train_accuracy = 0;
-  double test_loss = 0;      ///< NaN when evaluation is off
-  double test_accuracy = 0;  ///< NaN when evaluation is off
-  double samples_per_s = 0;  ///< training samples per second (evaluation excluded)
-  double epoch_seconds = 0;  ///< training time of the epoch (evaluation excluded)
-  double eval_seconds = 0;
-  double elapsed_seconds = 0;        ///< since training started
-  std::size_t global_step = 0;       ///< steps completed over the run at the epoch's end
-  std::size_t samples = 0;           ///< training samples in the epoch
-  std::size_t local_batches = 0;     ///< batches built by trainers themselves (all trainers)
-  std::size_t worker_batches = 0;    ///< batches built by worker ranks
-  std::size_t fallback_batches = 0;  ///< batches built by trainers after a worker timed out
-  bool audited = false;              ///< data.audit verified every sample was used once
-  /// train.noise_scale: the epoch's steps that estimated the gradient noise scale (0: not
-  /// measured), B_noise = tr(Sigma) / |G|^2 (NaN when not positive), and its two parts.
-  std::size_t noise_steps = 0;
-  double noise_scale = 0;
-  double grad_norm2 = 0;
-  double grad_trace = 0;
+/// One epoch's results (global over trainers): the metrics.jsonl line
+/// (telemetry::EpochRecord; test_loss and test_accuracy are NaN when evaluation is off, the
+/// noise scale's fields unset when it was not measured) and what callbacks need beside it.
+struct EpochReport : telemetry::EpochRecord {
+  int epochs = 0;               ///< epochs of the run
+  std::size_t global_step = 0;  ///< steps completed over the run at the epoch's end
 };
 
 /// The end of training.

@@ -96,6 +96,9 @@ class ComputeBackend {
   virtual void apply(double lr) = 0;
   /// The learning rate of the last apply() (train.lr before the first).
   virtual double lr() const = 0;
+  /// With train.clip_grad_norm: the L2 norm of the gradient the last apply() clipped, before
+  /// clipping (the GPU waits for it); NaN before the first apply() and without clipping.
+  virtual double clipped_grad_norm() = 0;
 
   /// Loss (plain cross-entropy) and correct predictions of an evaluation batch; no gradients.
   virtual model::LossResult evaluate(const model::Tensor& images,

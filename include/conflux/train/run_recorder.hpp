@@ -18,11 +18,13 @@ namespace conflux::train {
 /// InputError when the directory cannot be created.
 void prepare_run_dir(const Config& config);
 
-/// One metrics.jsonl line (JSON object, no newline) for an epoch report.
+/// One metrics.jsonl line (JSON object, no newline) for an epoch report: its
+/// telemetry::EpochRecord.
 std::string metrics_json_line(const EpochReport& report);
 
-/// One steps.jsonl line (JSON object, no newline) for a step report; it begins with
-/// {"step": N, so that a resumed run can drop the steps after its checkpoint.
+/// One steps.jsonl line (JSON object, no newline) for a step report: its
+/// telemetry::StepRecord, which begins with {"step": N, so that a resumed run can drop the
+/// steps after its checkpoint.
 std::string steps_json_line(const StepReport& report);
 
 /// Writes metrics and results into the run directory as training proceeds.

@@ -10,9 +10,10 @@
 
 namespace conflux::train {
 
-/// Writes every step report and epoch report as scalars, one event file per launch; a resumed
-/// launch starts with a session start at the step after its checkpoint, so TensorBoard drops
-/// the earlier launch's steps that are trained again.
+/// Writes every step report and epoch report as scalars (the fields their field lists tag, in
+/// telemetry/run_record.hpp; a NaN or unset value is left out), one event file per launch; a
+/// resumed launch starts with a session start at the step after its checkpoint, so TensorBoard
+/// drops the earlier launch's steps that are trained again.
 class TensorBoardRecorder final : public TrainingCallback {
  public:
   /// Creates <run.dir>/tensorboard/ and this launch's event file.

@@ -128,6 +128,8 @@ class Trainer {
   void report_steps(std::size_t step, Callbacks callbacks);
   TrainSummary end_run(const Context& context, Callbacks callbacks, TrainSummary summary);
   EpochReport finish_epoch(const data::LoaderStats& stats_before);
+  bool audit_epoch(int epoch);
+  void add_noise_scale(EpochReport& report);
 
   void check_restorable(const ckpt::TrainingState& state, const std::string& source) const;
   EvalResult evaluate();

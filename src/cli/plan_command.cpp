@@ -1,225 +1,25 @@
-#include "plan_commands.hpp"
+// `conflux plan`: the cheapest configuration that meets a deadline (docs/planning.md).
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <boost/program_options.hpp>
 
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
-#include <sstream>
 
-#include "command_line.hpp"
+#include "command.hpp"
 #include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/plan/cost_model.hpp"
-#include "conflux/plan/fit.hpp"
-#include "conflux/plan/fit_file.hpp"
 #include "conflux/plan/plan_output.hpp"
 #include "conflux/plan/planner.hpp"
 #include "conflux/plan/s3_transfer.hpp"
-#include "conflux/plan/sweep.hpp"
+#include "plan_options.hpp"
 
 namespace po = boost::program_options;
 
 namespace conflux::cli {
-namespace {
-
-// "1,2,4" -> {1, 2, 4}; InputError naming the option otherwise.
-std::vector<int> int_list(const std::string& text, const char* option) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    try {
-      std::size_t used = 0;
-      const int v = std::stoi(item, &used);
-      if (used != item.size()) throw std::invalid_argument(item);
-      out.push_back(v);
-    } catch (const std::exception&) {
-      CONFLUX_INPUT_ERROR("--{}: '{}' is not an integer (expected a list such as 1,2,4)", option,
-                          item);
-    }
-  }
-  CONFLUX_REQUIRE(!out.empty(), "--{}: empty list", option);
-  return out;
-}
-
-// The config file and its --set overrides, shared by predict and plan.
-struct ConfigOption {
-  std::string path;
-  std::vector<std::string> overrides;
-  void add_to(po::options_description& options) {
-    options.add_options()("config,c", po::value(&path)->required(), "TOML experiment config")(
-        "set,s", po::value(&overrides)->composing(), "override a config key (repeatable)");
-  }
-  Config load(const ConfigSources& base) const {
-    ConfigSources sources = base;
-    sources.overrides = overrides;
-    return load_config_file(path, sources);
-  }
-};
-
-// The fitted model for `config`: same dataset; its epoch shortened by data.train_limit.
-plan::PerformanceModel model_for(const Config& config, const std::string& path) {
-  plan::PerformanceModel model = plan::read_fit_file(path);
-  CONFLUX_REQUIRE(model.dataset == config.data().dataset,
-                  "{} was fitted on {} but the config trains on {}", path, model.dataset,
-                  config.data().dataset);
-  const auto limit = static_cast<std::uint64_t>(config.data().train_limit);
-  if (limit > 0 && limit < model.epoch_samples) model.epoch_samples = limit;
-  return model;
-}
-
-// With data workers (cluster.workers > 0 and a ratio above 0, or "auto"), the epoch with the
-// config's ratio ("auto": the model's balance point) as `conflux plan` predicts it.
-void print_data_worker_prediction(const Config& config, const plan::CostModel& cost,
-                                  const plan::Candidate& c, const plan::Prediction& alone) {
-  const int data_workers = config.cluster().workers;
-  const auto& d = config.data();
-  if (data_workers <= 0 || (!d.offload_auto && d.offload_ratio <= 0)) return;
-  CONFLUX_REQUIRE(cost.model().prices_input(),
-                  "{}: cluster.workers = {}, but the model has no input-pipeline cost (profile "
-                  "and fit again to predict data workers)",
-                  config.where("cluster.workers"), data_workers);
-  CONFLUX_REQUIRE(d.offload_ratios.empty(),
-                  "{}: predict models one offload ratio for every trainer (data.offload_ratio)",
-                  config.where("data.offload_ratios"));
-  const plan::CostModel::Offload split =
-      d.offload_auto ? cost.offload(c.workers, data_workers, c.aggregator_batch, c.memory_mb)
-                     : cost.offload_at(d.offload_ratio, c.workers, data_workers, c.aggregator_batch,
-                                       c.memory_mb);
-  const double step = split.seconds + alone.comm_s;
-  fmt::print(
-      "with {} data worker(s) at offload ratio {:.3f}{}: predicted epoch {:.3f} s ({:.3f} ms "
-      "per iteration; the workers' part {:.3f} ms)\n",
-      data_workers, split.ratio, d.offload_auto ? " (auto: the model's balance point)" : "",
-      static_cast<double>(alone.iterations) * step, 1e3 * step, 1e3 * split.workers_s);
-}
-
-}  // namespace
-
-ProfileArgs parse_profile_args(const std::vector<std::string>& args) {
-  ProfileArgs out;
-  std::string workers = "1", memory, batches, threads;
-  po::options_description options("conflux profile options");
-  options.add_options()("help,h", "show this help")(
-      "workers", po::value(&workers), "trainer counts to measure, e.g. 1,2 (each ≤ ranks)")(
-      "memory", po::value(&memory)->required(), "function sizes in MB, e.g. 512,1024,1769")(
-      "batch", po::value(&batches)->required(), "per-worker batch sizes, e.g. 32,64,128")(
-      "threads", po::value(&threads),
-      "BLAS threads per trainer to profile, e.g. 1,2 (default: cluster.blas_threads); the plan "
-      "then chooses among them")("steps", po::value(&out.steps),
-                                 "measured steps per point (default 20)")(
-      "warmup", po::value(&out.warmup), "steps before measuring (default 5)")(
-      "seconds", po::value(&out.min_seconds), "measure each point at least this long (default 1)")(
-      "output,o", po::value(&out.output)->required(), "profile file to write (TOML)");
-  options.add_options()("config,c", po::value(&out.config)->required(), "TOML experiment config")(
-      "set,s", po::value(&out.overrides)->composing(), "override a config key (repeatable)");
-  if (!parse_options(args, options)) std::exit(0);
-  out.workers = int_list(workers, "workers");
-  out.memory_mb = int_list(memory, "memory");
-  out.batches = int_list(batches, "batch");
-  if (!threads.empty()) out.threads = int_list(threads, "threads");
-  return out;
-}
-
-int run_profile(const ProfileArgs& args, const Config& config, const comm::Communicator& world,
-                const Logger& log) {
-  const plan::Sweep profile = plan::run_sweep(plan::SweepOptions{
-      .config = &config,
-      .world = &world,
-      .log = &log,
-      .worker_counts = args.workers,
-      .memory_mb = args.memory_mb,
-      .batch_sizes = args.batches,
-      .thread_counts = args.threads,
-      .warmup_steps = args.warmup,
-      .steps = args.steps,
-      .min_seconds = args.min_seconds,
-  });
-  if (world.rank() == 0) {
-    plan::write_sweep(args.output, profile);
-    log.info("profile of {} points written to {}", profile.points.size(), args.output);
-  }
-  return 0;
-}
-
-int cmd_fit(const std::vector<std::string>& args) {
-  std::vector<std::string> profiles;
-  std::string output, form = "auto";
-  po::options_description options("conflux fit options");
-  options.add_options()("help,h", "show this help")(
-      "profile,p", po::value(&profiles)->required()->composing(),
-      "profile file from `conflux profile` (repeatable: merged)")(
-      "output,o", po::value(&output)->required(), "model file to write (TOML)")(
-      "form", po::value(&form), "T_train form: auto (default), fasdl or constant");
-  if (!parse_options(args, options)) return 0;
-  CONFLUX_REQUIRE(form == "auto" || form == "fasdl" || form == "constant",
-                  "--form must be auto, fasdl or constant, not '{}'", form);
-  std::vector<plan::Sweep> read;
-  for (const auto& p : profiles) read.push_back(plan::read_sweep(p));
-  const plan::Sweep merged = plan::merge_sweeps(read, profiles);
-  const plan::TrainForm train_form = form == "fasdl"      ? plan::TrainForm::kFasdl
-                                     : form == "constant" ? plan::TrainForm::kConstant
-                                                          : plan::TrainForm::kAuto;
-  std::string source;
-  for (const auto& p : profiles) source += (source.empty() ? "" : ", ") + p;
-  const plan::FitResult fit = plan::fit_sweep(merged, train_form, source);
-  std::cout << plan::render_fit_report(fit);
-  plan::write_fit_file(output, fit.model);
-  fmt::print("model written to {}\n", output);
-  return 0;
-}
-
-int cmd_predict(const std::vector<std::string>& args, const ConfigSources& base_sources) {
-  std::string model_path;
-  ConfigOption config_option;
-  po::options_description options("conflux predict options");
-  options.add_options()("help,h", "show this help")("model,m", po::value(&model_path)->required(),
-                                                    "model file from `conflux fit`");
-  config_option.add_to(options);
-  if (!parse_options(args, options)) return 0;
-  const Config config = config_option.load(base_sources);
-  const plan::PerformanceModel model = model_for(config, model_path);
-  const int workers = config.cluster().trainers;
-  const int batch = config.train().batch_size;
-  CONFLUX_REQUIRE(config.limits().memory_mb > 0,
-                  "{}: limits.memory_mb is 0; the model predicts for a function size (set "
-                  "limits.memory_mb)",
-                  config.where("limits.memory_mb"));
-  CONFLUX_REQUIRE(batch % workers == 0,
-                  "{}: train.batch_size = {} does not split evenly over {} trainers",
-                  config.where("train.batch_size"), batch, workers);
-  CONFLUX_REQUIRE(config.comm().strategy == "allreduce",
-                  "{}: the model's gradient sync was measured with MPI allreduce; predict "
-                  "K-Reduce with `conflux plan --target lambda`",
-                  config.where("comm.strategy"));
-  const std::vector<int> measured = model.measured_threads();
-  const int threads = config.cluster().blas_threads;
-  CONFLUX_REQUIRE(
-      measured.empty() || std::find(measured.begin(), measured.end(), threads) != measured.end(),
-      "{}: cluster.blas_threads = {}, but {} was profiled at {} BLAS thread(s); "
-      "profile that count (conflux profile --threads)",
-      config.where("cluster.blas_threads"), threads, model_path, fmt::join(measured, ", "));
-  const plan::CostModel cost(plan::CostModelOptions{.model = &model,
-                                                    .prices = config.prices(),
-                                                    .target = plan::Target::kSlurm,
-                                                    .epochs = 1,
-                                                    .threads = threads});
-  const plan::Candidate c{workers, config.limits().memory_mb, workers, batch / workers,
-                          batch / workers};
-  const plan::Prediction p = cost.predict(c);
-  fmt::print(
-      "predicted epoch: {:.3f} s ({} iterations x {:.3f} ms: T_train {:.3f} ms + sync {:.3f} "
-      "ms) for W = {}, M = {} MB, B = {} per worker\n",
-      p.total_s, p.iterations, 1e3 * p.iteration_s, 1e3 * p.train_s, 1e3 * p.comm_s, workers,
-      c.memory_mb, c.aggregator_batch);
-  print_data_worker_prediction(config, cost, c, p);
-  return 0;
-}
-
 namespace {
 
 // `conflux plan`'s command line.
@@ -237,7 +37,7 @@ struct PlanArgs {
 };
 
 // Parses and checks the options; false after --help.
-bool parse_plan_args(const std::vector<std::string>& args, PlanArgs& a) {
+bool parse_plan_args(const Invocation& inv, PlanArgs& a) {
   po::options_description options("conflux plan options");
   options.add_options()("help,h", "show this help")("model,m", po::value(&a.model_path)->required(),
                                                     "model file from `conflux fit`")(
@@ -286,7 +86,7 @@ bool parse_plan_args(const std::vector<std::string>& args, PlanArgs& a) {
                                            "write the chosen configuration as TOML here")(
       "emit-sbatch", po::value(&a.emit_sbatch), "write an #SBATCH header for it here");
   a.config_option.add_to(options);
-  if (!parse_options(args, options)) return false;
+  if (!parse_options(inv, options)) return false;
   CONFLUX_REQUIRE(a.target == "lambda" || a.target == "slurm",
                   "--target must be lambda or slurm, not '{}'", a.target);
   CONFLUX_REQUIRE(a.arch == "x86" || a.arch == "arm", "--arch must be x86 or arm, not '{}'",
@@ -382,12 +182,10 @@ void emit_plan_files(const PlanArgs& a, const plan::PlanResult& result, const pl
   }
 }
 
-}  // namespace
-
-int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sources) {
+int run_plan(const Invocation& inv) {
   PlanArgs a;
-  if (!parse_plan_args(args, a)) return 0;
-  const Config config = a.config_option.load(base_sources);
+  if (!parse_plan_args(inv, a)) return 0;
+  const Config config = a.config_option.load();
   const plan::PerformanceModel model = model_for(config, a.model_path);
   std::optional<plan::S3TransferTable> s3;
   if (a.target == "lambda") {
@@ -435,6 +233,23 @@ int cmd_plan(const std::vector<std::string>& args, const ConfigSources& base_sou
   std::cout << plan::render_plan_report(result, cost, request);
   emit_plan_files(a, result, cost, config);
   return 0;
+}
+
+}  // namespace
+
+const Command& plan_command() {
+  static const Command command{
+      .name = "plan",
+      .usage = "conflux plan --model MODEL.toml --config FILE --deadline S",
+      .summary = "cheapest config meeting S seconds",
+      .help =
+          "Searches trainer counts, function sizes, batches and thread counts (and data "
+          "workers on SLURM) for the cheapest configuration whose predicted training time, "
+          "with a margin for the model's errors, meets the deadline; prints it with the "
+          "runners-up and can write it as a config and an #SBATCH header. Exit 2 when no "
+          "configuration meets the deadline. docs/planning.md.",
+      .run = run_plan};
+  return command;
 }
 
 }  // namespace conflux::cli
