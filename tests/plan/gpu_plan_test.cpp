@@ -232,8 +232,12 @@ TEST(GpuPlan, CpuTrainersKeepTheirSettingsAndCannotMixWithGpuModels) {
   const Candidate cpu{2, 1769, 2, 64, 64, 1, 1};
   for (const Setting& x : planned_settings(cpu, Target::kSlurm, 0.5)) {
     EXPECT_NE(x.key, "train.device");
-    if (x.key == "limits.memory_mb") EXPECT_EQ(std::get<std::int64_t>(x.value), 1769);
-    if (x.key == "limits.ranks") EXPECT_EQ(std::get<std::string>(x.value), "trainers");
+    if (x.key == "limits.memory_mb") {
+      EXPECT_EQ(std::get<std::int64_t>(x.value), 1769);
+    }
+    if (x.key == "limits.ranks") {
+      EXPECT_EQ(std::get<std::string>(x.value), "trainers");
+    }
   }
   EXPECT_EQ(emit_sbatch_header(cpu, 60, "job", 1769).find("gpus"), std::string::npos);
   const PerformanceModel m = gpu_model(2000);
