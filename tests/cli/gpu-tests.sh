@@ -111,21 +111,37 @@ lr = 1e-3
 label_smoothing = 0.1
 clip_grad_norm = 1.0
 EOF
-res_train() { "${MPIRUN[@]}" -np 2 "$CONFLUX" train --config "$TMP/res.toml" --set cluster.trainers=1 \
-  --set 'train.device="gpu"' --set "run.dir=$TMP/run-$1" "${QUICK[@]}" "${@:2}"; }
+res_train() { res_train_np 2 "$@"; }
+res_train_np() { "${MPIRUN[@]}" -np "$1" "$CONFLUX" train --config "$TMP/res.toml" --set cluster.trainers=1 \
+  --set 'train.device="gpu"' --set "run.dir=$TMP/run-$2" "${QUICK[@]}" "${@:3}"; }
 if [ -n "$reason" ]; then
   expect_fail 'a ResNet-style graph with AdamW on "gpu" without a GPU: past the kernel check, at the probe' 2 \
     'train.device = "gpu" but no usable GPU' 2 -- res_train res-nogpu
 else
+  # MNIST's light transform makes 8-bit images: batches reach the GPU as bytes (local and worker
+  # ones alike) and are normalised there; 1 trainer with 1 or 2 workers and any ratio.
   res_train res0 --set data.offload_ratio=0 >"$TMP/res0.log" 2>&1
   res_train res1 --set data.offload_ratio=1 >"$TMP/res1.log" 2>&1
+  res_train_np 3 res05 --set data.offload_ratio=0.5 >"$TMP/res05.log" 2>&1
   d0=$(digest_of "$TMP/res0.log")
   d1=$(digest_of "$TMP/res1.log")
-  if [ -n "$d0" ] && [ "$d0" = "$d1" ] && grep -q "computing on GPU" "$TMP/res0.log"; then
-    ok "residual graph, AdamW, smoothing, clipping on the GPU: offload ratio 0 and 1 give one digest ($d0)"
+  d05=$(digest_of "$TMP/res05.log")
+  if [ -n "$d0" ] && [ "$d0" = "$d1" ] && [ "$d0" = "$d05" ] && grep -q "computing on GPU" "$TMP/res0.log"; then
+    ok "residual graph, AdamW, smoothing, clipping on the GPU (8-bit batches): offload ratios 0, 1 and 0.5 with 2 workers give one digest ($d0)"
   else
-    not_ok "residual graph on the GPU: digests '$d0' (ratio 0), '$d1' (ratio 1)" \
-      "$(cat "$TMP/res0.log" "$TMP/res1.log")"
+    not_ok "residual graph on the GPU: digests '$d0' (ratio 0), '$d1' (ratio 1), '$d05' (ratio 0.5, 2 workers)" \
+      "$(cat "$TMP/res0.log" "$TMP/res1.log" "$TMP/res05.log")"
+  fi
+  # A rotation makes the transform's output floats: batches reach the GPU as floats.
+  res_train rot0 --set data.offload_ratio=0 --set transform.rotation_degrees=10 >"$TMP/rot0.log" 2>&1
+  res_train rot1 --set data.offload_ratio=1 --set transform.rotation_degrees=10 >"$TMP/rot1.log" 2>&1
+  r0=$(digest_of "$TMP/rot0.log")
+  r1=$(digest_of "$TMP/rot1.log")
+  if [ -n "$r0" ] && [ "$r0" = "$r1" ] && [ "$r0" != "$d0" ]; then
+    ok "the same graph from float batches (a rotation): offload ratio 0 and 1 give one digest ($r0)"
+  else
+    not_ok "float batches on the GPU: digests '$r0' (ratio 0), '$r1' (ratio 1)" \
+      "$(cat "$TMP/rot0.log" "$TMP/rot1.log")"
   fi
 fi
 
