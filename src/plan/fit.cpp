@@ -298,7 +298,7 @@ double capped_train(const PerformanceModel& model, const SweepPoint& p) {
 // measured sync alone.
 SyncTimeTable fit_sync_table(const std::vector<SweepPoint>& pts, const PerformanceModel& model,
                              bool had_single) {
-  std::map<int, std::map<int, std::pair<double, int>>> sync;
+  SyncSums sync;
   for (const auto& p : pts) {
     if (p.workers < 2) continue;
     const double beyond = had_single ? p.iteration_s + p.sync_s - capped_train(model, p) : p.sync_s;
@@ -306,16 +306,7 @@ SyncTimeTable fit_sync_table(const std::vector<SweepPoint>& pts, const Performan
     acc.first += std::max(0.0, beyond);
     acc.second += 1;
   }
-  SyncTimeTable table;
-  for (const auto& [workers, by_memory] : sync) {
-    SyncTimeTable::Row row{workers, {}, {}};
-    for (const auto& [memory, acc] : by_memory) {
-      row.memory_mb.push_back(memory);
-      row.seconds.push_back(acc.first / acc.second);
-    }
-    table.rows.push_back(std::move(row));
-  }
-  return table;
+  return sync_table_of_means(sync);
 }
 
 // The compute alone at a profiled point. A rank of at most one vCPU runs its compute and its
@@ -488,6 +479,19 @@ FitResult fit_sweep(const Sweep& sweep, TrainForm form, const std::string& sourc
   fit_input(sweep, base_pts, more_pts, r);
   r.builds = sweep.builds;
   return r;
+}
+
+SyncTimeTable sync_table_of_means(const SyncSums& sums) {
+  SyncTimeTable table;
+  for (const auto& [workers, by_memory] : sums) {
+    SyncTimeTable::Row row{workers, {}, {}};
+    for (const auto& [memory, acc] : by_memory) {
+      row.memory_mb.push_back(memory);
+      row.seconds.push_back(acc.first / acc.second);
+    }
+    table.rows.push_back(std::move(row));
+  }
+  return table;
 }
 
 }  // namespace conflux::plan

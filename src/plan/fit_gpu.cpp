@@ -47,23 +47,14 @@ std::vector<GpuRate> gpu_rates(const std::vector<SweepPoint>& pts, const std::st
 // Per trainer count W >= 2 and size, the measured sync (the trainers are not throttled, so
 // there is no wait for a paused peer to take out).
 SyncTimeTable gpu_sync(const std::vector<SweepPoint>& pts) {
-  std::map<int, std::map<int, std::pair<double, int>>> sync;
+  SyncSums sync;
   for (const SweepPoint& p : pts) {
     if (p.workers < 2 || p.out_of_memory) continue;
     auto& acc = sync[p.workers][p.memory_mb];
     acc.first += p.sync_s;
     acc.second += 1;
   }
-  SyncTimeTable table;
-  for (const auto& [workers, by_memory] : sync) {
-    SyncTimeTable::Row row{workers, {}, {}};
-    for (const auto& [memory, acc] : by_memory) {
-      row.memory_mb.push_back(memory);
-      row.seconds.push_back(acc.first / acc.second);
-    }
-    table.rows.push_back(std::move(row));
-  }
-  return table;
+  return sync_table_of_means(sync);
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 /// (M + m) [+ c], T_trans(M) = k1 M^k2 and the measured gradient-sync table, with goodness of
 /// fit, per-point errors and leave-one-out prediction errors.
 
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "conflux/plan/performance_model.hpp"
@@ -85,6 +87,11 @@ FitResult fit_gpu_sweep(const Sweep& sweep, const std::string& source);
 /// P(B) = p0 + p1 B from build times, least squares on relative errors with p0 >= 0 (one
 /// batch size: through the origin).
 InputCostModel fit_input_cost(const std::vector<BuildPoint>& builds);
+
+/// Per trainer count and memory size, the sum and count of measured sync seconds.
+using SyncSums = std::map<int, std::map<int, std::pair<double, int>>>;
+/// The sync table of the means of `sums` (rows ascending in trainers, points in memory).
+SyncTimeTable sync_table_of_means(const SyncSums& sums);
 
 /// Fits T_trans = k1 M^k2 to (M, seconds); InputError with fewer than 2 memory sizes.
 TransferTimeModel fit_transfer_time(const std::vector<SweepPoint>& points);

@@ -121,6 +121,13 @@ void channel_sums(Ex& ex, const T* x, const U* y, std::size_t rows, std::size_t 
   ex.for_each(channels, SumPartials{scratch.data(), out, channels, parts});
 }
 
+/// Where element i of an NHWC tensor of `c` channels and `hw` pixels per image stands in the
+/// same tensor laid out NCHW.
+CONFLUX_HD inline std::size_t channels_first_index(std::size_t i, std::size_t c, std::size_t hw) {
+  const std::size_t pixel = i / c;  // n * hw + y * w + x
+  return (pixel / hw * c + i % c) * hw + pixel % hw;
+}
+
 /// dst (NHWC) from 8-bit src (NCHW), normalised per channel by data::normalised_pixel (the
 /// CPU's conversion, the same bits): a batch uploaded as pixels, a quarter of the floats' bytes.
 template <class Dst>
@@ -132,10 +139,8 @@ struct PixelsToChannelsLast {
   std::size_t c, h, w;
   CONFLUX_HD void operator()(std::size_t i) const {
     const std::size_t ch = i % c;
-    const std::size_t pixel = i / c;  // n * h * w + y * w + x
-    const std::size_t n = pixel / (h * w);
-    const std::size_t yx = pixel % (h * w);
-    store(dst, i, data::normalised_pixel(src[(n * c + ch) * h * w + yx], scale[ch], shift[ch]));
+    store(dst, i,
+          data::normalised_pixel(src[channels_first_index(i, c, h * w)], scale[ch], shift[ch]));
   }
 };
 
@@ -161,11 +166,7 @@ struct ToChannelsLast {
   Dst* dst;
   std::size_t c, h, w;
   CONFLUX_HD void operator()(std::size_t i) const {
-    const std::size_t ch = i % c;
-    const std::size_t pixel = i / c;  // n * h * w + y * w + x
-    const std::size_t n = pixel / (h * w);
-    const std::size_t yx = pixel % (h * w);
-    store(dst, i, load(src, (n * c + ch) * h * w + yx));
+    store(dst, i, load(src, channels_first_index(i, c, h * w)));
   }
 };
 
