@@ -15,12 +15,31 @@
 
 namespace conflux::gpu::testing {
 
+/// Bytes held by every HostBuffer of the test process, now and at most (reset_peak() to measure
+/// one stretch): what the same code would hold in device memory.
+struct HostMemory {
+  static inline std::size_t live = 0;
+  static inline std::size_t peak = 0;
+  static void reset_peak() { peak = live; }
+};
+
 /// Host memory with DeviceBuffer's interface.
 template <class T>
 class HostBuffer {
  public:
   HostBuffer() = default;
-  explicit HostBuffer(std::size_t count) : data_(count) {}
+  explicit HostBuffer(std::size_t count) : data_(count) {
+    HostMemory::live += count * sizeof(T);
+    HostMemory::peak = std::max(HostMemory::peak, HostMemory::live);
+  }
+  HostBuffer(HostBuffer&& other) noexcept { data_.swap(other.data_); }
+  HostBuffer& operator=(HostBuffer&& other) noexcept {
+    data_.swap(other.data_);
+    return *this;
+  }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  ~HostBuffer() { HostMemory::live -= data_.size() * sizeof(T); }
   T* data() noexcept { return data_.empty() ? nullptr : data_.data(); }
   const T* data() const noexcept { return data_.empty() ? nullptr : data_.data(); }
   std::size_t size() const noexcept { return data_.size(); }

@@ -261,9 +261,14 @@ class DeviceModel {
     }
     void backward(std::size_t i, std::span<const Tensor* const> in, const Tensor& grad_out,
                   std::span<Tensor* const> grad_in) {
+      for (std::size_t k = 0; k < grad_in.size(); ++k) {
+        // An input's gradient has the input's shape and type.
+        if (grad_in[k] != nullptr) m.provide(*grad_in[k], in[k]->size() * size_of(in[k]->dtype));
+      }
       m.layers_[i]->backward(*m.ex_, m.pass_, in, grad_out, grad_in);
       if (layer_done != nullptr) (*layer_done)(i);
     }
+    void release(Tensor& gradient) { m.release(gradient); }
     void accumulate(Tensor& sum, const Tensor& add) {
       with_element(sum.dtype, [&](auto zero) {
         using T = decltype(zero);
@@ -370,6 +375,27 @@ class DeviceModel {
     return p;
   }
 
+  // The memory plan of backward: an output gradient goes back to spare_ once its layer's
+  // backward has read it, and an input gradient about to be written takes the smallest spare
+  // buffer that holds it, so a pass keeps only the gradients still to be read (plus spares)
+  // instead of one per layer, and after the first pass allocates nothing. Every kernel runs
+  // on one stream (the executor's), so a buffer handed on is written only after its last read.
+  void release(Tensor& gradient) {
+    if (gradient.storage.size() == 0) return;
+    spare_.push_back(std::move(gradient.storage));
+    gradient.storage = {};
+  }
+  void provide(Tensor& gradient, std::size_t bytes) {
+    if (gradient.storage.size() >= bytes) return;
+    auto best = spare_.end();
+    for (auto it = spare_.begin(); it != spare_.end(); ++it) {
+      if (it->size() >= bytes && (best == spare_.end() || it->size() < best->size())) best = it;
+    }
+    if (best == spare_.end()) return;  // the layer allocates, once
+    std::swap(gradient.storage, *best);
+    if (best->size() == 0) spare_.erase(best);
+  }
+
   void zero_loss_totals() {
     ex_->zero(loss_total_.data(), 1);
     ex_->zero(loss_counts_.data(), 3);
@@ -396,7 +422,8 @@ class DeviceModel {
   Buffer<float> grads_;
   std::vector<std::unique_ptr<DeviceLayer<Ex>>> layers_;
   model::GraphWalk<Tensor> walk_;
-  Tensor input_;                    // the batch, channels-last
+  Tensor input_;                          // the batch, channels-last
+  std::vector<Buffer<std::byte>> spare_;  // backward's gradient buffers not in use (provide())
   Buffer<float> pixel_factors_;     // set_pixel_normalisation(): scale, then shift, per channel
   std::size_t pixel_channels_ = 0;  // 0 until set_pixel_normalisation()
   Tensor grad_logits_;

@@ -35,6 +35,7 @@ struct GraphPlan {
 ///   void backward(std::size_t layer, std::span<const T* const> in, const T& grad_out,
 ///                 std::span<T* const> grad_in);   // nullptr: that input's gradient unneeded
 ///   void accumulate(T& sum, const T& add);        // sum += add, element by element
+///   void release(T& gradient);  // optional: backward is done with this output gradient
 /// and T is the device's tensor type (default-constructible; layers size their outputs).
 template <class T>
 class GraphWalk {
@@ -71,6 +72,11 @@ class GraphWalk {
       const std::size_t i = *it;
       if (!plan.needs_grad[i] || !plan.runs(i)) continue;
       backward_layer(plan, i, i + 1 == plan.size() ? grad_logits : gradients_[i], calls);
+      // Layer i's output gradient has no reader left: a device that plans its memory takes the
+      // buffer back for the gradients still to come (the CPU keeps it for the next step).
+      if constexpr (requires { calls.release(gradients_[i]); }) {
+        if (i + 1 != plan.size()) calls.release(gradients_[i]);
+      }
     }
   }
 
