@@ -149,9 +149,11 @@ TEST(JpegRegion, GrayAndCmykFollowTheWholeDecodesColourRules) {
 }
 
 TEST(JpegRegion, TheScaleIsTheSmallestThatCoversTheRequestedSize) {
-  EXPECT_EQ(region_scale(1000, 800, 224, 224), 3);  // 800 * 3 / 8 = 300 >= 224; 2/8: 200
+  // Only 1/8, 2/8, 4/8 and 8/8 (the SIMD IDCTs): 3/8 would cover 800 px (300 >= 224).
+  EXPECT_EQ(region_scale(1000, 800, 224, 224), 4);  // 800 * 2 / 8 = 200 < 224
   EXPECT_EQ(region_scale(896, 896, 224, 224), 2);   // exactly 224 at 2/8
-  EXPECT_EQ(region_scale(895, 2000, 224, 224), 3);  // 895 * 2 / 8 < 224
+  EXPECT_EQ(region_scale(895, 2000, 224, 224), 4);  // 895 * 2 / 8 < 224
+  EXPECT_EQ(region_scale(447, 2000, 224, 224), 8);  // 447 * 4 / 8 < 224
   EXPECT_EQ(region_scale(100, 100, 224, 224), 8);   // an upscale: full size
   EXPECT_EQ(region_scale(5000, 5000, 224, 224), 1);
   EXPECT_EQ(region_scale(300, 300, 0, 0), 1);
@@ -213,7 +215,7 @@ TEST(JpegRegion, ThreadsDecodeTheSamePixels) {
   const RegionRequest request{3, {37, 51, 150, 170}, 56, 56, 0};
   DecodedImage reference;
   const RegionPlacement p = region(jpeg, request, reference);
-  EXPECT_EQ(p.scale_eighths, 3);  // 150 * 3 / 8 = 56.25 >= 56
+  EXPECT_EQ(p.scale_eighths, 4);  // 150 * 2 / 8 < 56 <= 150 * 4 / 8
   std::vector<DecodedImage> results(4);
   std::vector<std::thread> threads;
   for (auto& r : results) threads.emplace_back([&] { region(jpeg, request, r); });

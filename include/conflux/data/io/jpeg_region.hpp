@@ -30,7 +30,7 @@ struct RegionRequest {
   int channels = 3;    ///< 1 or 3, converted as decode_image converts
   PixelWindow window;  ///< inside the image, positive size
   /// The window's size at the chosen scale must stay >= these (the size it is resized to):
-  /// the scale is the smallest k/8 that keeps both (1/1 when none does).
+  /// the scale is region_scale()'s.
   int min_height = 0;
   int min_width = 0;
   int scale_eighths = 0;  ///< 1..8 forces the scale k/8 (tests, benchmarks); 0 = choose
@@ -46,8 +46,9 @@ struct RegionPlacement {
   int left = 0;
 };
 
-/// The smallest k in 1..8 with window_height * k / 8 >= min_height and window_width * k / 8 >=
-/// min_width (8 when none is). Depends only on sizes, so every rank picks the same scale.
+/// The smallest k of 1, 2, 4, 8 (libjpeg-turbo's SIMD IDCT sizes) with window_height * k / 8
+/// >= min_height and window_width * k / 8 >= min_width (8 when none is). Depends only on
+/// sizes, so every rank picks the same scale.
 int region_scale(int window_height, int window_width, int min_height, int min_width) noexcept;
 
 /// Decodes windows of JPEGs. Holds libjpeg's decoder state, reused across images: one per
