@@ -109,9 +109,8 @@ void keep_columns(std::vector<std::uint8_t>& rows_data, int stride, int first, i
 
 int region_scale(int window_height, int window_width, int min_height, int min_width) noexcept {
   // Only the scales whose IDCTs libjpeg-turbo 2.1 has in SIMD (8x8, 4x4, 2x2; 1x1 is the DC
-  // term alone). 3/8, 5/8, 6/8 and 7/8 run plain-C IDCTs (chroma at twice the size) that
-  // cost more than the full-size SIMD one: measured on 200-500 px images, region decode
-  // with every k/8 was 1.09x the full decode, with these four 1.6x (docs/datasets.md).
+  // term alone). 3/8, 5/8, 6/8 and 7/8 run plain-C IDCTs (for 4:2:0 chroma too, at twice the
+  // size) that cost more per image than the full-size SIMD one (docs/datasets.md).
   for (int k : {1, 2, 4}) {
     if (static_cast<std::int64_t>(window_height) * k >= 8 * static_cast<std::int64_t>(min_height) &&
         static_cast<std::int64_t>(window_width) * k >= 8 * static_cast<std::int64_t>(min_width))
