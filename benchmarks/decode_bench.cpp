@@ -6,7 +6,9 @@
 // With --resized-crop N it times RandomResizedCrop(N) training samples instead, through the
 // BatchBuilder training uses, on one thread: transform.decode = "full" (decode the whole
 // image, then crop and resize) against "region" (decode only the crop's window at the
-// smallest DCT scale covering N), and reports the ratio of their images/s.
+// smallest DCT scale covering N), and reports the ratio of their images/s. With --scales it
+// times the whole images decoded by the region decoder at each scale k/8, the measurement
+// behind region_scale()'s choice of 1/8, 2/8, 4/8 and 8/8 only.
 
 #include <fmt/format.h>
 #include <turbojpeg.h>
@@ -25,6 +27,7 @@
 
 #include "conflux/core/error.hpp"
 #include "conflux/data/io/image_codec.hpp"
+#include "conflux/data/io/jpeg_region.hpp"
 #include "conflux/data/io/turbojpeg_handle.hpp"
 #include "conflux/data/pipeline/batch_builder.hpp"
 #include "report.hpp"
@@ -42,6 +45,7 @@ struct DecodeArgs {
   std::size_t limit = 1000;
   int repetitions = 5;
   int resized_crop = 0;  // > 0: time RandomResizedCrop(N) with full vs region decode
+  bool scales = false;   // time the whole images at every scale k/8
 };
 
 std::optional<po::variables_map> parse(const std::vector<std::string>& args, DecodeArgs& a,
@@ -56,7 +60,9 @@ std::optional<po::variables_map> parse(const std::vector<std::string>& args, Dec
       "timed passes per decoder, interleaved; the median pass is reported")(
       "resized-crop", po::value(&a.resized_crop)->default_value(a.resized_crop),
       "N > 0: time training samples of RandomResizedCrop(N) + flip through BatchBuilder on one "
-      "thread, transform.decode = \"full\" vs \"region\", instead of the plain decode");
+      "thread, transform.decode = \"full\" vs \"region\", instead of the plain decode")(
+      "scales", po::bool_switch(&a.scales),
+      "time the whole images decoded by the region decoder at each scale 1/8 .. 8/8 instead");
   auto vm = parse_scenario_options("decode", args, options, common, world);
   if (vm) {
     CONFLUX_REQUIRE(a.limit > 0, "decode: --limit must be positive");
@@ -180,6 +186,40 @@ double crop_pass(data::BatchBuilder& builder, std::size_t n, std::uint32_t pass)
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// --scales: the region decoder on whole images at each k/8, interleaved passes.
+int run_scales(const DecodeArgs& a, const po::variables_map& vm, const CommonOptions& common,
+               const std::vector<JpegFile>& files) {
+  data::JpegRegionDecoder decoder;
+  data::DecodedImage image;
+  std::vector<std::vector<double>> times(8);
+  for (int r = 0; r < a.repetitions; ++r) {
+    for (int k = 1; k <= 8; ++k) {
+      const auto start = Clock::now();
+      for (const JpegFile& f : files) {
+        const data::PixelWindow whole = decoder.read_header(f.bytes, f.path);
+        decoder.decode({.window = whole, .scale_eighths = k}, image);
+      }
+      times[k - 1].push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    }
+  }
+  Report report("decode", common);
+  report.add_parameters(vm);
+  Table& table = report.add_table(
+      Table("scales",
+            fmt::format("Whole JPEGs through the region decoder at each scale, 1 thread: {} "
+                        "files from {}, median of {} passes",
+                        files.size(), a.images, a.repetitions),
+            {"scale", {"ms/image", 2}, {"vs 8/8", 3}}));
+  const double full = median(times[7]);
+  for (int k = 1; k <= 8; ++k) {
+    const double t = median(times[k - 1]);
+    table.add_row({fmt::format("{}/8", k), 1e3 * t / static_cast<double>(files.size()), t / full});
+  }
+  table.print();
+  report.write();
+  return 0;
+}
+
 // --resized-crop: full vs region decode, interleaved passes (the same epochs for both, so
 // both draw the same crops).
 int run_resized_crop(const DecodeArgs& a, const po::variables_map& vm, const CommonOptions& common,
@@ -240,6 +280,7 @@ int run_decode(const std::vector<std::string>& args, const comm::Communicator& w
     megapixels += static_cast<double>(f.pixels) / 1e6;
   }
   if (a.resized_crop > 0) return run_resized_crop(a, *vm, common, files, skipped, megapixels);
+  if (a.scales) return run_scales(a, *vm, common, files);
   // Interleaved, and alternating which goes first, so drift on a shared machine hits both.
   std::vector<double> baseline, conflux;
   std::vector<std::uint8_t> rgb;
