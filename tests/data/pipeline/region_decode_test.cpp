@@ -113,6 +113,14 @@ TEST(RegionDecode, WhereTheCropNeedsFullScaleTheBatchesAreTheFullDecodesBitForBi
   const Batches full = build(source, options(80, "full"), 3);
   EXPECT_EQ(region.pixels, full.pixels);
   EXPECT_EQ(region.eval, full.eval);
+  // The heavy path (rotation and colour jitter after the crop, float batches) reads the part
+  // through the same crop window.
+  TransformOptions heavy_region = options(80, "region"), heavy_full = options(80, "full");
+  for (TransformOptions* o : {&heavy_region, &heavy_full}) {
+    o->rotation_degrees = 10;
+    o->brightness = 0.3f;
+  }
+  EXPECT_EQ(build(source, heavy_region, 2).pixels, build(source, heavy_full, 2).pixels);
   // Several epochs: other crops, other flips.
   for (std::uint32_t epoch : {0u, 1u, 7u}) {
     EXPECT_EQ(build(source, options(80, "region"), 2, epoch).pixels,
