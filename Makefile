@@ -28,8 +28,11 @@ OTHER_MPI := $(if $(filter openmpi,$(MPI)),mpich,openmpi)
 # ones. hdf5-tools: h5dump, to read checkpoints and model files.
 DEB_PACKAGES ?= g++ make pkg-config $(MPI_DEBS_$(MPI)) hdf5-tools \
   libboost-program-options-dev libtomlplusplus-dev libfmt-dev libopenblas-dev zlib1g-dev \
-  protobuf-compiler libprotobuf-dev libturbojpeg0-dev libpng-dev libonnx-dev libdnnl-dev
-# (libonnx-dev: ONNX's own schema, onnx/onnx.proto, compiled for `conflux export`.
+  protobuf-compiler libprotobuf-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libonnx-dev \
+  libdnnl-dev
+# (libjpeg62-turbo-dev: libjpeg-turbo's libjpeg API, jpeglib.h, whose jpeg_crop_scanline and
+# jpeg_skip_scanlines decode only a crop's region; 2.1's TurboJPEG API cannot crop.
+# libonnx-dev: ONNX's own schema, onnx/onnx.proto, compiled for `conflux export`.
 # libdnnl-dev: oneDNN's convolutions, train.conv_kernels = onednn; it has no pkg-config file.)
 # What only the tests need (`make test-deps`, run by `make test`): GoogleTest; GNU time (peak
 # memory); SLURM and munge (the local test cluster of tests/cli/slurm-tests.sh); iproute2 and
@@ -51,7 +54,7 @@ CLIENTS_VENV ?= $(BUILDDIR)/venv
 # `make format` and `make format-check`.
 FORMAT_PACKAGES ?= clang-format
 
-PKGS := $(MPI_PKGS_$(MPI)) fmt tomlplusplus openblas zlib protobuf-lite libturbojpeg libpng
+PKGS := $(MPI_PKGS_$(MPI)) fmt tomlplusplus openblas zlib protobuf-lite libturbojpeg libjpeg libpng
 # Lazily expanded so that `make deps` can install them first within one invocation.
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -ldnnl -lgomp -lboost_program_options -lpthread -ldl \

@@ -144,6 +144,12 @@
   KEY(transform, eval_resize, int, 0, in(0, 65536), (),                                         \
       "Evaluation of images of any size: resize the shorter side to this (bilinear), then "     \
       "centre-crop transform.resized_crop; 0 = resized_crop * 8/7 rounded (256 for 224).")      \
+  KEY(transform, decode, std::string, "region", unbounded, ("region", "full"),                  \
+      "JPEGs of any size with transform.resized_crop: region decodes only the crop's window, "  \
+      "at the smallest DCT scale of 1/8, 2/8, 4/8, 8/8 that still covers the output "          \
+      "(evaluation: the whole image at the smallest one covering eval_resize); full decodes "  \
+      "at full size first. PNGs and other transforms always decode in full "                   \
+      "(docs/datasets.md).")                                                                   \
   KEY(transform, resized_crop_scale_min, float, 0.08, in(1e-6, 1), (),                          \
       "Smallest area fraction of a resized crop.")                                              \
   KEY(transform, resized_crop_scale_max, float, 1.0, in(1e-6, 1), (),                           \

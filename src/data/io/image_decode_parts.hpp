@@ -36,6 +36,18 @@ void check_dimensions(std::uint64_t width, std::uint64_t height, const char* for
 void to_chw(const std::uint8_t* interleaved, int width, int height, PixelLayout layout,
             int channels, DecodedImage& out);
 
+/// What a JPEG's header says, as TurboJPEG reads it.
+struct JpegHeader {
+  int width = 0;
+  int height = 0;
+  PixelLayout layout = PixelLayout::kRgb;  ///< what the decoders convert the colour space to
+};
+
+/// Reads and checks (check_dimensions) the header of a JPEG; CorruptSampleError naming
+/// `where`. The one header check of the whole and the region decode, so both refuse the same
+/// files.
+JpegHeader read_jpeg_header(std::span<const std::uint8_t> bytes, const std::string& where);
+
 /// Decodes a JPEG (sniffed already) into `out`; CorruptSampleError naming `where`.
 void decode_jpeg(std::span<const std::uint8_t> bytes, const DecodeOptions& options,
                  const std::string& where, DecodedImage& out);

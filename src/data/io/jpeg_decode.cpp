@@ -66,21 +66,26 @@ int pixel_format_of(PixelLayout layout) {
 
 }  // namespace
 
-void decode_jpeg(std::span<const std::uint8_t> bytes, const DecodeOptions& options,
-                 const std::string& where, DecodedImage& out) {
+JpegHeader read_jpeg_header(std::span<const std::uint8_t> bytes, const std::string& where) {
   tjhandle handle = TurboJpegHandle::thread_decompressor();
-  const auto size = static_cast<unsigned long>(bytes.size());
   int width = 0, height = 0, subsampling = 0, colorspace = 0;
-  if (tjDecompressHeader3(handle, bytes.data(), size, &width, &height, &subsampling, &colorspace) !=
-      0) {
+  if (tjDecompressHeader3(handle, bytes.data(), static_cast<unsigned long>(bytes.size()), &width,
+                          &height, &subsampling, &colorspace) != 0) {
     throw_jpeg_error(handle, "reading the header", where);
   }
   check_dimensions(static_cast<std::uint64_t>(std::max(width, 0)),
                    static_cast<std::uint64_t>(std::max(height, 0)), "JPEG", where);
+  return {width, height, layout_of(colorspace)};
+}
+
+void decode_jpeg(std::span<const std::uint8_t> bytes, const DecodeOptions& options,
+                 const std::string& where, DecodedImage& out) {
+  const auto [width, height, layout] = read_jpeg_header(bytes, where);
+  tjhandle handle = TurboJpegHandle::thread_decompressor();
+  const auto size = static_cast<unsigned long>(bytes.size());
   const tjscalingfactor scale = choose_scale(width, height, options.min_short_side);
   const int scaled_width = TJSCALED(width, scale);
   const int scaled_height = TJSCALED(height, scale);
-  const PixelLayout layout = layout_of(colorspace);
   const std::size_t pixels =
       static_cast<std::size_t>(scaled_width) * static_cast<std::size_t>(scaled_height);
 

@@ -15,31 +15,52 @@ void BatchBuilder::shape(std::size_t n, model::Tensor& images,
   labels.resize(n);
 }
 
-bool BatchBuilder::pixels_of(std::uint32_t index, std::span<const std::uint8_t> bytes,
-                             Scratch& scratch, ImageShape& shape,
-                             std::span<const std::uint8_t>& pixels) {
+void BatchBuilder::pixels_of(std::uint32_t index, std::span<const std::uint8_t> bytes,
+                             Scratch& scratch, const Purpose& purpose, Prepared& out) {
   const SourceInfo& info = source_.info();
   if (info.format == SampleFormat::kPixels) {
     CONFLUX_CHECK(bytes.size() == info.shape.size(), "{}: {} bytes, expected {} pixels",
                   source_.where(index), bytes.size(), info.shape.size());
-    shape = info.shape;
-    pixels = bytes;
-    return true;
+    out = {{info.shape, bytes}};
+    return;
+  }
+  if (transform_.region_decode() && sniff_format(bytes) == ImageFormat::kJpeg) {
+    decode_region(index, bytes, scratch, purpose, out);
+    return;
   }
   decode_image(bytes, {.channels = decoding_.channels}, source_.where(index), scratch.decoded);
-  shape = scratch.decoded.shape;
-  pixels = scratch.decoded.pixels;
-  return true;
+  out = {{scratch.decoded.shape, scratch.decoded.pixels}};
 }
 
-bool BatchBuilder::prepare(std::uint32_t index, const std::vector<std::uint8_t>* fetched,
-                           Scratch& scratch, ImageShape& shape,
-                           std::span<const std::uint8_t>& pixels) {
+// The window is drawn from the full size the header gives, so it never depends on the decode;
+// the scale depends only on the window and the output size: every rank decodes the same pixels.
+void BatchBuilder::decode_region(std::uint32_t index, std::span<const std::uint8_t> bytes,
+                                 Scratch& scratch, const Purpose& purpose, Prepared& out) {
+  if (!scratch.region) scratch.region.emplace();
+  const PixelWindow whole = scratch.region->read_header(bytes, source_.where(index));
+  RegionRequest request{.channels = decoding_.channels, .window = whole};
+  if (purpose.train) {
+    const augment::Box box =
+        transform_.train_crop(whole.width, whole.height, purpose.seed, purpose.epoch, index);
+    request.window = {box.top, box.left, box.height, box.width};
+    request.min_height = transform_.output_shape().height;
+    request.min_width = transform_.output_shape().width;
+  } else {
+    const augment::Box resized = transform_.eval_resized(whole.width, whole.height);
+    request.min_height = resized.height;
+    request.min_width = resized.width;
+  }
+  scratch.placement = scratch.region->decode(request, scratch.decoded);
+  out = {{scratch.decoded.shape, scratch.decoded.pixels}, &scratch.placement};
+}
+
+void BatchBuilder::prepare(std::uint32_t index, const std::vector<std::uint8_t>* fetched,
+                           Scratch& scratch, const Purpose& purpose, Prepared& out) {
   if (fetched == nullptr) {
     source_.read(index, scratch.bytes);
     fetched = &scratch.bytes;
   }
-  return pixels_of(index, *fetched, scratch, shape, pixels);
+  pixels_of(index, *fetched, scratch, purpose, out);
 }
 
 // A skipped sample keeps its slot (so batches keep their size and placement), with a blank
@@ -65,7 +86,8 @@ void BatchBuilder::blank_floats(float* out) const {
 }
 
 template <typename Make, typename Blank>
-void BatchBuilder::for_each_train(std::span<const std::uint32_t> samples, model::Label* labels,
+void BatchBuilder::for_each_train(std::span<const std::uint32_t> samples, const Purpose& purpose,
+                                  model::Label* labels,
                                   std::span<const std::vector<std::uint8_t>> fetched, Make make,
                                   Blank blank) {
   CONFLUX_CHECK(fetched.empty() || fetched.size() == samples.size(),
@@ -76,10 +98,9 @@ void BatchBuilder::for_each_train(std::span<const std::uint32_t> samples, model:
       const std::uint32_t index = samples[i];
       labels[i] = source_.label(index);
       try {
-        ImageShape shape;
-        std::span<const std::uint8_t> pixels;
-        prepare(index, fetched.empty() ? nullptr : &fetched[i], scratch, shape, pixels);
-        make(i, ImageView{shape, pixels});
+        Prepared sample;
+        prepare(index, fetched.empty() ? nullptr : &fetched[i], scratch, purpose, sample);
+        make(i, sample);
       } catch (const CorruptSampleError& e) {
         if (!decoding_.skip_corrupt) throw;
         skipped(index, e, labels[i]);
@@ -102,9 +123,13 @@ void BatchBuilder::build_train_into(std::span<const std::uint32_t> samples, std:
                                     std::span<const std::vector<std::uint8_t>> fetched) {
   const std::size_t stride = floats_per_sample();
   for_each_train(
-      samples, labels, fetched,
-      [&](std::size_t i, const ImageView& image) {
-        transform_.train(image, seed, epoch, samples[i], images + i * stride);
+      samples, {true, seed, epoch}, labels, fetched,
+      [&](std::size_t i, const Prepared& s) {
+        float* out = images + i * stride;
+        if (s.placement != nullptr)
+          transform_.train(s.image, *s.placement, seed, epoch, samples[i], out);
+        else
+          transform_.train(s.image, seed, epoch, samples[i], out);
       },
       [&](std::size_t i) { blank_floats(images + i * stride); });
 }
@@ -120,9 +145,13 @@ void BatchBuilder::build_train_encoded(std::span<const std::uint32_t> samples, s
   const std::size_t stride = floats_per_sample();
   auto* pixels = reinterpret_cast<std::uint8_t*>(images);
   for_each_train(
-      samples, labels, fetched,
-      [&](std::size_t i, const ImageView& image) {
-        transform_.train_pixels(image, seed, epoch, samples[i], pixels + i * stride);
+      samples, {true, seed, epoch}, labels, fetched,
+      [&](std::size_t i, const Prepared& s) {
+        std::uint8_t* out = pixels + i * stride;
+        if (s.placement != nullptr)
+          transform_.train_pixels(s.image, *s.placement, seed, epoch, samples[i], out);
+        else
+          transform_.train_pixels(s.image, seed, epoch, samples[i], out);
       },
       [&](std::size_t i) { std::fill_n(pixels + i * stride, stride, std::uint8_t{0}); });
 }
@@ -138,10 +167,12 @@ void BatchBuilder::build_eval(std::size_t begin, std::size_t end, model::Tensor&
       float* out = images.data.data() + i * stride;
       labels[i] = source_.label(index);
       try {
-        ImageShape shape;
-        std::span<const std::uint8_t> pixels;
-        prepare(index, nullptr, scratch, shape, pixels);
-        transform_.eval({shape, pixels}, out);
+        Prepared sample;
+        prepare(index, nullptr, scratch, {}, sample);
+        if (sample.placement != nullptr)
+          transform_.eval(sample.image, *sample.placement, out);
+        else
+          transform_.eval(sample.image, out);
       } catch (const CorruptSampleError& e) {
         if (!decoding_.skip_corrupt) throw;
         skipped(index, e, labels[i]);

@@ -19,18 +19,34 @@ struct Taps {
   std::vector<float> far;   // weight of `second`
 };
 
-// Taps of outputs [begin, begin + count) of a resize from in_size to out_size pixels, as
-// indices into the source shifted by `offset`.
-void linear_taps(int in_size, int out_size, int offset, int begin, int count, Taps& taps) {
+// One axis of a resize's source: `pixels` whole pixels from index `offset`, of which the
+// resized area starts `start` pixels in and spans `length` (start 0 and length = pixels for a
+// whole-pixel box).
+struct Axis {
+  int offset;
+  int pixels;
+  float start;
+  float length;
+};
+
+Axis axis(int offset, int pixels, float start, float length) {
+  return length > 0 ? Axis{offset, pixels, start, length}
+                    : Axis{offset, pixels, 0.0f, static_cast<float>(pixels)};
+}
+
+// Taps of outputs [begin, begin + count) of a resize of `in` to out_size pixels, as indices
+// into the source. For a whole-pixel box the arithmetic is the plain resize's, bit for bit.
+void linear_taps(const Axis& in, int out_size, int begin, int count, Taps& taps) {
   const auto n = static_cast<std::size_t>(count);
   taps.first.resize(n);
   taps.second.resize(n);
   taps.near.resize(n);
   taps.far.resize(n);
-  const float scale = static_cast<float>(in_size) / static_cast<float>(out_size);
+  const int in_size = in.pixels, offset = in.offset;
+  const float scale = in.length / static_cast<float>(out_size);
   for (int i = 0; i < count; ++i) {
     const int o = begin + i;
-    const float source = std::max((static_cast<float>(o) + 0.5f) * scale - 0.5f, 0.0f);
+    const float source = std::max((static_cast<float>(o) + 0.5f) * scale - 0.5f + in.start, 0.0f);
     const int i0 = std::min(static_cast<int>(source), in_size - 1);
     const int i1 = i0 + (i0 < in_size - 1 ? 1 : 0);
     const float far = std::clamp(source - static_cast<float>(i0), 0.0f, 1.0f);
@@ -111,8 +127,11 @@ void resize_window(ImageView src, const ResizeWindow& window, bool flip, Out* ds
   thread_local Taps xs, ys;
   thread_local RowCache cache;
   const Box& box = window.box;
-  linear_taps(box.width, window.full_width, box.left, window.left, window.width, xs);
-  linear_taps(box.height, window.full_height, box.top, window.top, window.height, ys);
+  const SubPixelSpan& span = window.span;
+  linear_taps(axis(box.left, box.width, span.left, span.width), window.full_width, window.left,
+              window.width, xs);
+  linear_taps(axis(box.top, box.height, span.top, span.height), window.full_height, window.top,
+              window.height, ys);
   if (flip) {
     // Mirroring the taps mirrors the output exactly, with no second pass over the pixels.
     std::reverse(xs.first.begin(), xs.first.end());
@@ -188,6 +207,27 @@ void crop_to_float(std::span<const std::uint8_t> src, ImageShape in, int top, in
 
 void resize_bilinear(ImageView src, const ResizeWindow& window, bool flip, std::uint8_t* dst) {
   resize_window(src, window, flip, dst);
+}
+
+void resize_bilinear(ImageView src, const ResizeWindow& window, bool flip, float* dst) {
+  resize_window(src, window, flip, dst);
+}
+
+ResizeWindow scaled_window(Box box, int scale_eighths, int part_top, int part_left,
+                           ImageShape part) {
+  const double k = scale_eighths / 8.0;
+  // The box's edges in the part, in scaled pixels; whole pixels [first, end) cover them.
+  const double top = box.top * k - part_top, left = box.left * k - part_left;
+  const double height = box.height * k, width = box.width * k;
+  const int y0 = std::clamp(static_cast<int>(std::floor(top)), 0, part.height - 1);
+  const int x0 = std::clamp(static_cast<int>(std::floor(left)), 0, part.width - 1);
+  const int y1 = std::clamp(static_cast<int>(std::ceil(top + height)), y0 + 1, part.height);
+  const int x1 = std::clamp(static_cast<int>(std::ceil(left + width)), x0 + 1, part.width);
+  ResizeWindow w;
+  w.box = {y0, x0, y1 - y0, x1 - x0};
+  w.span = {static_cast<float>(top - y0), static_cast<float>(left - x0), static_cast<float>(height),
+            static_cast<float>(width)};
+  return w;
 }
 
 void resize_bilinear(std::span<const std::uint8_t> src, ImageShape in, Box box, int out_h,

@@ -40,10 +40,6 @@ float per_channel(const std::vector<float>& values, int c) {
   return values.size() == 1 ? values[0] : values[static_cast<std::size_t>(c)];
 }
 
-bool is_probability(float p) {
-  return p >= 0.0f && p <= 1.0f;
-}  // false for NaN
-
 // out = in * scale[c] + shift[c], plane by plane.
 void affine_per_channel(const float* in, ImageShape shape, const std::vector<float>& scale,
                         const std::vector<float>& shift, float* out) {
@@ -68,11 +64,6 @@ std::uint8_t* pixel_scratch(std::size_t size) {
   thread_local std::vector<std::uint8_t> buffer;
   buffer.resize(size);
   return buffer.data();
-}
-
-// transform.eval_resize = 0: the ImageNet recipe's ratio, Resize(256) before CenterCrop(224).
-int default_eval_resize(int resized_crop) {
-  return static_cast<int>(std::lround(resized_crop * 8.0 / 7.0));
 }
 
 }  // namespace
@@ -124,78 +115,9 @@ SampleTransform::SampleTransform(const TransformOptions& options, ImageShape inp
            options.contrast == 0 && !saturation && options.blur_kernel == 0 &&
            options.loaded_plugin == nullptr;
   pixel_output_ = !heavy_ || (fused_ && options.cutout_size == 0);
-}
-
-void SampleTransform::validate_input(const TransformOptions& options, ImageShape input) {
-  CONFLUX_REQUIRE(input.channels > 0, "images with {} channels: need at least 1", input.channels);
-  variable_ = input.height == 0 && input.width == 0;
-  if (!variable_) {
-    CONFLUX_REQUIRE(input.height > 0 && input.width > 0,
-                    "images of {}x{} pixels: height and width must both be positive, or both 0 "
-                    "for images of any size",
-                    input.height, input.width);
-    return;
-  }
-  CONFLUX_REQUIRE(options.resized_crop > 0,
-                  "images of varying size need transform.resized_crop (> 0, e.g. 224) to bring "
-                  "them to one size; transform.resized_crop = {}",
-                  options.resized_crop);
-  CONFLUX_REQUIRE(options.eval_resize >= 0, "transform.eval_resize = {} must be >= 0 (0 = {})",
-                  options.eval_resize, "resized_crop * 8 / 7");
-  eval_resize_ =
-      options.eval_resize > 0 ? options.eval_resize : default_eval_resize(options.resized_crop);
-  CONFLUX_REQUIRE(eval_resize_ >= options.resized_crop,
-                  "transform.eval_resize = {} is smaller than transform.resized_crop = {}: "
-                  "evaluation centre-crops resized_crop pixels from the resized image",
-                  eval_resize_, options.resized_crop);
-}
-
-void SampleTransform::validate_heavy() const {
-  const TransformOptions& o = options_;
-  // Ranges are written so that NaN fails them too.
-  CONFLUX_REQUIRE(o.resized_crop_scale_min > 0 &&
-                      o.resized_crop_scale_min <= o.resized_crop_scale_max &&
-                      o.resized_crop_scale_max <= 1,
-                  "transform.resized_crop_scale_min = {} and transform.resized_crop_scale_max = {} "
-                  "must satisfy 0 < min <= max <= 1 (fractions of the image area)",
-                  o.resized_crop_scale_min, o.resized_crop_scale_max);
-  CONFLUX_REQUIRE(
-      o.resized_crop_ratio_min > 0 && o.resized_crop_ratio_min <= o.resized_crop_ratio_max,
-      "transform.resized_crop_ratio_min = {} and transform.resized_crop_ratio_max = {} "
-      "must satisfy 0 < min <= max (aspect ratios w/h)",
-      o.resized_crop_ratio_min, o.resized_crop_ratio_max);
-  CONFLUX_REQUIRE(o.rotation_degrees >= 0 && o.rotation_degrees <= 180,
-                  "transform.rotation_degrees = {} must lie in [0, 180]", o.rotation_degrees);
-  for (const auto& [name, value] :
-       {std::pair{"brightness", o.brightness}, std::pair{"contrast", o.contrast},
-        std::pair{"saturation", o.saturation}}) {
-    CONFLUX_REQUIRE(value >= 0, "transform.{} = {} must be >= 0 (0 = off)", name, value);
-  }
-  CONFLUX_REQUIRE(o.blur_kernel >= 0 && (o.blur_kernel == 0 || o.blur_kernel % 2 == 1),
-                  "transform.blur_kernel = {} must be an odd size, or 0 to switch blurring off",
-                  o.blur_kernel);
-  CONFLUX_REQUIRE(o.blur_sigma_min > 0 && o.blur_sigma_min <= o.blur_sigma_max,
-                  "transform.blur_sigma_min = {} and transform.blur_sigma_max = {} must satisfy "
-                  "0 < min <= max",
-                  o.blur_sigma_min, o.blur_sigma_max);
-  CONFLUX_REQUIRE(is_probability(o.blur_probability),
-                  "transform.blur_probability = {} must lie in [0, 1]", o.blur_probability);
-  CONFLUX_REQUIRE(is_probability(o.cutout_probability),
-                  "transform.cutout_probability = {} must lie in [0, 1]", o.cutout_probability);
-  CONFLUX_REQUIRE(
-      o.cutout_size >= 0 && o.cutout_size <= std::min(output_.height, output_.width),
-      "transform.cutout_size = {} must lie in [0, {}] (0 = off; at most the {}x{} output image)",
-      o.cutout_size, std::min(output_.height, output_.width), output_.height, output_.width);
-}
-
-void SampleTransform::check_image(const ImageView& image) const {
-  const ImageShape& s = image.shape;
-  CONFLUX_CHECK(image.pixels.size() == s.size(), "an image of {}x{}x{} pixels holds {} bytes",
-                s.channels, s.height, s.width, image.pixels.size());
-  CONFLUX_CHECK(
-      variable_ ? s.channels == input_.channels && s.height > 0 && s.width > 0 : s == input_,
-      "the transform takes {}x{}x{} images (0 = any size), not {}x{}x{}", input_.channels,
-      input_.height, input_.width, s.channels, s.height, s.width);
+  CONFLUX_REQUIRE(options.decode == "region" || options.decode == "full",
+                  "transform.decode = \"{}\": expected \"region\" or \"full\"", options.decode);
+  region_ = variable_ && options.decode == "region";  // variable_ implies a resized crop
 }
 
 // The random crop's offsets in the padded image (light and heavy path, each with its stream).
@@ -234,15 +156,24 @@ augment::Box SampleTransform::train_crop(int width, int height, std::uint64_t se
 void SampleTransform::train(ImageView image, std::uint64_t seed, std::uint32_t epoch,
                             std::uint64_t sample_index, float* out) const {
   check_image(image);
-  const SampleKey key{seed, epoch, sample_index};
+  train_source({image}, {seed, epoch, sample_index}, out);
+}
+
+void SampleTransform::train(ImageView part, const RegionPlacement& placement, std::uint64_t seed,
+                            std::uint32_t epoch, std::uint64_t sample_index, float* out) const {
+  check_part(part, placement);
+  train_source({part, &placement}, {seed, epoch, sample_index}, out);
+}
+
+void SampleTransform::train_source(const Source& src, const SampleKey& key, float* out) const {
   if (!pixel_output_) {
-    train_heavy(image, key, out);
+    train_heavy(src, key, out);
     return;
   }
   // The one way from pixels to floats, so a batch shipped as pixels and normalised by the
   // trainer is bit-identical to one built here (docs/design.md invariant 2).
   std::uint8_t* pixels = pixel_scratch(output_.size());
-  train_pixels_of(image, key, pixels);
+  train_pixels_of(src, key, pixels);
   normalise(pixels, 1, out);
 }
 
@@ -252,15 +183,24 @@ void SampleTransform::train_pixels(ImageView image, std::uint64_t seed, std::uin
                 "train_pixels: this transform's output is not an 8-bit image (a heavy op other "
                 "than the resized crop and flip, or cutout, is on)");
   check_image(image);
-  train_pixels_of(image, {seed, epoch, sample_index}, out);
+  train_pixels_of({image}, {seed, epoch, sample_index}, out);
 }
 
-void SampleTransform::train_pixels_of(const ImageView& image, const SampleKey& key,
+void SampleTransform::train_pixels(ImageView part, const RegionPlacement& placement,
+                                   std::uint64_t seed, std::uint32_t epoch,
+                                   std::uint64_t sample_index, std::uint8_t* out) const {
+  CONFLUX_CHECK(pixel_output_, "train_pixels: this transform's output is not an 8-bit image");
+  check_part(part, placement);
+  train_pixels_of({part, &placement}, {seed, epoch, sample_index}, out);
+}
+
+void SampleTransform::train_pixels_of(const Source& src, const SampleKey& key,
                                       std::uint8_t* out) const {
   if (heavy_) {  // the resized crop and flip only
-    resized_crop(image, key, heavy_flip(key), out);
+    resized_crop(src, key, heavy_flip(key), out);
     return;
   }
+  const ImageView& image = src.image;
   // Draw order is fixed (crop offsets, then flip) so that the numbers are the same everywhere.
   Rng rng{key.seed, kAugmentStream, key.epoch, key.sample_index};
   int top = 0, left = 0;
@@ -286,17 +226,17 @@ bool SampleTransform::heavy_flip(const SampleKey& key) const {
   return options_.hflip && Rng{key.seed, kFlipStream, key.epoch, key.sample_index}.coin();
 }
 
-void SampleTransform::train_heavy(const ImageView& image, const SampleKey& key, float* out) const {
+void SampleTransform::train_heavy(const Source& src, const SampleKey& key, float* out) const {
   const bool flip = heavy_flip(key);
   if (fused_) {
     // Nothing between the resized crop and normalisation: no float image in between.
     std::uint8_t* pixels = pixel_scratch(output_.size());
-    resized_crop(image, key, flip, pixels);
+    resized_crop(src, key, flip, pixels);
     normalise(pixels, 1, out);
   } else {
     std::vector<float>* work = &scratch(0, output_.size());
     std::vector<float>* spare = &scratch(1, output_.size());
-    heavy_geometry(image, key, flip, work, spare);
+    heavy_geometry(src, key, flip, work, spare);
     heavy_colour(work->data(), key);
     heavy_normalise(*work, key, out);
   }
@@ -313,20 +253,33 @@ Rng draw(std::uint64_t seed, std::uint64_t op, std::uint32_t epoch, std::uint64_
 
 // The random resized crop (with the flip folded in: a mirrored window is the same pixels as a
 // later flip), the one implementation for fixed and varying image sizes.
-void SampleTransform::resized_crop(const ImageView& image, const SampleKey& key, bool flip,
+void SampleTransform::resized_crop(const Source& src, const SampleKey& key, bool flip,
                                    std::uint8_t* out) const {
-  const int h = output_.height, w = output_.width;
-  const augment::Box box = resized_crop_box(image.shape.height, image.shape.width, key);
-  augment::resize_bilinear(image, {box, h, w, 0, 0, h, w}, flip, out);
+  augment::resize_bilinear(src.image, crop_window(src, key), flip, out);
+}
+
+// The resized crop's window: the box drawn for the whole image's size, in the pixels at hand.
+augment::ResizeWindow SampleTransform::crop_window(const Source& src, const SampleKey& key) const {
+  augment::ResizeWindow window;
+  const ImageShape& shape = src.image.shape;
+  if (src.placement == nullptr) {
+    window.box = resized_crop_box(shape.height, shape.width, key);
+  } else {
+    const RegionPlacement& p = *src.placement;
+    window = augment::scaled_window(resized_crop_box(p.image_height, p.image_width, key),
+                                    p.scale_eighths, p.top, p.left, shape);
+  }
+  window.full_height = window.height = output_.height;
+  window.full_width = window.width = output_.width;
+  return window;
 }
 
 // Crop or resized crop, then rotation; `work` ends up holding the image in pixel units.
-void SampleTransform::heavy_geometry(const ImageView& image, const SampleKey& key, bool flip,
+void SampleTransform::heavy_geometry(const Source& src, const SampleKey& key, bool flip,
                                      std::vector<float>*& work, std::vector<float>*& spare) const {
+  const ImageView& image = src.image;
   if (options_.resized_crop > 0) {
-    const augment::Box box = resized_crop_box(image.shape.height, image.shape.width, key);
-    augment::resize_bilinear(image.pixels, image.shape, box, output_.height, output_.width, flip,
-                             work->data());
+    augment::resize_bilinear(image, crop_window(src, key), flip, work->data());
   } else {
     int top = 0, left = 0;
     if (options_.crop > 0) {
@@ -405,7 +358,7 @@ void SampleTransform::eval(ImageView image, float* out) const {
   check_image(image);
   std::uint8_t* pixels = pixel_scratch(output_.size());
   if (variable_) {
-    eval_any_size(image, pixels);
+    eval_any_size({image}, pixels);
   } else if (options_.resized_crop > 0) {
     // torchvision's eval recipe resizes then centre-crops; with a square output the whole
     // image resized is the closest fixed view and loses no pixels.
@@ -419,24 +372,46 @@ void SampleTransform::eval(ImageView image, float* out) const {
   normalise(pixels, 1, out);
 }
 
-// torchvision Resize(eval_resize) + CenterCrop(resized_crop), computing only the crop.
-void SampleTransform::eval_any_size(const ImageView& image, std::uint8_t* out) const {
-  const int h = image.shape.height, w = image.shape.width, side = eval_resize_;
+void SampleTransform::eval(ImageView part, const RegionPlacement& placement, float* out) const {
+  check_part(part, placement);
+  std::uint8_t* pixels = pixel_scratch(output_.size());
+  eval_any_size({part, &placement}, pixels);
+  normalise(pixels, 1, out);
+}
+
+augment::Box SampleTransform::eval_resized(int width, int height) const {
+  CONFLUX_CHECK(variable_ && width > 0 && height > 0,
+                "eval_resized: needs images of any size and a positive size, not {}x{}", width,
+                height);
   // The shorter side becomes `side`, the longer one side * long / short truncated (Python's
   // int(), as torchvision's _compute_resized_output_size; exact in integers).
-  int full_h = side, full_w = side;
-  if (w <= h) {
-    full_h = static_cast<int>(static_cast<std::int64_t>(side) * h / w);
-  } else {
-    full_w = static_cast<int>(static_cast<std::int64_t>(side) * w / h);
-  }
+  const int side = eval_resize_;
+  if (width <= height)
+    return {0, 0, static_cast<int>(static_cast<std::int64_t>(side) * height / width), side};
+  return {0, 0, side, static_cast<int>(static_cast<std::int64_t>(side) * width / height)};
+}
+
+// torchvision Resize(eval_resize) + CenterCrop(resized_crop), computing only the crop.
+void SampleTransform::eval_any_size(const Source& src, std::uint8_t* out) const {
+  const ImageShape& shape = src.image.shape;
+  const RegionPlacement* p = src.placement;
+  const int h = p ? p->image_height : shape.height, w = p ? p->image_width : shape.width;
+  const augment::Box resized = eval_resized(w, h);
+  const int full_h = resized.height, full_w = resized.width;
   // center_crop's offsets: round((size - crop) / 2), Python's round (half to even), which is
   // std::nearbyint in the default rounding mode.
   const int crop = output_.height;
   const int top = static_cast<int>(std::nearbyint((full_h - crop) / 2.0));
   const int left = static_cast<int>(std::nearbyint((full_w - crop) / 2.0));
-  augment::resize_bilinear(image, {{0, 0, h, w}, full_h, full_w, top, left, crop, crop}, false,
-                           out);
+  augment::ResizeWindow window =
+      p ? augment::scaled_window({0, 0, h, w}, p->scale_eighths, p->top, p->left, shape)
+        : augment::ResizeWindow{{0, 0, h, w}};
+  window.full_height = full_h;
+  window.full_width = full_w;
+  window.top = top;
+  window.left = left;
+  window.height = window.width = crop;
+  augment::resize_bilinear(src.image, window, false, out);
 }
 
 void SampleTransform::render(std::span<const std::uint8_t> image, int top, int left, bool flip,

@@ -2,16 +2,20 @@
 /// @file batch_builder.hpp
 /// Assembles a batch (float images + labels) from dataset indices on a rank's preprocessing
 /// threads: read (or take what was read ahead), decode when the source is encoded, transform.
+/// With transform.decode = "region" a JPEG is decoded only as far as the transform needs it
+/// (SampleTransform::region_decode): the crop's window, at a reduced DCT scale.
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "conflux/core/log.hpp"
 #include "conflux/core/thread_pool.hpp"
 #include "conflux/data/io/image_codec.hpp"
+#include "conflux/data/io/jpeg_region.hpp"
 #include "conflux/data/io/sample_source.hpp"
 #include "conflux/data/pipeline/batch.hpp"
 #include "conflux/data/pipeline/sample_fetcher.hpp"
@@ -71,19 +75,36 @@ class BatchBuilder {
   struct Scratch {
     std::vector<std::uint8_t> bytes;
     DecodedImage decoded;
+    std::optional<JpegRegionDecoder> region;  // made on a thread's first region decode
+    RegionPlacement placement;
+  };
+  // What a sample is decoded for: a training step's crop (seed, epoch) or evaluation.
+  struct Purpose {
+    bool train = false;
+    std::uint64_t seed = 0;
+    std::uint32_t epoch = 0;
+  };
+  // A sample ready for the transform: the whole image, or the part `placement` locates.
+  struct Prepared {
+    ImageView image;
+    const RegionPlacement* placement = nullptr;
   };
   void shape(std::size_t n, model::Tensor& images, std::vector<model::Label>& labels) const;
-  // Pixels of sample `index` from its bytes; false when it was skipped as corrupt.
-  bool pixels_of(std::uint32_t index, std::span<const std::uint8_t> bytes, Scratch& scratch,
-                 ImageShape& shape, std::span<const std::uint8_t>& pixels);
-  // Fills one output slot; false when the sample was skipped (zeros, kSkippedLabel).
-  bool prepare(std::uint32_t index, const std::vector<std::uint8_t>* fetched, Scratch& scratch,
-               ImageShape& shape, std::span<const std::uint8_t>& pixels);
-  // Runs `make(i, image)` for every sample on the pool, or `blank(i)` for one skipped as
+  // Pixels of sample `index` from its bytes (CorruptSampleError when they do not decode).
+  void pixels_of(std::uint32_t index, std::span<const std::uint8_t> bytes, Scratch& scratch,
+                 const Purpose& purpose, Prepared& out);
+  // The part of a JPEG that `purpose` needs, at a reduced scale where that covers it.
+  void decode_region(std::uint32_t index, std::span<const std::uint8_t> bytes, Scratch& scratch,
+                     const Purpose& purpose, Prepared& out);
+  // Reads (unless fetched) and decodes sample `index` into `out`.
+  void prepare(std::uint32_t index, const std::vector<std::uint8_t>* fetched, Scratch& scratch,
+               const Purpose& purpose, Prepared& out);
+  // Runs `make(i, sample)` for every sample on the pool, or `blank(i)` for one skipped as
   // corrupt (whose label becomes kSkippedLabel).
   template <typename Make, typename Blank>
-  void for_each_train(std::span<const std::uint32_t> samples, model::Label* labels,
-                      std::span<const std::vector<std::uint8_t>> fetched, Make make, Blank blank);
+  void for_each_train(std::span<const std::uint32_t> samples, const Purpose& purpose,
+                      model::Label* labels, std::span<const std::vector<std::uint8_t>> fetched,
+                      Make make, Blank blank);
   void skipped(std::uint32_t index, const CorruptSampleError& error, model::Label& label);
   // A skipped sample's floats: those of an all-zero image (zeros, or normalised zeros when the
   // transform's output is pixels), so every encoding gives the same batch.

@@ -35,10 +35,21 @@ Box random_resized_crop_box(int height, int width, float scale_min, float scale_
 void crop_to_float(std::span<const std::uint8_t> src, ImageShape in, int top, int left, int out_h,
                    int out_w, bool flip, float* dst);
 
+/// Where a resized area's edges lie between pixels: it starts `top`, `left` pixels into a box
+/// and spans `height` x `width` pixels (fractions allowed), as a crop drawn on the full image
+/// lands in an image decoded at a reduced scale. Height and width 0: the box's own edges.
+struct SubPixelSpan {
+  float top = 0;
+  float left = 0;
+  float height = 0;
+  float width = 0;
+};
+
 /// Where a bilinear resize reads and writes: `box` of the source is resized to full_height x
 /// full_width, and the height x width window at (top, left) of that resized image is written.
 /// A resized crop writes the whole resized image; resize + centre crop writes a window of it
-/// without computing the rest.
+/// without computing the rest. With `span`, the resized area is that span inside `box`, whose
+/// pixels are still the only ones read.
 struct ResizeWindow {
   Box box;
   int full_height = 0;
@@ -47,13 +58,24 @@ struct ResizeWindow {
   int left = 0;
   int height = 0;
   int width = 0;
+  SubPixelSpan span{};
 };
+
+/// Where `box` of an image (full-size pixels) lies in a part of it decoded at scale k/8 whose
+/// pixel (0, 0) is pixel (part_top, part_left) of the whole scaled image, `part` pixels large:
+/// the whole pixels it touches and the exact span inside them. At k = 8 the span is the box
+/// itself shifted, so the resize reads and weighs exactly the pixels the full image gives.
+ResizeWindow scaled_window(Box box, int scale_eighths, int part_top, int part_left,
+                           ImageShape part);
 
 /// Bilinear resize, align_corners = false and no antialiasing (PyTorch's interpolate; taps
 /// never read outside `box`), separable: a horizontal pass per source row, then a vertical pass
 /// per output row, each result rounded to the nearest pixel value (halves up), as PIL and
 /// torchvision's uint8 resize give 8-bit images. With `flip` the result is mirrored left-right.
 void resize_bilinear(ImageView src, const ResizeWindow& window, bool flip, std::uint8_t* dst);
+
+/// The resize above written as floats in pixel units (whole numbers in [0, 255]).
+void resize_bilinear(ImageView src, const ResizeWindow& window, bool flip, float* dst);
 
 /// The resize above for the whole resized image of `box` (inside the source), to out_h x
 /// out_w, written as floats in pixel units (whole numbers in [0, 255]).

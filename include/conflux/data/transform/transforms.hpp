@@ -15,6 +15,7 @@
 #include "conflux/config/sections.hpp"
 #include "conflux/core/rng.hpp"
 #include "conflux/data/io/dataset.hpp"
+#include "conflux/data/io/jpeg_region.hpp"
 #include "conflux/data/transform/augment_ops.hpp"
 #include "conflux/data/transform/transform_plugin.hpp"
 
@@ -70,6 +71,25 @@ class SampleTransform {
   /// The shorter side eval() resizes images of varying size to (transform.eval_resize, or its
   /// default resized_crop * 8 / 7); 0 for fixed-size input, whose eval reads the image as is.
   int eval_short_side() const noexcept { return variable_ ? eval_resize_ : 0; }
+  /// The size eval() resizes a width x height image of varying size to before its centre crop,
+  /// as {0, 0, height, width}.
+  augment::Box eval_resized(int width, int height) const;
+
+  /// True when a JPEG may be decoded in part (transform.decode = "region", a resized crop of
+  /// images of any size): training then needs only train_crop()'s window, and evaluation
+  /// only enough pixels for eval_resized(), so the decoder may use a reduced DCT scale.
+  bool region_decode() const noexcept { return region_; }
+  /// train() of an image decoded in part: `part` holds the pixels `placement` locates in the
+  /// whole image, which must cover train_crop() of the whole image's size for this key. The
+  /// same random choices as train() of the whole image; at scale 1/1 the same output, bit for
+  /// bit.
+  void train(ImageView part, const RegionPlacement& placement, std::uint64_t seed,
+             std::uint32_t epoch, std::uint64_t sample_index, float* out) const;
+  /// train_pixels() of an image decoded in part (as the train() above).
+  void train_pixels(ImageView part, const RegionPlacement& placement, std::uint64_t seed,
+                    std::uint32_t epoch, std::uint64_t sample_index, std::uint8_t* out) const;
+  /// eval() of the whole image decoded at a reduced scale (placement at (0, 0)).
+  void eval(ImageView part, const RegionPlacement& placement, float* out) const;
 
  private:
   struct SampleKey {
@@ -77,25 +97,32 @@ class SampleTransform {
     std::uint32_t epoch;
     std::uint64_t sample_index;
   };
+  // A sample's pixels: the whole image, or a part of it that `placement` locates.
+  struct Source {
+    ImageView image;
+    const RegionPlacement* placement = nullptr;
+  };
   void validate_input(const TransformOptions& options, ImageShape input);
   void validate_heavy() const;
   void check_image(const ImageView& image) const;
+  void check_part(const ImageView& part, const RegionPlacement& placement) const;
+  augment::ResizeWindow crop_window(const Source& src, const SampleKey& key) const;
   void crop_offsets(Rng& rng, int& top, int& left) const;
   augment::Box resized_crop_box(int height, int width, const SampleKey& key) const;
   void render(std::span<const std::uint8_t> image, int top, int left, bool flip,
               std::uint8_t* out) const;
-  void train_pixels_of(const ImageView& image, const SampleKey& key, std::uint8_t* out) const;
+  void train_pixels_of(const Source& src, const SampleKey& key, std::uint8_t* out) const;
+  void train_source(const Source& src, const SampleKey& key, float* out) const;
   bool heavy_flip(const SampleKey& key) const;
   // The heavy path's steps, in order; each op draws from its own stream of `key`.
-  void train_heavy(const ImageView& image, const SampleKey& key, float* out) const;
-  void resized_crop(const ImageView& image, const SampleKey& key, bool flip,
-                    std::uint8_t* out) const;
-  void heavy_geometry(const ImageView& image, const SampleKey& key, bool flip,
-                      std::vector<float>*& work, std::vector<float>*& spare) const;
+  void train_heavy(const Source& src, const SampleKey& key, float* out) const;
+  void resized_crop(const Source& src, const SampleKey& key, bool flip, std::uint8_t* out) const;
+  void heavy_geometry(const Source& src, const SampleKey& key, bool flip, std::vector<float>*& work,
+                      std::vector<float>*& spare) const;
   void heavy_colour(float* img, const SampleKey& key) const;
   void heavy_normalise(std::vector<float>& work, const SampleKey& key, float* out) const;
   void heavy_cutout(float* out, const SampleKey& key) const;
-  void eval_any_size(const ImageView& image, std::uint8_t* out) const;
+  void eval_any_size(const Source& src, std::uint8_t* out) const;
   TransformOptions options_;
   ImageShape input_;
   ImageShape output_;
@@ -103,6 +130,7 @@ class SampleTransform {
   bool heavy_ = false;          // any heavy option or a plugin: train() takes train_heavy()
   bool fused_ = false;          // heavy, but nothing between the resized crop and normalise
   bool pixel_output_ = false;   // training output is normalise(8-bit image): see pixel_output()
+  bool region_ = false;         // see region_decode()
   int eval_resize_ = 0;         // variable input: the shorter side eval() resizes to
   std::vector<float> scale_;    // per channel: 1 / (255 * std)
   std::vector<float> shift_;    // per channel: -mean / std
