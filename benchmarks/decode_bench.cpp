@@ -129,9 +129,11 @@ double baseline_pass(const std::vector<JpegFile>& files, std::vector<std::uint8_
     CONFLUX_CHECK(tjDecompressHeader3(handle.get(), f.bytes.data(), size, &width, &height,
                                       &subsampling, &colorspace) == 0,
                   "{}: {}", f.path, tjGetErrorStr2(handle.get()));
-    rgb.resize(static_cast<std::size_t>(width) * height * 3);
+    // CMYK files (ImageNet has 22) decode only to CMYK: the baseline takes them as they are.
+    const bool cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
+    rgb.resize(static_cast<std::size_t>(width) * height * (cmyk ? 4 : 3));
     CONFLUX_CHECK(tjDecompress2(handle.get(), f.bytes.data(), size, rgb.data(), width, 0, height,
-                                TJPF_RGB, data::turbojpeg_decode_flags()) == 0,
+                                cmyk ? TJPF_CMYK : TJPF_RGB, data::turbojpeg_decode_flags()) == 0,
                   "{}: {}", f.path, tjGetErrorStr2(handle.get()));
   }
   return std::chrono::duration<double>(Clock::now() - start).count();
