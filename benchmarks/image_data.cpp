@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "../testkit/image_encode.hpp"
 #include "conflux/config/environment.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/core/rng.hpp"
 #include "conflux/data/io/cifar_reader.hpp"
 #include "image_arrays.hpp"
-#include "image_encode.hpp"
 #include "image_pixels.hpp"
 #include "imagenet_like.hpp"
 #include "report.hpp"
