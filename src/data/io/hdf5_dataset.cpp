@@ -12,7 +12,7 @@
 
 #include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
-#include "conflux/core/hdf5_file.hpp"
+#include "conflux/hdf5/file.hpp"
 
 namespace conflux::data {
 namespace {

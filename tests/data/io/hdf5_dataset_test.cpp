@@ -13,8 +13,8 @@
 
 #include "../../support/temp_dir.hpp"
 #include "conflux/core/error.hpp"
-#include "conflux/core/hdf5.hpp"
-#include "conflux/core/hdf5_file.hpp"
+#include "conflux/hdf5/file.hpp"
+#include "conflux/hdf5/handle.hpp"
 
 namespace conflux::data {
 namespace {

@@ -6,11 +6,11 @@
 
 #include "../../support/image_folder.hpp"
 #include "../../support/temp_dir.hpp"
-#include "conflux/core/hdf5.hpp"
 #include "conflux/data/io/image_folder_source.hpp"
 #include "conflux/data/io/pack_format.hpp"
 #include "conflux/data/io/pack_writer.hpp"
 #include "conflux/data/io/packed_source.hpp"
+#include "conflux/hdf5/handle.hpp"
 
 namespace conflux::data {
 namespace {
