@@ -161,7 +161,7 @@ TEST(Pack, FailedPackLeavesNothingAndExistingOutIsRefused) {
 }
 
 TEST(Pack, PixelSourcesAreRefused) {
-  Dataset d;
+  InMemorySplit d;
   d.name = "tiny";
   d.shape = {1, 1, 1};
   d.num_classes = 1;
