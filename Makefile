@@ -125,10 +125,15 @@ LIB_SRCS   := $(shell find src -name '*.cpp' -not -path 'src/cli/*' $(SRC_FILTER
   $(if $(filter 1,$(CUDA)),$(shell find src -name '*.cu' -not -path 'src/cli/*' | sort))
 CLI_SRCS   := $(shell find src/cli -name '*.cpp' | sort)
 # tests/cli/ holds shell suites and the install test's consumer program, not unit tests.
+# tests/bench/ tests conflux-bench's own code: its binary links that code, the unit tests none.
 UNIT_SRCS  := $(shell find tests -name '*.cpp' -not -path 'tests/mpi/*' -not -path 'tests/cli/*' \
-  $(SRC_FILTER) | sort)
+  -not -path 'tests/bench/*' $(SRC_FILTER) | sort)
+BENCH_TEST_SRCS := $(shell find tests/bench -name '*.cpp' 2>/dev/null | sort)
 MPI_SRCS   := $(shell find tests/mpi -name '*.cpp' 2>/dev/null | sort)
 BENCH_SRCS := $(shell find benchmarks -name '*.cpp' 2>/dev/null | sort)
+# testkit/: what conflux-bench and the tests share but libconflux.a must not ship (the JPEG and
+# PNG encoders of the test images; docs/design.md, "Areas and their order").
+TESTKIT_SRCS := $(shell find testkit -name '*.cpp' 2>/dev/null | sort)
 PLUGIN_SRCS := $(shell find examples/plugins -maxdepth 1 \( -name '*.c' -o -name '*.cpp' \) \
   2>/dev/null | sort)
 
@@ -148,6 +153,7 @@ obj = $(patsubst %.cu,$(OBJDIR)/%.cu.o,$(patsubst %.cpp,$(OBJDIR)/%.o,$(1)))
 CONFLUX     := $(BINDIR)/conflux
 UNIT_TESTS  := $(BINDIR)/conflux-unit-tests
 MPI_TESTS   := $(BINDIR)/conflux-mpi-tests
+BENCH_TESTS := $(BINDIR)/conflux-bench-tests
 BENCH       := $(BINDIR)/conflux-bench
 # Plugins sit in lib/ beside bin/ (build/lib for release, build/<BUILD>/lib otherwise), where
 # the unit tests look for them relative to their own binary.
@@ -265,7 +271,7 @@ $(CONFLUX): $(call obj,$(CLI_SRCS)) $(LIB) $(FLAVOR)
 	@mkdir -p $(dir $@)
 	$(CXX) $(OPTFLAGS) $(filter-out $(FLAVOR),$^) -o $@ $(LDFLAGS) $(PKG_LIBS)
 
-$(BENCH): $(call obj,$(BENCH_SRCS)) $(LIB) $(FLAVOR)
+$(BENCH): $(call obj,$(BENCH_SRCS) $(TESTKIT_SRCS)) $(LIB) $(FLAVOR)
 	@mkdir -p $(dir $@)
 	$(CXX) $(OPTFLAGS) $(filter-out $(FLAVOR),$^) -o $@ $(LDFLAGS) $(PKG_LIBS)
 
@@ -281,9 +287,13 @@ $(PLUGIN_DIR)/libconflux-%.so: examples/plugins/%.cpp include/conflux/data/trans
 
 $(UNIT_TESTS): EXTRA_CPPFLAGS = $(shell $(PKG_CONFIG) --cflags gtest)
 # Order-only: the tests dlopen the example plugins at run time but do not link them.
-# benchmarks/report.cpp (conflux-bench's reporting) and benchmarks/image_encode.cpp (its JPEG and
-# PNG encoders, which the decoder tests use to make their images) are linked into the unit tests.
-$(UNIT_TESTS): $(call obj,$(UNIT_SRCS)) $(call obj,benchmarks/report.cpp benchmarks/image_encode.cpp) $(LIB) $(FLAVOR) | $(PLUGINS)
+$(UNIT_TESTS): $(call obj,$(UNIT_SRCS) $(TESTKIT_SRCS)) $(LIB) $(FLAVOR) | $(PLUGINS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(OPTFLAGS) $(filter-out $(FLAVOR),$^) -o $@ $(LDFLAGS) $(shell $(PKG_CONFIG) --libs gtest_main) $(PKG_LIBS)
+
+# The tests of conflux-bench's own code (its reporting, its scaled models) with that code.
+$(BENCH_TESTS): EXTRA_CPPFLAGS = $(shell $(PKG_CONFIG) --cflags gtest)
+$(BENCH_TESTS): $(call obj,$(BENCH_TEST_SRCS) benchmarks/report.cpp) $(LIB) $(FLAVOR)
 	@mkdir -p $(dir $@)
 	$(CXX) $(OPTFLAGS) $(filter-out $(FLAVOR),$^) -o $@ $(LDFLAGS) $(shell $(PKG_CONFIG) --libs gtest_main) $(PKG_LIBS)
 
@@ -292,9 +302,9 @@ $(MPI_TESTS): $(call obj,$(MPI_SRCS)) $(LIB) $(FLAVOR)
 	@mkdir -p $(dir $@)
 	$(CXX) $(OPTFLAGS) $(filter-out $(FLAVOR),$^) -o $@ $(LDFLAGS) $(shell $(PKG_CONFIG) --libs gtest) $(PKG_LIBS)
 
-$(call obj,$(UNIT_SRCS) $(MPI_SRCS)): EXTRA_CPPFLAGS = $(shell $(PKG_CONFIG) --cflags gtest)
+$(call obj,$(UNIT_SRCS) $(MPI_SRCS) $(BENCH_TEST_SRCS)): EXTRA_CPPFLAGS = $(shell $(PKG_CONFIG) --cflags gtest)
 
-build-tests: $(CONFLUX) $(BENCH) $(UNIT_TESTS) $(MPI_TESTS) plugins
+build-tests: $(CONFLUX) $(BENCH) $(UNIT_TESTS) $(BENCH_TESTS) $(MPI_TESTS) plugins
 # What the MPI-dependent suites need (tests/run-all.sh --mpi-only): no unit tests.
 build-mpi-tests: $(CONFLUX) $(BENCH) $(MPI_TESTS) plugins
 
@@ -360,6 +370,11 @@ INSTALL_SED = -e 's|@VERSION@|$(VERSION)|g' -e 's|@MPI@|$(MPI)|g' -e 's|@REQUIRE
   -e 's|@CMAKE_CUDA_LINK_DIR@|$(if $(filter 1,$(CUDA)),$(CUDA_HOME)/lib64)|g' \
   -e 's|@CMAKE_CUDA_LIBS@|$(if $(filter 1,$(CUDA)),;-Wl$(comma)-rpath$(comma)$(CUDA_HOME)/lib64;cudart;nccl)|g'
 comma := ,
+# The headers that need the CUDA toolkit announce it with an #error when CONFLUX_HAVE_CUDA is off
+# (gpu/handles.hpp, gpu/check.hpp, ...): a CPU-only build installs none of them.
+CUDA_ONLY_HEADERS := $(shell grep -rlE '^\#error "conflux/.* needs a CUDA build' include/conflux | sort)
+INSTALL_HEADERS    = $(filter-out $(if $(filter 0,$(CUDA)),$(CUDA_ONLY_HEADERS)), \
+  $(shell find include/conflux -type f | sort))
 
 install: all
 	@rm -rf $(GENERATED) && mkdir -p $(GENERATED)
@@ -369,7 +384,7 @@ install: all
 	@$(INSTALL_FILES) 644 lib $(LIB)
 	@$(if $(PLUGINS),$(INSTALL_FILES) 755 lib/conflux $(PLUGINS))
 	@tools/install/install-files.sh --base include "$(INSTALL_ROOT)" $(MANIFEST) 644 include \
-	  $(shell find include/conflux -type f | sort)
+	  $(INSTALL_HEADERS)
 	@$(INSTALL_FILES) 644 share/conflux/configs configs/*.toml
 	@$(INSTALL_FILES) 644 share/conflux/lambda-s3-transfer share/conflux/lambda-s3-transfer/*
 	@$(INSTALL_FILES) 644 lib/pkgconfig $(GENERATED)/conflux.pc
@@ -382,7 +397,7 @@ install: all
 uninstall:
 	@tools/install/uninstall.sh "$(INSTALL_ROOT)" $(MANIFEST)
 
-FORMAT_FILES = $(shell find include src tests benchmarks examples -name '*.hpp' -o -name '*.cpp' \
+FORMAT_FILES = $(shell find include src tests benchmarks testkit examples -name '*.hpp' -o -name '*.cpp' \
   -o -name '*.h' -o -name '*.c' -o -name '*.cu' -o -name '*.cuh' 2>/dev/null | sort)
 format: format-deps
 	clang-format -i $(FORMAT_FILES)

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "conflux/core/error.hpp"
-#include "conflux/core/hdf5_file.hpp"
 #include "conflux/data/io/image_codec.hpp"
 #include "conflux/data/io/image_folder_source.hpp"
+#include "conflux/hdf5/file.hpp"
 
 namespace conflux::bench {
 

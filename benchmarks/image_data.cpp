@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "../testkit/image_encode.hpp"
 #include "conflux/config/environment.hpp"
 #include "conflux/core/error.hpp"
 #include "conflux/core/rng.hpp"
 #include "conflux/data/io/cifar_reader.hpp"
 #include "image_arrays.hpp"
-#include "image_encode.hpp"
 #include "image_pixels.hpp"
 #include "imagenet_like.hpp"
 #include "report.hpp"
@@ -113,7 +113,7 @@ void check_imagenet_args(MakeImagesArgs& a, const po::variables_map& vm) {
 }
 
 // Image i of a CIFAR-10 split (CHW planes) as interleaved RGB.
-RawImage cifar_image(const data::Dataset& split, std::size_t i) {
+RawImage cifar_image(const data::InMemorySplit& split, std::size_t i) {
   const auto chw = split.image(i);
   const int side = split.shape.width;
   const std::size_t plane = static_cast<std::size_t>(side) * side;
@@ -178,7 +178,7 @@ std::optional<po::variables_map> parse(const std::vector<std::string>& args, Mak
 }
 
 // Image i of a split: its RGB pixels and the chroma subsampling a colour JPEG of it gets.
-std::pair<RawImage, Chroma> draw_image(const MakeImagesArgs& a, const data::Dataset& split,
+std::pair<RawImage, Chroma> draw_image(const MakeImagesArgs& a, const data::InMemorySplit& split,
                                        std::uint64_t split_id, std::size_t i) {
   if (!a.like.empty()) {
     const ImagenetLikeDraw d = draw_imagenet_like(a.seed, split_id, i);
@@ -249,7 +249,7 @@ std::vector<std::string> class_names(const MakeImagesArgs& a) {
 }
 
 // Image i of `count` in a split: its class and its path under the split folder `dir`.
-fs::path image_path(const MakeImagesArgs& a, const data::Dataset& split,
+fs::path image_path(const MakeImagesArgs& a, const data::InMemorySplit& split,
                     const std::vector<std::string>& names, const fs::path& dir, std::size_t i,
                     std::size_t count, bool png) {
   if (a.like.empty()) {
@@ -262,7 +262,7 @@ fs::path image_path(const MakeImagesArgs& a, const data::Dataset& split,
 }
 
 // Writes image i of `split` (stream id `split_id`, `count` images) and counts it.
-void write_image(const MakeImagesArgs& a, const data::Dataset& split,
+void write_image(const MakeImagesArgs& a, const data::InMemorySplit& split,
                  const std::vector<std::string>& names, const fs::path& dir, std::uint64_t split_id,
                  std::size_t i, std::size_t count, SplitCounts& counts) {
   const auto [image, chroma] = draw_image(a, split, split_id, i);
@@ -300,7 +300,7 @@ SplitCounts write_split(const MakeImagesArgs& a, const std::string& name, std::u
   for (const auto& c : names) fs::create_directories(dir / c);
   SplitCounts counts;
   if (count == 0) return counts;
-  const data::Dataset split = data::read_cifar10_split(files);
+  const data::InMemorySplit split = data::read_cifar10_split(files);
   for (std::size_t i = 0; i < count; ++i) {
     write_image(a, split, names, dir, split_id, i, count, counts);
   }

@@ -4,9 +4,17 @@
 /// conversions to the kinds the encoders write. Integer arithmetic only, so the bytes written
 /// do not depend on the machine or the maths library.
 
-#include "image_encode.hpp"
+#include "../testkit/image_encode.hpp"
 
 namespace conflux::bench {
+
+// The encoders and their image type live in testkit/, shared with the unit tests.
+using testkit::channels_of;
+using testkit::Chroma;
+using testkit::encode_jpeg;
+using testkit::encode_png;
+using testkit::PixelKind;
+using testkit::RawImage;
 
 /// `src` resized to width x height by bilinear interpolation (pixel centres aligned).
 RawImage resize_bilinear(const RawImage& src, int width, int height);

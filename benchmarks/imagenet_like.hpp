@@ -8,9 +8,17 @@
 #include <cstdint>
 #include <string>
 
-#include "image_encode.hpp"
+#include "../testkit/image_encode.hpp"
 
 namespace conflux::bench {
+
+// The encoders and their image type live in testkit/, shared with the unit tests.
+using testkit::channels_of;
+using testkit::Chroma;
+using testkit::encode_jpeg;
+using testkit::encode_png;
+using testkit::PixelKind;
+using testkit::RawImage;
 
 /// What is drawn for one image: its size, its chroma subsampling and its amount of texture.
 struct ImagenetLikeDraw {

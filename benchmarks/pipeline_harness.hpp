@@ -15,7 +15,7 @@
 
 #include "conflux/comm/communicator.hpp"
 #include "conflux/config/environment.hpp"
-#include "conflux/data/io/dataset.hpp"
+#include "conflux/data/io/in_memory_split.hpp"
 #include "conflux/data/service/batch_loader.hpp"
 #include "conflux/data/service/batch_server.hpp"
 #include "conflux/data/transform/transforms.hpp"

@@ -54,8 +54,9 @@ struct Case {
 
 // Per-sample cost of one configuration: median of `repetitions` passes over the first
 // `samples` images, so a stray context switch does not move the figure.
-double microseconds_per_sample(const data::SampleTransform& transform, const data::Dataset& split,
-                               std::size_t samples, int repetitions) {
+double microseconds_per_sample(const data::SampleTransform& transform,
+                               const data::InMemorySplit& split, std::size_t samples,
+                               int repetitions) {
   std::vector<float> out(transform.output_shape().size());
   std::vector<double> times;
   // Repetition -1 is untimed: it faults in the images and the thread's scratch buffers.
@@ -80,8 +81,8 @@ int run_transform_cost(const std::vector<std::string>& args, const comm::Communi
   CommonOptions common;
   const auto vm = parse(args, cost, common, world);
   if (!vm) return 0;
-  const data::DatasetSplits splits = data::load_dataset(cost.dataset, cost.data_dir);
-  const data::Dataset& train = splits.train;
+  const data::InMemorySplits splits = data::load_dataset(cost.dataset, cost.data_dir);
+  const data::InMemorySplit& train = splits.train;
   const std::size_t samples = std::min(cost.samples, train.size());
   const data::ImageShape shape = train.shape;
   const int side = std::min(shape.height, shape.width);

@@ -91,6 +91,7 @@ run_mpi_suites() {  # run_mpi_suites SUFFIX
 if [ "$mpi_only" -eq 0 ]; then
   run layering tools/check-layering.sh
   run unit "$BIN/conflux-unit-tests" --gtest_color=no
+  run bench-unit "$BIN/conflux-bench-tests" --gtest_color=no
   run cli-image-data tests/cli/image-data-tests.sh
   # Single-process conflux runs only, so once, not again under the other MPI.
   run cli-export tests/cli/export-tests.sh

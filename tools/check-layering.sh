@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Lower first; data's sub-areas are areas of their own here.
-order=(core config comm telemetry offload model data/io data/transform data/pipeline data/service
+order=(core hdf5 config comm telemetry offload model data/io data/transform data/pipeline data/service
   gpu ckpt train plan report cli)
 rank_of() {  # rank_of AREA_PATH: index in $order, or empty
   local i

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "conflux/ckpt/checkpoint_layout.hpp"
-#include "conflux/core/hdf5_file.hpp"
+#include "conflux/hdf5/file.hpp"
 
 // Throws CorruptCheckpoint (exit 2) with a fmt-formatted message.
 #define CONFLUX_CORRUPT(...) \

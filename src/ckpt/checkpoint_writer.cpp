@@ -10,7 +10,7 @@
 #include "conflux/ckpt/checkpoint_layout.hpp"
 #include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
-#include "conflux/core/hdf5_file.hpp"
+#include "conflux/hdf5/file.hpp"
 
 namespace conflux::ckpt {
 namespace {

@@ -7,7 +7,7 @@
 #include "command.hpp"
 #include "conflux/config/environment.hpp"
 #include "conflux/data/io/catalog.hpp"
-#include "conflux/data/io/hdf5_dataset.hpp"
+#include "conflux/data/io/hdf5_splits.hpp"
 #include "pack_command.hpp"
 
 namespace po = boost::program_options;
@@ -24,7 +24,7 @@ int run_convert(const Invocation& inv) {
       "data-dir", po::value(&data_dir), "directory with the original files");
   if (!parse_options(inv, options)) return 0;
   const auto splits = data::load_dataset(dataset, data_dir);
-  data::write_hdf5_dataset(output, splits);
+  data::write_hdf5_splits(output, splits);
   fmt::print("wrote {} ({} train + {} test samples)\n", output, splits.train.size(),
              splits.test.size());
   return 0;
@@ -33,7 +33,7 @@ int run_convert(const Invocation& inv) {
 int run_info(const Invocation& inv) {
   const auto file = operands(inv, 1, 1);
   if (!file) return 0;
-  const auto splits = data::read_hdf5_dataset(file->front());
+  const auto splits = data::read_hdf5_splits(file->front());
   for (const auto* split : {&splits.train, &splits.test}) {
     fmt::print("{} {}: {} samples of {}x{}x{}, {} classes\n", split->name,
                split == &splits.train ? "train" : "test", split->size(), split->shape.channels,

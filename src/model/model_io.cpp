@@ -6,8 +6,8 @@
 
 #include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
-#include "conflux/core/hdf5_file.hpp"
 #include "conflux/core/sha256.hpp"
+#include "conflux/hdf5/file.hpp"
 
 namespace conflux::model {
 namespace {

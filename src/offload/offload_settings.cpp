@@ -9,8 +9,7 @@ OffloadSettings offload_settings(const Config& config, int trainer) {
   const ProfileSection& p = config.profile();
   OffloadSettings s;
   // With "auto", data.offload_ratio is 0: the controller starts every trainer there.
-  s.start_ratio = d.offload_ratios.empty() ? d.offload_ratio
-                                           : d.offload_ratios[static_cast<std::size_t>(trainer)];
+  s.start_ratio = d.offload_ratio_for(trainer);
   s.automatic = d.offload_auto;
   s.window_s = p.interval_s;
   const auto warmup = static_cast<std::size_t>(p.initial_steps);

@@ -15,7 +15,7 @@
 #include "checkpoint_test_support.hpp"
 #include "conflux/ckpt/checkpoint_file.hpp"
 #include "conflux/core/error.hpp"
-#include "conflux/core/hdf5_file.hpp"
+#include "conflux/hdf5/file.hpp"
 
 namespace conflux::ckpt {
 namespace {

@@ -10,7 +10,7 @@
 #include "checkpoint_test_support.hpp"
 #include "conflux/ckpt/checkpoint_reader.hpp"
 #include "conflux/ckpt/checkpoint_writer.hpp"
-#include "conflux/core/hdf5_file.hpp"
+#include "conflux/hdf5/file.hpp"
 
 namespace conflux::ckpt {
 namespace {

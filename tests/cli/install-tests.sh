@@ -45,6 +45,33 @@ done
 if [ ${#missing[@]} -eq 0 ]; then ok "installed: binary, library, headers, pkg-config, CMake, S3 tables, configs, manifest"; else
   not_ok "not installed: ${missing[*]}"; fi
 
+# --- the installed headers: none that needs CUDA in a CPU-only build, every one in a CUDA build;
+# no test-only code in the headers or in libconflux.a -------------------------------------------------
+# A header needs CUDA when it refuses to compile without it (#error) or includes the toolkit's.
+CUDA_HEADER='^#error .*needs a CUDA build|^#include <(cuda|cudnn|cublas|nccl)[^>]*>'
+needs_cuda() { (cd "$1" && grep -rlE "$CUDA_HEADER" include/conflux | sort); }
+installed_cuda=$(needs_cuda "$PREFIX")
+source_cuda=$(needs_cuda "$ROOT")
+if [[ " ${FLAVOR[*]} " == *" CUDA=0 "* ]]; then
+  if [ -z "$installed_cuda" ] && [ -n "$source_cuda" ]; then
+    ok "CPU-only build: none of the $(wc -l <<<"$source_cuda") headers that need CUDA is installed"
+  else
+    not_ok "CPU-only build installed headers that need CUDA (or none in the source tree)" "$installed_cuda"
+  fi
+elif [ -n "$source_cuda" ] && [ "$installed_cuda" = "$source_cuda" ]; then
+  ok "CUDA build: the $(wc -l <<<"$source_cuda") headers that need CUDA are installed"
+else
+  not_ok "CUDA build: the installed CUDA headers differ from the source tree's" \
+    "installed: $installed_cuda / source: $source_cuda"
+fi
+test_code=$(grep -rlE '#include [<"](gtest/|[./]*(tests|testkit|benchmarks)/)' "$PREFIX/include" | head -5)
+test_symbols=$(nm -C "$PREFIX/lib/libconflux.a" 2>/dev/null | grep -cE ' [TW] .*conflux::(testkit|bench|testing)::')
+if [ -z "$test_code" ] && [ "$test_symbols" = 0 ] && [ ! -e "$PREFIX/include/conflux/testkit" ]; then
+  ok "no test-only code installed (no header includes gtest, tests/, testkit/ or benchmarks/; no test symbol in libconflux.a)"
+else
+  not_ok "test-only code installed: $test_symbols symbols in libconflux.a" "$test_code"
+fi
+
 # --- the installed conflux, from another working directory -----------------------------------------
 cat >"$WORK/model.toml" <<'TOML'
 dataset = "mnist"

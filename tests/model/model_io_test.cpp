@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "conflux/core/error.hpp"
-#include "conflux/core/hdf5.hpp"
-#include "conflux/core/hdf5_file.hpp"
+#include "conflux/hdf5/file.hpp"
+#include "conflux/hdf5/handle.hpp"
 #include "conflux/model/model.hpp"
 #include "conflux/model/model_io.hpp"
 

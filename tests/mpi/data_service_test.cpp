@@ -26,7 +26,7 @@ constexpr std::size_t kGlobalBatch = 50;
 constexpr int kEpochs = 2;
 constexpr std::uint64_t kSeed = 7;
 
-Dataset synthetic_dataset() {
+InMemorySplit synthetic_dataset() {
   return testing::synthetic_dataset(kSamples, {3, 8, 8}, [](std::size_t i) {
     return static_cast<std::uint8_t>((i * 2654435761u) >> 13);
   });

@@ -5,15 +5,15 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "conflux/data/io/dataset.hpp"
+#include "conflux/data/io/in_memory_split.hpp"
 
 namespace conflux::testing {
 
 /// `n` images of `shape` whose byte i (over the whole image buffer) is pixel(i); labels cycle
 /// through 0..9.
 template <typename Pixel>
-data::Dataset synthetic_dataset(std::size_t n, data::ImageShape shape, Pixel pixel) {
-  data::Dataset d;
+data::InMemorySplit synthetic_dataset(std::size_t n, data::ImageShape shape, Pixel pixel) {
+  data::InMemorySplit d;
   d.name = "synthetic";
   d.shape = shape;
   d.num_classes = 10;
@@ -24,7 +24,7 @@ data::Dataset synthetic_dataset(std::size_t n, data::ImageShape shape, Pixel pix
 }
 
 /// As above with the ramp 7i + 1 (mod 256).
-inline data::Dataset synthetic_dataset(std::size_t n, data::ImageShape shape) {
+inline data::InMemorySplit synthetic_dataset(std::size_t n, data::ImageShape shape) {
   return synthetic_dataset(n, shape,
                            [](std::size_t i) { return static_cast<std::uint8_t>(i * 7 + 1); });
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "../support/temp_dir.hpp"
 
@@ -14,6 +15,15 @@ namespace conflux::telemetry {
 namespace {
 
 using testing::expect_input_error;
+
+// The field list's entries of record type R, in order.
+template <typename R>
+std::vector<FieldInfo> record_fields() {
+  std::vector<FieldInfo> fields;
+  const R record{};
+  R::for_each_field(record, [&fields](const FieldInfo& f, const auto&) { fields.push_back(f); });
+  return fields;
+}
 
 template <typename R>
 R read_line(std::string_view text, const std::string& where = "run/x.jsonl:1") {

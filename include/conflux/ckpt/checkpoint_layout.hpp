@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "conflux/ckpt/training_state.hpp"
-#include "conflux/core/hdf5_types.hpp"
+#include "conflux/hdf5/types.hpp"
 
 namespace conflux::ckpt {
 

@@ -176,13 +176,4 @@ std::vector<Scalar> tensorboard_scalars(const R& record) {
   return scalars;
 }
 
-/// The field list's entries of record type R, in order (documentation, tests).
-template <typename R>
-std::vector<FieldInfo> record_fields() {
-  std::vector<FieldInfo> fields;
-  const R record{};
-  R::for_each_field(record, [&fields](const FieldInfo& f, const auto&) { fields.push_back(f); });
-  return fields;
-}
-
 }  // namespace conflux::telemetry

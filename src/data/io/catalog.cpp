@@ -51,8 +51,8 @@ void require_files(const std::vector<fs::path>& files, const std::string& name) 
   }
 }
 
-DatasetSplits load_idx(const std::string& name, const fs::path& dir,
-                       const std::vector<std::string>& class_names) {
+InMemorySplits load_idx(const std::string& name, const fs::path& dir,
+                        const std::vector<std::string>& class_names) {
   const fs::path train_images = dir / "train-images-idx3-ubyte.gz";
   const fs::path train_labels = dir / "train-labels-idx1-ubyte.gz";
   const fs::path test_images = dir / "t10k-images-idx3-ubyte.gz";
@@ -62,7 +62,7 @@ DatasetSplits load_idx(const std::string& name, const fs::path& dir,
           read_idx_split(test_images, test_labels, name, class_names)};
 }
 
-DatasetSplits load_cifar10(const fs::path& dir) {
+InMemorySplits load_cifar10(const fs::path& dir) {
   std::vector<fs::path> train;
   for (int i = 1; i <= 5; ++i) train.push_back(dir / fmt::format("data_batch_{}.bin", i));
   const std::vector<fs::path> test = {dir / "test_batch.bin"};
@@ -86,7 +86,7 @@ KnownDataset known_dataset(const std::string& name) {
                       fmt::join(known_dataset_names(), ", "));
 }
 
-DatasetSplits load_dataset(const std::string& name, const std::filesystem::path& data_dir) {
+InMemorySplits load_dataset(const std::string& name, const std::filesystem::path& data_dir) {
   if (name == "mnist")
     return load_idx(name, dataset_dir(data_dir, "mnist", name), mnist_class_names());
   if (name == "fashion-mnist") {

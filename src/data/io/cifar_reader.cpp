@@ -42,7 +42,7 @@ std::size_t check_size(const FileStream& in, std::size_t expected_records) {
 }
 
 /// Appends the records of one batch to `ds`, checking each label byte.
-void read_batch(FileStream& in, std::size_t records, Dataset& ds,
+void read_batch(FileStream& in, std::size_t records, InMemorySplit& ds,
                 std::vector<std::uint8_t>& chunk) {
   const std::string file = in.path().string();
   for (std::size_t first = 0; first < records; first += kRecordsPerChunk) {
@@ -78,8 +78,8 @@ const std::vector<std::string>& cifar10_class_names() {
   return names;
 }
 
-Dataset read_cifar10_split(const std::vector<std::filesystem::path>& files,
-                           std::size_t expected_records_per_file) {
+InMemorySplit read_cifar10_split(const std::vector<std::filesystem::path>& files,
+                                 std::size_t expected_records_per_file) {
   CONFLUX_REQUIRE(!files.empty(), "CIFAR-10: no batch files given");
   // Open and size-check every file first: a missing or short last batch fails in
   // milliseconds instead of after the others were read.
@@ -93,7 +93,7 @@ Dataset read_cifar10_split(const std::vector<std::filesystem::path>& files,
     total += records.back();
   }
 
-  Dataset ds;
+  InMemorySplit ds;
   ds.name = "cifar10";
   ds.shape = {kChannels, kSide, kSide};
   ds.num_classes = kNumClasses;

@@ -8,9 +8,9 @@
 #include <optional>
 
 #include "conflux/core/error.hpp"
-#include "conflux/core/hdf5_file.hpp"
-#include "conflux/core/hdf5_rows.hpp"
 #include "conflux/core/sha256.hpp"
+#include "conflux/hdf5/file.hpp"
+#include "conflux/hdf5/rows.hpp"
 
 namespace conflux::data {
 namespace {

@@ -110,9 +110,9 @@ void read_payload(FileStream& in, std::vector<std::uint8_t>& out, const Payload&
 
 }  // namespace
 
-Dataset read_idx_split(const std::filesystem::path& images_file,
-                       const std::filesystem::path& labels_file, std::string dataset_name,
-                       std::vector<std::string> class_names) {
+InMemorySplit read_idx_split(const std::filesystem::path& images_file,
+                             const std::filesystem::path& labels_file, std::string dataset_name,
+                             std::vector<std::string> class_names) {
   CONFLUX_REQUIRE(!class_names.empty() && class_names.size() <= 256,
                   "dataset {}: {} class names given; IDX labels are bytes, so 1..256 classes",
                   dataset_name, class_names.size());
@@ -135,7 +135,7 @@ Dataset read_idx_split(const std::filesystem::path& images_file,
         images_file.string(), count, labels_file.string(), label_count);
   }
 
-  Dataset ds;
+  InMemorySplit ds;
   ds.name = std::move(dataset_name);
   ds.shape = {1, static_cast<int>(height), static_cast<int>(width)};
   ds.num_classes = static_cast<int>(class_names.size());

@@ -8,7 +8,7 @@
 #include "conflux/core/error.hpp"
 #include "conflux/data/io/catalog.hpp"
 #include "conflux/data/io/hdf5_array_source.hpp"
-#include "conflux/data/io/hdf5_dataset.hpp"
+#include "conflux/data/io/hdf5_splits.hpp"
 #include "conflux/data/io/image_folder_source.hpp"
 #include "conflux/data/io/limited_source.hpp"
 #include "conflux/data/io/packed_source.hpp"
@@ -27,9 +27,9 @@ std::vector<std::string> missing_from(const std::vector<std::string>& a,
 }
 
 SourceSplits open_builtin(const DataSection& data) {
-  DatasetSplits splits;
+  InMemorySplits splits;
   if (!data.hdf5_file.empty()) {
-    splits = read_hdf5_dataset(data.hdf5_file);
+    splits = read_hdf5_splits(data.hdf5_file);
     CONFLUX_REQUIRE(splits.train.name == data.dataset,
                     "data.hdf5_file '{}' holds dataset '{}' but data.dataset is '{}'",
                     data.hdf5_file.string(), splits.train.name, data.dataset);

@@ -15,9 +15,9 @@
 #include <utility>
 
 #include "conflux/core/error.hpp"
-#include "conflux/core/hdf5_file.hpp"
 #include "conflux/core/sha256.hpp"
 #include "conflux/data/io/pack_format.hpp"
+#include "conflux/hdf5/file.hpp"
 
 namespace conflux::data {
 namespace fs = std::filesystem;

@@ -4,8 +4,8 @@
 #include <fmt/ranges.h>
 
 #include "conflux/core/error.hpp"
-#include "conflux/core/hdf5_file.hpp"
 #include "conflux/core/sha256.hpp"
+#include "conflux/hdf5/file.hpp"
 
 namespace conflux::data {
 namespace fs = std::filesystem;

@@ -4,7 +4,7 @@
 
 namespace conflux::data {
 
-InMemorySource::InMemorySource(Dataset dataset) : dataset_(std::move(dataset)) {
+InMemorySource::InMemorySource(InMemorySplit dataset) : dataset_(std::move(dataset)) {
   info_.name = dataset_.name;
   info_.format = SampleFormat::kPixels;
   info_.shape = dataset_.shape;

@@ -79,7 +79,7 @@ TEST(Catalog, LoadsIdxDatasetsWithTheirClassNames) {
   TempDir dir;
   write_fake_idx_dir(dir.path() / "mnist", 3);
   write_fake_idx_dir(dir.path() / "fashion-mnist", 2);
-  const DatasetSplits mnist = load_dataset("mnist", dir.path());
+  const InMemorySplits mnist = load_dataset("mnist", dir.path());
   EXPECT_EQ(mnist.train.name, "mnist");
   EXPECT_EQ(mnist.train.size(), 3u);
   EXPECT_EQ(mnist.test.size(), 3u);
@@ -87,7 +87,7 @@ TEST(Catalog, LoadsIdxDatasetsWithTheirClassNames) {
             (std::vector<std::string>{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}));
   ASSERT_EQ(mnist.test.sources.size(), 2u);
   EXPECT_EQ(mnist.test.sources[0].name, "t10k-images-idx3-ubyte.gz");
-  const DatasetSplits fashion = load_dataset("fashion-mnist", dir.path());
+  const InMemorySplits fashion = load_dataset("fashion-mnist", dir.path());
   EXPECT_EQ(fashion.test.name, "fashion-mnist");
   EXPECT_EQ(fashion.train.class_names,
             (std::vector<std::string>{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
@@ -123,10 +123,10 @@ std::map<std::string, std::string> read_sha256sums(const fs::path& path) {
   return sums;
 }
 
-void expect_sources_match_sha256sums(const DatasetSplits& splits, const fs::path& dir) {
+void expect_sources_match_sha256sums(const InMemorySplits& splits, const fs::path& dir) {
   const auto sums = read_sha256sums(dir / "SHA256SUMS");
   ASSERT_FALSE(sums.empty()) << "no SHA256SUMS in " << dir;
-  for (const Dataset* ds : {&splits.train, &splits.test}) {
+  for (const InMemorySplit* ds : {&splits.train, &splits.test}) {
     ASSERT_FALSE(ds->sources.empty());
     for (const auto& source : ds->sources) {
       ASSERT_TRUE(sums.contains(source.name)) << source.name;
@@ -148,7 +148,7 @@ class RealData : public ::testing::Test {
 };
 
 TEST_F(RealData, Mnist) {
-  const DatasetSplits s = load_dataset("mnist", dir_);
+  const InMemorySplits s = load_dataset("mnist", dir_);
   EXPECT_EQ(s.train.size(), 60000u);
   EXPECT_EQ(s.test.size(), 10000u);
   EXPECT_EQ(s.train.shape, (ImageShape{1, 28, 28}));
@@ -157,7 +157,7 @@ TEST_F(RealData, Mnist) {
 }
 
 TEST_F(RealData, FashionMnist) {
-  const DatasetSplits s = load_dataset("fashion-mnist", dir_);
+  const InMemorySplits s = load_dataset("fashion-mnist", dir_);
   EXPECT_EQ(s.train.size(), 60000u);
   EXPECT_EQ(s.test.size(), 10000u);
   EXPECT_EQ(s.test.shape, (ImageShape{1, 28, 28}));
@@ -166,7 +166,7 @@ TEST_F(RealData, FashionMnist) {
 }
 
 TEST_F(RealData, Cifar10) {
-  const DatasetSplits s = load_dataset("cifar10", dir_);
+  const InMemorySplits s = load_dataset("cifar10", dir_);
   ASSERT_EQ(s.train.size(), 50000u);
   ASSERT_EQ(s.test.size(), 10000u);
   EXPECT_EQ(s.train.shape, (ImageShape{3, 32, 32}));

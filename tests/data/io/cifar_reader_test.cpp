@@ -63,7 +63,7 @@ TEST_F(CifarReaderTest, ClassNames) {
 TEST_F(CifarReaderTest, ReadsAndConcatenatesBatches) {
   const auto a = write("a.bin", records({3, 0, 9}, 0));
   const auto b = write("b.bin", records({5, 1, 2}, 3));
-  const Dataset ds = read_cifar10_split({a, b}, 3);
+  const InMemorySplit ds = read_cifar10_split({a, b}, 3);
   EXPECT_EQ(ds.name, "cifar10");
   EXPECT_EQ(ds.shape, (ImageShape{3, 32, 32}));
   EXPECT_EQ(ds.num_classes, 10);
@@ -86,7 +86,7 @@ TEST_F(CifarReaderTest, ReadsFilesLargerThanOneChunk) {
   std::vector<int> labels(600);
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int>(i % 10);
   const auto a = write("a.bin", records(labels, 0));
-  const Dataset ds = read_cifar10_split({a}, 0);
+  const InMemorySplit ds = read_cifar10_split({a}, 0);
   ASSERT_EQ(ds.size(), 600u);
   EXPECT_EQ(ds.labels[599], 9);
   EXPECT_EQ(ds.image(599)[3071], pixel(599, 3071));

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "../../support/temp_dir.hpp"
-#include "conflux/core/hdf5_file.hpp"
+#include "conflux/hdf5/file.hpp"
 
 namespace conflux::data {
 namespace {

@@ -73,7 +73,7 @@ class IdxReaderTest : public ::testing::TestWithParam<bool> {
   std::string at(std::uint64_t offset) const {
     return fmt::format("byte offset {}{}", offset, gz() ? " (decompressed)" : "");
   }
-  Dataset read(const fs::path& images, const fs::path& labels) {
+  InMemorySplit read(const fs::path& images, const fs::path& labels) {
     return read_idx_split(images, labels, "test-set", digit_names());
   }
 
@@ -84,7 +84,7 @@ TEST_P(IdxReaderTest, ReadsValidFiles) {
   const std::string px = pixels(3 * 4 * 5);
   const auto images = write("images", idx_images(3, 4, 5, px));
   const auto labels = write("labels", idx_labels({0, 9, 4}));
-  const Dataset ds = read(images, labels);
+  const InMemorySplit ds = read(images, labels);
   EXPECT_EQ(ds.name, "test-set");
   EXPECT_EQ(ds.shape, (ImageShape{1, 4, 5}));
   EXPECT_EQ(ds.size(), 3u);
@@ -105,7 +105,7 @@ TEST_P(IdxReaderTest, ReadsFilesLargerThanTheReadBuffers) {
   const std::string px = pixels(40 * 100 * 100);
   const auto images = write("images", idx_images(40, 100, 100, px));
   const auto labels = write("labels", idx_labels(std::string(40, '\x07')));
-  const Dataset ds = read(images, labels);
+  const InMemorySplit ds = read(images, labels);
   EXPECT_EQ(std::string(ds.images.begin(), ds.images.end()), px);
   EXPECT_EQ(ds.sources[0].sha256, sha256_file_hex(images));
 }
@@ -287,7 +287,7 @@ TEST_F(IdxGzipTest, ConcatenatedMembersAreOneStream) {
   write_gz(second, all.substr(1000));
   const auto images = dir_.path() / "images.gz";
   write_plain(images, slurp(first) + slurp(second));
-  const Dataset ds = read_idx_split(images, labels(), "t", digit_names());
+  const InMemorySplit ds = read_idx_split(images, labels(), "t", digit_names());
   EXPECT_EQ(std::string(ds.images.begin(), ds.images.end()), pixels(3 * 64 * 64));
 }
 

@@ -1,7 +1,7 @@
 // The image codec: JPEG and PNG decode to CHW with the documented colour rules, every damaged
 // input is a CorruptSampleError naming the sample, scaled JPEG decode picks the documented
 // scale, and threads decode the same pixels. Test images are encoded in memory with
-// conflux-bench's encoders (benchmarks/image_encode.hpp).
+// the encoders conflux-bench shares with the tests (testkit/image_encode.hpp).
 #include "conflux/data/io/image_codec.hpp"
 
 #include <gtest/gtest.h>
@@ -12,19 +12,19 @@
 #include <thread>
 #include <vector>
 
-#include "../../../benchmarks/image_encode.hpp"
+#include "../../../testkit/image_encode.hpp"
 
 namespace conflux::data {
 namespace {
 
-using bench::PixelKind;
-using bench::RawImage;
+using testkit::PixelKind;
+using testkit::RawImage;
 using Bytes = std::vector<std::uint8_t>;
 
 // Smooth, JPEG-friendly gradients, a different one per channel.
 RawImage pattern(int width, int height, PixelKind kind) {
   RawImage image{width, height, kind, {}};
-  const int channels = bench::channels_of(kind);
+  const int channels = testkit::channels_of(kind);
   for (int y = 0; y < height; ++y) {
     for (int x = 0; x < width; ++x) {
       const int values[4] = {x * 255 / width, y * 255 / height, (x + y) * 255 / (width + height),
@@ -39,7 +39,7 @@ RawImage pattern(int width, int height, PixelKind kind) {
 // Deterministic noise, for exact (lossless) checks.
 RawImage noise(int width, int height, PixelKind kind, unsigned seed) {
   RawImage image{width, height, kind, {}};
-  image.pixels.resize(static_cast<std::size_t>(width) * height * bench::channels_of(kind));
+  image.pixels.resize(static_cast<std::size_t>(width) * height * testkit::channels_of(kind));
   for (auto& p : image.pixels) {
     seed = seed * 1103515245u + 12345u;
     p = static_cast<std::uint8_t>(seed >> 16);
@@ -49,7 +49,7 @@ RawImage noise(int width, int height, PixelKind kind, unsigned seed) {
 
 // Channel c of an interleaved image as a plane: the CHW layout the decoder returns.
 Bytes plane(const RawImage& image, int c) {
-  const int channels = bench::channels_of(image.kind);
+  const int channels = testkit::channels_of(image.kind);
   Bytes out;
   for (std::size_t i = c; i < image.pixels.size(); i += channels) out.push_back(image.pixels[i]);
   return out;
@@ -102,9 +102,9 @@ Bytes text(const std::string& s) {
 }
 
 TEST(ImageCodec, SniffsTheFormatFromMagicBytes) {
-  EXPECT_EQ(sniff_format(bench::encode_jpeg(pattern(8, 8, PixelKind::kRgb), 90)),
+  EXPECT_EQ(sniff_format(testkit::encode_jpeg(pattern(8, 8, PixelKind::kRgb), 90)),
             ImageFormat::kJpeg);
-  EXPECT_EQ(sniff_format(bench::encode_png(pattern(8, 8, PixelKind::kRgb))), ImageFormat::kPng);
+  EXPECT_EQ(sniff_format(testkit::encode_png(pattern(8, 8, PixelKind::kRgb))), ImageFormat::kPng);
   EXPECT_EQ(sniff_format(text("GIF89a")), ImageFormat::kUnknown);
   EXPECT_EQ(sniff_format(Bytes{0xFF, 0xD8}), ImageFormat::kUnknown);  // too short
   EXPECT_EQ(sniff_format(Bytes{}), ImageFormat::kUnknown);
@@ -112,11 +112,11 @@ TEST(ImageCodec, SniffsTheFormatFromMagicBytes) {
 
 TEST(ImageCodec, RgbJpegDecodesCloseToItsSourceAndTheSameEveryTime) {
   const RawImage source = pattern(64, 48, PixelKind::kRgb);
-  const Bytes jpeg = bench::encode_jpeg(source, 95, bench::Chroma::k444);
+  const Bytes jpeg = testkit::encode_jpeg(source, 95, testkit::Chroma::k444);
   const DecodedImage first = decode(jpeg, 3);
   EXPECT_EQ(first.shape, (ImageShape{3, 48, 64}));
   EXPECT_LT(mean_abs_error(first.pixels, planes(source, {0, 1, 2})), 2.0);
-  DecodedImage reused = decode(bench::encode_png(noise(100, 90, PixelKind::kRgb, 1)), 3);
+  DecodedImage reused = decode(testkit::encode_png(noise(100, 90, PixelKind::kRgb, 1)), 3);
   decode_image(jpeg, DecodeOptions{}, "again", reused);  // a reused, larger buffer
   EXPECT_EQ(reused.shape, first.shape);
   EXPECT_EQ(reused.pixels, first.pixels);
@@ -124,10 +124,10 @@ TEST(ImageCodec, RgbJpegDecodesCloseToItsSourceAndTheSameEveryTime) {
 
 TEST(ImageCodec, RgbPngRoundTripsExactly) {
   const RawImage source = noise(37, 21, PixelKind::kRgb, 7);
-  const DecodedImage out = decode(bench::encode_png(source), 3);
+  const DecodedImage out = decode(testkit::encode_png(source), 3);
   EXPECT_EQ(out.shape, (ImageShape{3, 21, 37}));
   EXPECT_EQ(out.pixels, planes(source, {0, 1, 2}));
-  const Bytes adam7 = bench::encode_png(source, true);
+  const Bytes adam7 = testkit::encode_png(source, true);
   ASSERT_EQ(adam7.at(28), 1) << "IHDR interlace method";
   const DecodedImage interlaced = decode(adam7, 3);
   EXPECT_EQ(interlaced.shape, out.shape);
@@ -136,12 +136,12 @@ TEST(ImageCodec, RgbPngRoundTripsExactly) {
 
 TEST(ImageCodec, GrayImagesAreReplicatedIntoThreeChannels) {
   const RawImage gray = noise(20, 10, PixelKind::kGray, 3);
-  const DecodedImage png = decode(bench::encode_png(gray), 3);
+  const DecodedImage png = decode(testkit::encode_png(gray), 3);
   EXPECT_EQ(png.shape, (ImageShape{3, 10, 20}));
   EXPECT_EQ(png.pixels, planes(gray, {0, 0, 0}));
-  EXPECT_EQ(decode(bench::encode_png(gray), 1).pixels, gray.pixels);
+  EXPECT_EQ(decode(testkit::encode_png(gray), 1).pixels, gray.pixels);
 
-  const Bytes jpeg = bench::encode_jpeg(pattern(40, 24, PixelKind::kGray), 90);
+  const Bytes jpeg = testkit::encode_jpeg(pattern(40, 24, PixelKind::kGray), 90);
   const DecodedImage one = decode(jpeg, 1);
   const DecodedImage three = decode(jpeg, 3);
   EXPECT_EQ(one.shape, (ImageShape{1, 24, 40}));
@@ -156,7 +156,7 @@ TEST(ImageCodec, RgbBecomesGrayByBt601IntegerWeightsForPngAndJpeg) {
   RawImage rgb = noise(16, 8, PixelKind::kRgb, 11);
   const std::uint8_t primaries[] = {255, 0, 0, 0, 255, 0, 0, 0, 255, 255, 255, 255};
   std::copy(std::begin(primaries), std::end(primaries), rgb.pixels.begin());
-  const DecodedImage png = decode(bench::encode_png(rgb), 1);
+  const DecodedImage png = decode(testkit::encode_png(rgb), 1);
   ASSERT_EQ(png.shape, (ImageShape{1, 8, 16}));
   EXPECT_EQ(png.pixels[0], 76);   // 0.299 * 255
   EXPECT_EQ(png.pixels[1], 150);  // 0.587 * 255
@@ -167,7 +167,7 @@ TEST(ImageCodec, RgbBecomesGrayByBt601IntegerWeightsForPngAndJpeg) {
         << "pixel " << i;
   }
   // A colour JPEG: the same rule on its decoded RGB pixels, not its Y plane.
-  const Bytes jpeg = bench::encode_jpeg(pattern(48, 32, PixelKind::kRgb), 85);
+  const Bytes jpeg = testkit::encode_jpeg(pattern(48, 32, PixelKind::kRgb), 85);
   const DecodedImage color = decode(jpeg, 3);
   const DecodedImage gray = decode(jpeg, 1);
   const std::size_t n = 48 * 32;
@@ -180,10 +180,10 @@ TEST(ImageCodec, RgbBecomesGrayByBt601IntegerWeightsForPngAndJpeg) {
 
 TEST(ImageCodec, PngAlphaIsDroppedNotComposited) {
   const RawImage rgba = noise(13, 9, PixelKind::kRgba, 5);  // alpha 0..255, some 0
-  EXPECT_EQ(decode(bench::encode_png(rgba), 3).pixels, planes(rgba, {0, 1, 2}));
+  EXPECT_EQ(decode(testkit::encode_png(rgba), 3).pixels, planes(rgba, {0, 1, 2}));
   const RawImage gray_alpha = noise(13, 9, PixelKind::kGrayAlpha, 6);
-  EXPECT_EQ(decode(bench::encode_png(gray_alpha), 1).pixels, plane(gray_alpha, 0));
-  EXPECT_EQ(decode(bench::encode_png(gray_alpha), 3).pixels, planes(gray_alpha, {0, 0, 0}));
+  EXPECT_EQ(decode(testkit::encode_png(gray_alpha), 1).pixels, plane(gray_alpha, 0));
+  EXPECT_EQ(decode(testkit::encode_png(gray_alpha), 3).pixels, planes(gray_alpha, {0, 0, 0}));
 }
 
 TEST(ImageCodec, PalettePngIsLookedUpWithTransparencyDropped) {
@@ -195,8 +195,8 @@ TEST(ImageCodec, PalettePngIsLookedUpWithTransparencyDropped) {
   for (std::size_t i = 0; i < indices.size(); ++i) {
     for (int c = 0; c < 3; ++c) expected[c * indices.size() + i] = palette[indices[i]][c];
   }
-  EXPECT_EQ(decode(bench::encode_png_palette(12, 5, palette, indices), 3).pixels, expected);
-  EXPECT_EQ(decode(bench::encode_png_palette(12, 5, palette, indices, {0, 128}), 3).pixels,
+  EXPECT_EQ(decode(testkit::encode_png_palette(12, 5, palette, indices), 3).pixels, expected);
+  EXPECT_EQ(decode(testkit::encode_png_palette(12, 5, palette, indices, {0, 128}), 3).pixels,
             expected);
 }
 
@@ -205,7 +205,7 @@ TEST(ImageCodec, SixteenBitPngIsScaledToEightBitsRoundedToNearest) {
                                              257 * 77, 40000, 1000, 65407, 65408, 12345};
   std::vector<std::uint16_t> rgb;
   for (std::size_t i = 0; i < 4 * 3; ++i) rgb.push_back(values[(i * 5) % values.size()]);
-  const DecodedImage out = decode(bench::encode_png16(2, 2, PixelKind::kRgb, rgb), 3);
+  const DecodedImage out = decode(testkit::encode_png16(2, 2, PixelKind::kRgb, rgb), 3);
   ASSERT_EQ(out.shape, (ImageShape{3, 2, 2}));
   for (int c = 0; c < 3; ++c) {
     for (int i = 0; i < 4; ++i) {
@@ -213,7 +213,7 @@ TEST(ImageCodec, SixteenBitPngIsScaledToEightBitsRoundedToNearest) {
       EXPECT_EQ(out.pixels[c * 4 + i], (v * 255 + 32767) / 65535) << "16-bit value " << v;
     }
   }
-  const DecodedImage gray = decode(bench::encode_png16(12, 1, PixelKind::kGray, values), 1);
+  const DecodedImage gray = decode(testkit::encode_png16(12, 1, PixelKind::kGray, values), 1);
   for (std::size_t i = 0; i < values.size(); ++i) {
     EXPECT_EQ(gray.pixels[i], (values[i] * 255u + 32767) / 65535) << "16-bit value " << values[i];
   }
@@ -229,14 +229,14 @@ TEST(ImageCodec, CmykJpegIsReadAsAdobeInvertedCmyk) {
       for (int c = 0; c < 3; ++c)
         expected[c * 32 * 32 + i] = (cmyk.pixels[4 * i + c] * k + 127) / 255;
     }
-    const DecodedImage out = decode(bench::encode_jpeg(cmyk, 95, bench::Chroma::k444), 3);
+    const DecodedImage out = decode(testkit::encode_jpeg(cmyk, 95, testkit::Chroma::k444), 3);
     EXPECT_EQ(out.shape, (ImageShape{3, 32, 32}));
     EXPECT_LT(mean_abs_error(out.pixels, expected), 2.0) << "K = " << k;
   }
 }
 
 TEST(ImageCodec, TruncatedJpegIsCorruptNotGreyFilled) {
-  const Bytes jpeg = bench::encode_jpeg(pattern(64, 64, PixelKind::kRgb), 95);
+  const Bytes jpeg = testkit::encode_jpeg(pattern(64, 64, PixelKind::kRgb), 95);
   expect_corrupt(Bytes(jpeg.begin(), jpeg.begin() + jpeg.size() / 2), "data/cat/7.jpg",
                  {"truncated or damaged JPEG", "Premature end"});
   expect_corrupt(Bytes(jpeg.begin(), jpeg.end() - 2), "no-eoi.jpg", {"JPEG"});  // EOI cut off
@@ -257,7 +257,7 @@ TEST(ImageCodec, NonImagesAndEmptyFilesNameTheSample) {
 }
 
 TEST(ImageCodec, TruncatedOrCorruptedPngIsCorrupt) {
-  const Bytes png = bench::encode_png(noise(40, 40, PixelKind::kRgb, 9));
+  const Bytes png = testkit::encode_png(noise(40, 40, PixelKind::kRgb, 9));
   expect_corrupt(Bytes(png.begin(), png.begin() + png.size() / 2), "half.png", {"PNG"});
   expect_corrupt(Bytes(png.begin(), png.end() - 12), "no-iend.png", {"PNG"});
   Bytes flipped = png;
@@ -278,9 +278,9 @@ Bytes with_png_size(Bytes png, std::uint32_t width, std::uint32_t height) {
 }
 
 TEST(ImageCodec, AbsurdDimensionsAreRefusedBeforeDecoding) {
-  const Bytes png = bench::encode_png(noise(4, 4, PixelKind::kRgb, 2));
+  const Bytes png = testkit::encode_png(noise(4, 4, PixelKind::kRgb, 2));
   expect_corrupt(with_png_size(png, 20000, 20000), "huge.png", {"20000x20000", "2^28"});
-  Bytes jpeg = bench::encode_jpeg(pattern(16, 16, PixelKind::kRgb), 90);
+  Bytes jpeg = testkit::encode_jpeg(pattern(16, 16, PixelKind::kRgb), 90);
   for (std::size_t i = 0; i + 8 < jpeg.size(); ++i) {
     if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xC0) {  // SOF0: height at +5, width at +7
       jpeg[i + 5] = jpeg[i + 7] = 0x4E;            // 20000 = 0x4E20
@@ -292,7 +292,7 @@ TEST(ImageCodec, AbsurdDimensionsAreRefusedBeforeDecoding) {
 }
 
 TEST(ImageCodec, ScaledJpegDecodePicksTheSmallestEighthKeepingTheShortSide) {
-  const Bytes jpeg = bench::encode_jpeg(pattern(400, 300, PixelKind::kRgb), 90);
+  const Bytes jpeg = testkit::encode_jpeg(pattern(400, 300, PixelKind::kRgb), 90);
   // Scaled sizes round up: 300 * 3/8 = 112.5 -> 113.
   EXPECT_EQ(decode(jpeg, 3, 100).shape, (ImageShape{3, 113, 150}));  // 3/8: 2/8 gives 75
   EXPECT_EQ(decode(jpeg, 3, 75).shape, (ImageShape{3, 75, 100}));    // 1/4 exactly
@@ -302,12 +302,12 @@ TEST(ImageCodec, ScaledJpegDecodePicksTheSmallestEighthKeepingTheShortSide) {
   EXPECT_EQ(decode(jpeg, 3, 263).shape, (ImageShape{3, 263, 350}));
   EXPECT_EQ(decode(jpeg, 3, 1000).shape, (ImageShape{3, 300, 400}));  // never upscaled
   EXPECT_EQ(decode(jpeg, 3, 100).pixels, decode(jpeg, 3, 100).pixels);
-  const Bytes png = bench::encode_png(noise(400, 300, PixelKind::kRgb, 4));
+  const Bytes png = testkit::encode_png(noise(400, 300, PixelKind::kRgb, 4));
   EXPECT_EQ(decode(png, 3, 100).shape, (ImageShape{3, 300, 400}));  // PNG: always full size
 }
 
 TEST(ImageCodec, OptionsOutsideTheContractAreInputErrors) {
-  const Bytes png = bench::encode_png(noise(4, 4, PixelKind::kRgb, 2));
+  const Bytes png = testkit::encode_png(noise(4, 4, PixelKind::kRgb, 2));
   DecodedImage out;
   EXPECT_THROW(decode_image(png, DecodeOptions{2, 0}, "x.png", out), InputError);
   EXPECT_THROW(decode_image(png, DecodeOptions{3, -1}, "x.png", out), InputError);
@@ -315,10 +315,10 @@ TEST(ImageCodec, OptionsOutsideTheContractAreInputErrors) {
 
 TEST(ImageCodec, ThreadsDecodeTheSamePixels) {
   const std::vector<Bytes> files = {
-      bench::encode_jpeg(pattern(120, 80, PixelKind::kRgb), 90),
-      bench::encode_jpeg(pattern(64, 64, PixelKind::kGray), 80),
-      bench::encode_jpeg(pattern(48, 40, PixelKind::kCmyk), 90, bench::Chroma::k444),
-      bench::encode_png(noise(50, 30, PixelKind::kRgba, 8)),
+      testkit::encode_jpeg(pattern(120, 80, PixelKind::kRgb), 90),
+      testkit::encode_jpeg(pattern(64, 64, PixelKind::kGray), 80),
+      testkit::encode_jpeg(pattern(48, 40, PixelKind::kCmyk), 90, testkit::Chroma::k444),
+      testkit::encode_png(noise(50, 30, PixelKind::kRgba, 8)),
   };
   std::vector<Bytes> reference;
   for (const auto& f : files) reference.push_back(decode(f, 3, 0).pixels);

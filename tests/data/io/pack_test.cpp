@@ -6,11 +6,11 @@
 
 #include "../../support/image_folder.hpp"
 #include "../../support/temp_dir.hpp"
-#include "conflux/core/hdf5.hpp"
 #include "conflux/data/io/image_folder_source.hpp"
 #include "conflux/data/io/pack_format.hpp"
 #include "conflux/data/io/pack_writer.hpp"
 #include "conflux/data/io/packed_source.hpp"
+#include "conflux/hdf5/handle.hpp"
 
 namespace conflux::data {
 namespace {
@@ -161,7 +161,7 @@ TEST(Pack, FailedPackLeavesNothingAndExistingOutIsRefused) {
 }
 
 TEST(Pack, PixelSourcesAreRefused) {
-  Dataset d;
+  InMemorySplit d;
   d.name = "tiny";
   d.shape = {1, 1, 1};
   d.num_classes = 1;

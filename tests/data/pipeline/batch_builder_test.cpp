@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "../../../benchmarks/image_encode.hpp"
+#include "../../../testkit/image_encode.hpp"
 
 namespace conflux::data {
 namespace {
@@ -23,14 +23,14 @@ class EncodedSource final : public SampleSource {
     info_.shape = {3, 0, 0};
     info_.num_classes = 3;
     for (std::size_t i = 0; i < n; ++i) {
-      bench::RawImage image{20 + static_cast<int>(i % 5) * 7,
-                            16 + static_cast<int>(i % 3) * 9,
-                            bench::PixelKind::kRgb,
-                            {}};
+      testkit::RawImage image{20 + static_cast<int>(i % 5) * 7,
+                              16 + static_cast<int>(i % 3) * 9,
+                              testkit::PixelKind::kRgb,
+                              {}};
       for (int p = 0; p < image.width * image.height * 3; ++p) {
         image.pixels.push_back(static_cast<std::uint8_t>((p * 13 + i * 29) % 251));
       }
-      files_.push_back(i % 2 ? bench::encode_png(image) : bench::encode_jpeg(image, 90));
+      files_.push_back(i % 2 ? testkit::encode_png(image) : testkit::encode_jpeg(image, 90));
     }
     files_[corrupt].resize(files_[corrupt].size() / 2);
   }

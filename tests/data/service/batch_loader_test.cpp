@@ -10,7 +10,7 @@
 namespace conflux::data {
 namespace {
 
-Dataset small_dataset(std::size_t n) {
+InMemorySplit small_dataset(std::size_t n) {
   return testing::synthetic_dataset(
       n, {1, 6, 6}, [](std::size_t i) { return static_cast<std::uint8_t>(i * 31 + 7); });
 }

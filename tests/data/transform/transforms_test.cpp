@@ -81,7 +81,7 @@ TEST(Transforms, FlipMirrorsRows) {
 }
 
 TEST(Transforms, OutputDependsOnlyOnSeedEpochSample) {
-  const Dataset d = testing::synthetic_dataset(64, {3, 8, 8});
+  const InMemorySplit d = testing::synthetic_dataset(64, {3, 8, 8});
   const SampleTransform t({2, 8, true, {0.4f, 0.5f, 0.6f}, {0.2f, 0.3f, 0.4f}}, d.shape);
   std::vector<std::uint32_t> order(64);
   for (std::uint32_t i = 0; i < 64; ++i) order[i] = 63 - i;
@@ -170,7 +170,7 @@ TEST(Transforms, LegacyPathIsBitIdenticalToTheReleasedOne) {
 }
 
 TEST(TransformsHeavy, OutputIsAPureFunctionOfSeedEpochSample) {
-  const Dataset d = testing::synthetic_dataset(4, {3, 16, 16});
+  const InMemorySplit d = testing::synthetic_dataset(4, {3, 16, 16});
   const SampleTransform t(all_heavy_ops(), d.shape);
   ASSERT_EQ(t.output_shape(), (ImageShape{3, 12, 12}));
   const auto first = train_sample(t, {d.shape, d.image(0)}, 5, 1, 0);
@@ -183,7 +183,7 @@ TEST(TransformsHeavy, OutputIsAPureFunctionOfSeedEpochSample) {
 }
 
 TEST(TransformsHeavy, OneThreadAndThreeThreadsBuildTheSameBatch) {
-  const Dataset d = testing::synthetic_dataset(48, {3, 16, 16});
+  const InMemorySplit d = testing::synthetic_dataset(48, {3, 16, 16});
   const SampleTransform t(all_heavy_ops(), d.shape);
   std::vector<std::uint32_t> order(48);
   for (std::uint32_t i = 0; i < 48; ++i) order[i] = (i * 7) % 48;
@@ -201,7 +201,7 @@ TEST(TransformsHeavy, OneThreadAndThreeThreadsBuildTheSameBatch) {
 TEST(TransformsHeavy, EnablingAnOpLeavesTheOtherOpsDrawsAlone) {
   // A blur that never fires still draws from its generator; with a shared stream that would
   // move the crop, flip and cutout draws.
-  const Dataset d = testing::synthetic_dataset(1, {3, 8, 8});
+  const InMemorySplit d = testing::synthetic_dataset(1, {3, 8, 8});
   TransformOptions a = all_heavy_ops();
   a.resized_crop = 0;
   a.pad = 2;
@@ -253,7 +253,7 @@ TEST(TransformsHeavy, CropAndFlipAreShiftedMirroredWindows) {
 }
 
 TEST(TransformsHeavy, FullScaleSquareResizedCropIsPlainNormalise) {
-  const Dataset d = testing::synthetic_dataset(1, {3, 8, 8});
+  const InMemorySplit d = testing::synthetic_dataset(1, {3, 8, 8});
   TransformOptions plain{0, 0, false, {0.4f, 0.5f, 0.6f}, {0.2f, 0.3f, 0.4f}};
   TransformOptions rrc = plain;
   rrc.resized_crop = 8;
@@ -392,7 +392,7 @@ TEST(TransformsHeavy, SaturationLeavesGreyAloneAndZeroMakesGrey) {
   a.cutout_size = 2;
   TransformOptions b = a;
   b.saturation = 0.9f;
-  const Dataset d = testing::synthetic_dataset(1, {1, 6, 6});
+  const InMemorySplit d = testing::synthetic_dataset(1, {1, 6, 6});
   const SampleTransform ta(a, d.shape), tb(b, d.shape);
   for (std::uint64_t s = 0; s < 5; ++s)
     EXPECT_EQ(train_sample(ta, {d.shape, d.image(0)}, 1, 0, s),
@@ -438,7 +438,7 @@ TEST(TransformsHeavy, BlurReflectsAtTheBorder) {
 }
 
 TEST(TransformsHeavy, BlurProbabilityGatesTheBlur) {
-  const Dataset d = testing::synthetic_dataset(1, {3, 8, 8});
+  const InMemorySplit d = testing::synthetic_dataset(1, {3, 8, 8});
   TransformOptions never = pixel_units(3);
   never.blur_kernel = 3;
   never.blur_probability = 0;
@@ -490,7 +490,7 @@ TEST(TransformsHeavy, CutoutZeroesASquareClippedAtTheBorder) {
 }
 
 TEST(TransformsHeavy, EvalAppliesNoRandomOp) {
-  const Dataset d = testing::synthetic_dataset(1, {3, 16, 16});
+  const InMemorySplit d = testing::synthetic_dataset(1, {3, 16, 16});
   TransformOptions heavy = all_heavy_ops();
   heavy.resized_crop = 0;
   heavy.pad = 2;
@@ -502,7 +502,7 @@ TEST(TransformsHeavy, EvalAppliesNoRandomOp) {
   // blocks (half-pixel centres fall between source pixels), rounded to a pixel value (x.5 up).
   TransformOptions rrc = pixel_units();
   rrc.resized_crop = 8;
-  const Dataset g = testing::synthetic_dataset(1, {1, 16, 16});
+  const InMemorySplit g = testing::synthetic_dataset(1, {1, 16, 16});
   const SampleTransform tr(rrc, g.shape);
   const auto out = eval_sample(tr, {g.shape, g.image(0)});
   ASSERT_EQ(out.size(), 64u);

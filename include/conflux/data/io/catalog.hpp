@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "conflux/data/io/dataset.hpp"
+#include "conflux/data/io/in_memory_split.hpp"
 
 namespace conflux::data {
 
@@ -29,6 +29,6 @@ KnownDataset known_dataset(const std::string& name);
 /// Loads train and test splits of a known dataset from its sub-directory of `data_dir`.
 /// InputError for an unknown name (listing the known ones), a missing directory or file
 /// (naming the path), and any reader error.
-DatasetSplits load_dataset(const std::string& name, const std::filesystem::path& data_dir);
+InMemorySplits load_dataset(const std::string& name, const std::filesystem::path& data_dir);
 
 }  // namespace conflux::data

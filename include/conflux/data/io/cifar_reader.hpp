@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "conflux/data/io/dataset.hpp"
+#include "conflux/data/io/in_memory_split.hpp"
 
 namespace conflux::data {
 
@@ -16,7 +16,7 @@ const std::vector<std::string>& cifar10_class_names();
 /// InputError naming the file and byte offset for: unreadable file, a size that is not a
 /// whole number of 3073-byte records (truncation), `expected_records` set and not matched
 /// per file, and a label byte > 9.
-Dataset read_cifar10_split(const std::vector<std::filesystem::path>& files,
-                           std::size_t expected_records_per_file = 10000);
+InMemorySplit read_cifar10_split(const std::vector<std::filesystem::path>& files,
+                                 std::size_t expected_records_per_file = 10000);
 
 }  // namespace conflux::data

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "conflux/data/io/dataset.hpp"
+#include "conflux/data/io/in_memory_split.hpp"
 
 namespace conflux::data {
 
@@ -15,8 +15,8 @@ namespace conflux::data {
 /// bytes of the decompressed stream) for: unreadable file, corrupt gzip, bad magic number,
 /// wrong dimension count, truncation, trailing bytes, image/label count mismatch, and a label
 /// outside [0, class_names.size()).
-Dataset read_idx_split(const std::filesystem::path& images_file,
-                       const std::filesystem::path& labels_file, std::string dataset_name,
-                       std::vector<std::string> class_names);
+InMemorySplit read_idx_split(const std::filesystem::path& images_file,
+                             const std::filesystem::path& labels_file, std::string dataset_name,
+                             std::vector<std::string> class_names);
 
 }  // namespace conflux::data

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "conflux/core/error.hpp"
-#include "conflux/data/io/dataset.hpp"
+#include "conflux/data/io/in_memory_split.hpp"
 
 namespace conflux::data {
 

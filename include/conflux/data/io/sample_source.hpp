@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "conflux/data/io/dataset.hpp"
+#include "conflux/data/io/in_memory_split.hpp"
 #include "conflux/model/tensor.hpp"
 
 namespace conflux::data {
@@ -59,11 +59,11 @@ class SampleSource {
   virtual std::size_t resident_bytes() const noexcept = 0;
 };
 
-/// A source over an in-memory Dataset (the built-in datasets' readers).
+/// A source over an InMemorySplit (the built-in datasets' readers).
 class InMemorySource final : public SampleSource {
  public:
   /// Takes the dataset over.
-  explicit InMemorySource(Dataset dataset);
+  explicit InMemorySource(InMemorySplit dataset);
   const SourceInfo& info() const noexcept override { return info_; }
   std::size_t size() const noexcept override { return dataset_.size(); }
   model::Label label(std::size_t i) const override { return dataset_.labels[i]; }
@@ -71,10 +71,10 @@ class InMemorySource final : public SampleSource {
   std::string where(std::size_t i) const override;
   std::size_t resident_bytes() const noexcept override;
   /// The dataset itself (pixels without a copy).
-  const Dataset& dataset() const noexcept { return dataset_; }
+  const InMemorySplit& dataset() const noexcept { return dataset_; }
 
  private:
-  Dataset dataset_;
+  InMemorySplit dataset_;
   SourceInfo info_;
 };
 

@@ -82,10 +82,6 @@ class EpochPlan {
   std::span<const std::uint32_t> order() const noexcept { return order_; }
   /// How steps are divided among the trainers.
   const BatchSplit& split() const noexcept { return split_; }
-  /// Epoch-wide batch index of trainer t's batch in step s (s*T + t).
-  std::size_t batch_index(std::size_t step, int trainer) const noexcept {
-    return step * static_cast<std::size_t>(split_.trainers()) + static_cast<std::size_t>(trainer);
-  }
 
  private:
   std::vector<std::uint32_t> order_;

@@ -9,7 +9,7 @@
 #include <span>
 
 #include "conflux/core/rng.hpp"
-#include "conflux/data/io/dataset.hpp"
+#include "conflux/data/io/in_memory_split.hpp"
 
 namespace conflux::data::augment {
 

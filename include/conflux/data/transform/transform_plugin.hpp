@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "conflux/data/io/dataset.hpp"
+#include "conflux/data/io/in_memory_split.hpp"
 #include "conflux/data/transform/plugin_abi.h"
 
 namespace conflux::data {

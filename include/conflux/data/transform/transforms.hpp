@@ -14,7 +14,7 @@
 
 #include "conflux/config/sections.hpp"
 #include "conflux/core/rng.hpp"
-#include "conflux/data/io/dataset.hpp"
+#include "conflux/data/io/in_memory_split.hpp"
 #include "conflux/data/io/jpeg_region.hpp"
 #include "conflux/data/transform/augment_ops.hpp"
 #include "conflux/data/transform/transform_plugin.hpp"

@@ -1,5 +1,5 @@
 // h5::File: creating, opening and closing files, and their groups and links. Datasets are in
-// hdf5_datasets.cpp, attributes in hdf5_attributes.cpp.
+// datasets.cpp, attributes in attributes.cpp.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -8,7 +8,7 @@
 
 #include <system_error>
 
-#include "conflux/core/hdf5_file.hpp"
+#include "conflux/hdf5/file.hpp"
 
 namespace conflux::h5 {
 

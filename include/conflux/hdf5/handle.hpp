@@ -1,8 +1,8 @@
 #pragma once
-/// @file hdf5.hpp
-/// The base of the one typed HDF5 layer every on-disk format uses (docs/design.md, area core):
+/// @file handle.hpp
+/// The base of the one typed HDF5 layer every on-disk format uses (docs/design.md, area hdf5):
 /// move-only ownership of HDF5 identifiers, the library lock, and the error policy. Files,
-/// datasets and attributes are in hdf5_file.hpp, the element types in hdf5_types.hpp.
+/// datasets and attributes are in file.hpp, the element types in types.hpp.
 ///
 /// Error policy: every HDF5 call is checked (CONFLUX_H5_CHECK). A failed call is a
 /// RuntimeError (exit 3) naming the file, the object and the call, with HDF5's own reason

@@ -1,15 +1,16 @@
 #pragma once
 /// @file image_encode.hpp
 /// Encoding of 8-bit images to JPEG (TurboJPEG) and PNG (libpng), for the test images of
-/// `conflux-bench make-images` and for the unit tests of the decoder (linked into the unit
-/// tests like report.cpp). conflux itself only decodes, so this is not part of the library.
+/// `conflux-bench make-images` and for the unit tests of the decoder. conflux itself only
+/// decodes, so this lives in testkit/ (compiled into conflux-bench and the unit tests, never
+/// into libconflux.a; docs/design.md, "Areas and their order").
 /// Every encoder is deterministic: the same pixels give the same bytes.
 
 #include <array>
 #include <cstdint>
 #include <vector>
 
-namespace conflux::bench {
+namespace conflux::testkit {
 
 /// The channels of a RawImage, interleaved in this order.
 enum class PixelKind { kGray, kGrayAlpha, kRgb, kRgba, kCmyk };
@@ -47,4 +48,4 @@ std::vector<std::uint8_t> encode_png_palette(
     int width, int height, const std::vector<std::array<std::uint8_t, 3>>& palette,
     const std::vector<std::uint8_t>& indices, const std::vector<std::uint8_t>& alpha = {});
 
-}  // namespace conflux::bench
+}  // namespace conflux::testkit

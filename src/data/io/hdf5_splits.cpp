@@ -1,4 +1,4 @@
-#include "conflux/data/io/hdf5_dataset.hpp"
+#include "conflux/data/io/hdf5_splits.hpp"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 
 #include "conflux/core/atomic_file.hpp"
 #include "conflux/core/error.hpp"
-#include "conflux/core/hdf5_file.hpp"
+#include "conflux/hdf5/file.hpp"
 
 namespace conflux::data {
 namespace {
@@ -43,7 +43,7 @@ void write_sources(h5::File& file, const std::string& object,
   file.write_strings_attribute(object, "source_sha256", digests);
 }
 
-void write_split(h5::File& file, const char* split, const Dataset& ds) {
+void write_split(h5::File& file, const char* split, const InMemorySplit& ds) {
   const std::string group = fmt::format("/{}", split);
   file.create_group(group);
   const hsize_t n = ds.size();
@@ -65,8 +65,8 @@ void write_split(h5::File& file, const char* split, const Dataset& ds) {
 }
 
 /// The writer's precondition: both splits describe the same dataset consistently.
-void check_writable(const DatasetSplits& splits) {
-  const Dataset& train = splits.train;
+void check_writable(const InMemorySplits& splits) {
+  const InMemorySplit& train = splits.train;
   CONFLUX_CHECK(train.shape.channels > 0 && train.shape.height > 0 && train.shape.width > 0,
                 "dataset {}: image shape {}x{}x{} is not positive", train.name,
                 train.shape.channels, train.shape.height, train.shape.width);
@@ -74,7 +74,7 @@ void check_writable(const DatasetSplits& splits) {
                     train.class_names.size() == static_cast<std::size_t>(train.num_classes),
                 "dataset {}: {} classes with {} class names", train.name, train.num_classes,
                 train.class_names.size());
-  for (const Dataset* ds : {&splits.train, &splits.test}) {
+  for (const InMemorySplit* ds : {&splits.train, &splits.test}) {
     CONFLUX_CHECK(ds->name == train.name && ds->shape == train.shape &&
                       ds->num_classes == train.num_classes && ds->class_names == train.class_names,
                   "dataset {}: train and test splits differ in name, shape or classes", train.name);
@@ -84,10 +84,10 @@ void check_writable(const DatasetSplits& splits) {
   }
 }
 
-void write_file(const std::filesystem::path& path, const DatasetSplits& splits) {
+void write_file(const std::filesystem::path& path, const InMemorySplits& splits) {
   constexpr auto kVariable = h5::StringStorage::kVariableLength;
   h5::File file = h5::File::create(path);
-  const Dataset& ds = splits.train;
+  const InMemorySplit& ds = splits.train;
   file.write_attribute<std::int32_t>("/", "format_version", kFormatVersion);
   file.write_string_attribute("/", "name", ds.name, kVariable);
   file.write_attribute<std::int32_t>("/", "channels", ds.shape.channels);
@@ -122,8 +122,8 @@ std::vector<SourceFile> read_sources(const h5::File& file, const std::string& ob
 }
 
 /// The root attributes every split shares: name, image shape and classes, within the limits.
-Dataset read_description(const h5::File& file) {
-  Dataset proto;
+InMemorySplit read_description(const h5::File& file) {
+  InMemorySplit proto;
   proto.name = file.read_string_attribute("/", "name");
   proto.shape.channels = file.read_attribute<std::int32_t>("/", "channels");
   proto.shape.height = file.read_attribute<std::int32_t>("/", "height");
@@ -148,7 +148,7 @@ Dataset read_description(const h5::File& file) {
 /// Opens one split's images and labels and checks their shapes against `ds` (whose name,
 /// shape and classes are set).
 std::pair<h5::Dataset, h5::Dataset> open_split(const h5::File& file, const std::string& group,
-                                               const Dataset& ds) {
+                                               const InMemorySplit& ds) {
   file.require_group(group);
   h5::Dataset images = file.open_dataset<std::uint8_t>(group + "/images");
   images.require_rank(4);
@@ -174,7 +174,7 @@ std::pair<h5::Dataset, h5::Dataset> open_split(const h5::File& file, const std::
 /// Reads one split's images, labels and sources into `ds`, whose name, shape and classes are
 /// set; a split without its own sources has the root's.
 void read_split(const h5::File& file, const char* split,
-                const std::vector<SourceFile>& root_sources, Dataset& ds) {
+                const std::vector<SourceFile>& root_sources, InMemorySplit& ds) {
   const std::string group = fmt::format("/{}", split);
   const auto [images, labels] = open_split(file, group, ds);
   ds.images.resize(images.element_count());
@@ -195,7 +195,7 @@ void read_split(const h5::File& file, const char* split,
 
 }  // namespace
 
-void write_hdf5_dataset(const std::filesystem::path& path, const DatasetSplits& splits) {
+void write_hdf5_splits(const std::filesystem::path& path, const InMemorySplits& splits) {
   check_writable(splits);
   const auto parent = path.parent_path();
   std::error_code ec;
@@ -206,7 +206,7 @@ void write_hdf5_dataset(const std::filesystem::path& path, const DatasetSplits& 
 
 namespace {
 
-DatasetSplits read_checked(const h5::File& file) {
+InMemorySplits read_checked(const h5::File& file) {
   // Another conflux format (a checkpoint, a model file) names itself in a `format` attribute.
   CONFLUX_REQUIRE(!file.has_attribute("/", "format"),
                   "{}: is a {} file, not a conflux HDF5 dataset (expected a file written by "
@@ -219,9 +219,9 @@ DatasetSplits read_checked(const h5::File& file) {
   const auto version = file.read_attribute<std::int32_t>("/", "format_version");
   CONFLUX_REQUIRE(version == kFormatVersion, "{}: format_version {} is not supported (expected {})",
                   file.label(), version, kFormatVersion);
-  const Dataset description = read_description(file);
+  const InMemorySplit description = read_description(file);
   const auto root_sources = read_sources(file, "/");
-  DatasetSplits splits{description, description};
+  InMemorySplits splits{description, description};
   read_split(file, kSplitNames[0], root_sources, splits.train);
   read_split(file, kSplitNames[1], root_sources, splits.test);
   return splits;
@@ -229,7 +229,7 @@ DatasetSplits read_checked(const h5::File& file) {
 
 }  // namespace
 
-DatasetSplits read_hdf5_dataset(const std::filesystem::path& path) {
+InMemorySplits read_hdf5_splits(const std::filesystem::path& path) {
   try {
     return read_checked(h5::File::open(path));
   } catch (const RuntimeError& e) {

@@ -13,7 +13,7 @@
 #include "conflux/core/error.hpp"
 #include "conflux/data/io/turbojpeg_handle.hpp"
 
-namespace conflux::bench {
+namespace conflux::testkit {
 
 namespace {
 
@@ -197,4 +197,4 @@ std::vector<std::uint8_t> encode_png_palette(
   return write_png(layout, indices.data(), static_cast<std::size_t>(width));
 }
 
-}  // namespace conflux::bench
+}  // namespace conflux::testkit

@@ -2,7 +2,7 @@
 // every failure follows the one error policy (InputError for content, RuntimeError for calls,
 // both naming the file and the object).
 
-#include "conflux/core/hdf5_file.hpp"
+#include "conflux/hdf5/file.hpp"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>

@@ -1,4 +1,4 @@
-#include "conflux/core/hdf5.hpp"
+#include "conflux/hdf5/handle.hpp"
 
 namespace conflux::h5 {
 

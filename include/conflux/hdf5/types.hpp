@@ -1,5 +1,5 @@
 #pragma once
-/// @file hdf5_types.hpp
+/// @file types.hpp
 /// The element types conflux stores in HDF5 files: the numeric ones in one table (adding a type
 /// is one specialisation of h5::Element) and the two string types.
 
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "conflux/core/hdf5.hpp"
+#include "conflux/hdf5/handle.hpp"
 
 namespace conflux::h5 {
 

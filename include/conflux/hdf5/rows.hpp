@@ -1,14 +1,14 @@
 #pragma once
-/// @file hdf5_rows.hpp
+/// @file rows.hpp
 /// A dataset kept open after its h5::File is gone, for reading rows from several threads: the
 /// streamed HDF5 sources read one sample at a time for the whole run, while h5::File holds the
-/// library lock for its life (hdf5.hpp). Every call here takes that lock for just the call.
+/// library lock for its life (handle.hpp). Every call here takes that lock for just the call.
 
 #include <cstdint>
 #include <optional>
 #include <span>
 
-#include "conflux/core/hdf5_file.hpp"
+#include "conflux/hdf5/file.hpp"
 
 namespace conflux::h5 {
 

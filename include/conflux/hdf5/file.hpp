@@ -1,8 +1,8 @@
 #pragma once
-/// @file hdf5_file.hpp
+/// @file file.hpp
 /// HDF5 files as conflux's formats (checkpoints, dataset files, model files) write and read
 /// them: typed datasets and attributes addressed by their path in the file, every call checked
-/// by the error policy of hdf5.hpp, every error naming the file and the object.
+/// by the error policy of handle.hpp, every error naming the file and the object.
 
 #include <cstdint>
 #include <filesystem>
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "conflux/core/hdf5.hpp"
-#include "conflux/core/hdf5_types.hpp"
+#include "conflux/hdf5/handle.hpp"
+#include "conflux/hdf5/types.hpp"
 
 namespace conflux::h5 {
 
@@ -118,7 +118,7 @@ class Dataset {
 
 /// One open HDF5 file. Holds the library lock (lock_library()) while it lives. A file made by
 /// create() that is destroyed without close() is discarded: its last writes go nowhere (see
-/// hdf5_file.cpp), so a failed write never leaves HDF5 with a dangling file.
+/// src/hdf5/file.cpp), so a failed write never leaves HDF5 with a dangling file.
 class File {
  public:
   /// Creates (truncates) the file at `path` for writing; errors call it by its path.

@@ -1,4 +1,4 @@
-#include "conflux/data/io/hdf5_dataset.hpp"
+#include "conflux/data/io/hdf5_splits.hpp"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -13,8 +13,8 @@
 
 #include "../../support/temp_dir.hpp"
 #include "conflux/core/error.hpp"
-#include "conflux/core/hdf5.hpp"
-#include "conflux/core/hdf5_file.hpp"
+#include "conflux/hdf5/file.hpp"
+#include "conflux/hdf5/handle.hpp"
 
 namespace conflux::data {
 namespace {
@@ -25,8 +25,8 @@ using conflux::testing::TempDir;
 
 using conflux::testing::expect_input_error;
 
-Dataset make_split(std::size_t n, int seed, std::vector<SourceFile> sources) {
-  Dataset ds;
+InMemorySplit make_split(std::size_t n, int seed, std::vector<SourceFile> sources) {
+  InMemorySplit ds;
   ds.name = "tiny";
   ds.shape = {3, 4, 5};
   ds.num_classes = 3;
@@ -40,13 +40,13 @@ Dataset make_split(std::size_t n, int seed, std::vector<SourceFile> sources) {
   return ds;
 }
 
-DatasetSplits make_splits(std::size_t train_n = 300, std::size_t test_n = 7) {
+InMemorySplits make_splits(std::size_t train_n = 300, std::size_t test_n = 7) {
   // 300 training images span two 256-image chunks.
   return {make_split(train_n, 1, {{"train-a.bin", std::string(64, 'a')}, {"train-b.bin", "bb"}}),
           make_split(test_n, 2, {{"test.bin", std::string(64, 'c')}})};
 }
 
-void expect_same(const Dataset& a, const Dataset& b) {
+void expect_same(const InMemorySplit& a, const InMemorySplit& b) {
   EXPECT_EQ(a.name, b.name);
   EXPECT_EQ(a.shape, b.shape);
   EXPECT_EQ(a.num_classes, b.num_classes);
@@ -65,26 +65,26 @@ class Hdf5DatasetTest : public ::testing::Test {
  protected:
   void SetUp() override {
     path_ = dir_.path() / "data.h5";
-    write_hdf5_dataset(path_, make_splits());
+    write_hdf5_splits(path_, make_splits());
   }
   TempDir dir_;
   fs::path path_;
 };
 
 TEST_F(Hdf5DatasetTest, RoundTrip) {
-  const DatasetSplits original = make_splits();
-  const DatasetSplits read = read_hdf5_dataset(path_);
+  const InMemorySplits original = make_splits();
+  const InMemorySplits read = read_hdf5_splits(path_);
   expect_same(read.train, original.train);
   expect_same(read.test, original.test);
 }
 
 TEST_F(Hdf5DatasetTest, LeavesNoTemporaryFileAndOverwritesAtomically) {
-  write_hdf5_dataset(path_, make_splits(10, 0));  // replaces the file from SetUp
+  write_hdf5_splits(path_, make_splits(10, 0));  // replaces the file from SetUp
   std::vector<fs::path> entries(fs::directory_iterator(dir_.path()), fs::directory_iterator());
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries[0].filename(), "data.h5");
-  EXPECT_EQ(read_hdf5_dataset(path_).train.size(), 10u);
-  EXPECT_EQ(read_hdf5_dataset(path_).test.size(), 0u);
+  EXPECT_EQ(read_hdf5_splits(path_).train.size(), 10u);
+  EXPECT_EQ(read_hdf5_splits(path_).test.size(), 0u);
 }
 
 TEST_F(Hdf5DatasetTest, RootAttributesFollowTheDocumentedLayout) {
@@ -111,9 +111,9 @@ TEST_F(Hdf5DatasetTest, RootAttributesFollowTheDocumentedLayout) {
 TEST_F(Hdf5DatasetTest, NotAnHdf5File) {
   const auto text = dir_.path() / "notes.txt";
   std::ofstream(text) << "this is not HDF5\n";
-  expect_input_error([&] { read_hdf5_dataset(text); }, {text.string(), "not an HDF5 file"});
+  expect_input_error([&] { read_hdf5_splits(text); }, {text.string(), "not an HDF5 file"});
   const auto missing = dir_.path() / "missing.h5";
-  expect_input_error([&] { read_hdf5_dataset(missing); }, {missing.string(), "no such file"});
+  expect_input_error([&] { read_hdf5_splits(missing); }, {missing.string(), "no such file"});
 }
 
 // A checkpoint given as data.hdf5_file used to say only "format_version 2 is not supported".
@@ -126,7 +126,7 @@ TEST_F(Hdf5DatasetTest, AnotherConfluxFormatIsNamed) {
     file.write_attribute<std::int32_t>("/", "format_version", 2);
     file.close();
   }
-  expect_input_error([&] { read_hdf5_dataset(ckpt); },
+  expect_input_error([&] { read_hdf5_splits(ckpt); },
                      {ckpt.string(), "is a conflux-checkpoint file, not a conflux HDF5 dataset"});
 }
 
@@ -150,7 +150,7 @@ TEST_F(Hdf5DatasetTest, ADamagedChunkIsBadInputNamingTheFile) {
     bytes.write(junk.data(), static_cast<std::streamsize>(junk.size()));
   }
   try {
-    read_hdf5_dataset(path_);
+    read_hdf5_splits(path_);
     FAIL() << "a damaged dataset was read";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find(path_.string() + ": damaged HDF5 dataset"),
@@ -167,7 +167,7 @@ TEST_F(Hdf5DatasetTest, MissingDataset) {
     h5::Handle file = open_rw(path_);
     ASSERT_GE(H5Ldelete(file.get(), "/test/labels", H5P_DEFAULT), 0);
   }
-  expect_input_error([&] { read_hdf5_dataset(path_); },
+  expect_input_error([&] { read_hdf5_splits(path_); },
                      {path_.string(), "missing dataset /test/labels"});
 }
 
@@ -176,14 +176,14 @@ TEST_F(Hdf5DatasetTest, MissingGroupAndAttribute) {
     h5::Handle file = open_rw(path_);
     ASSERT_GE(H5Adelete(file.get(), "num_classes"), 0);
   }
-  expect_input_error([&] { read_hdf5_dataset(path_); },
+  expect_input_error([&] { read_hdf5_splits(path_); },
                      {path_.string(), "missing attribute 'num_classes'"});
-  write_hdf5_dataset(path_, make_splits());
+  write_hdf5_splits(path_, make_splits());
   {
     h5::Handle file = open_rw(path_);
     ASSERT_GE(H5Ldelete(file.get(), "/train", H5P_DEFAULT), 0);
   }
-  expect_input_error([&] { read_hdf5_dataset(path_); }, {path_.string(), "missing group /train"});
+  expect_input_error([&] { read_hdf5_splits(path_); }, {path_.string(), "missing group /train"});
 }
 
 TEST_F(Hdf5DatasetTest, WrongRankAndLengthMismatch) {
@@ -196,7 +196,7 @@ TEST_F(Hdf5DatasetTest, WrongRankAndLengthMismatch) {
                                  H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                       "create");
   }
-  expect_input_error([&] { read_hdf5_dataset(path_); },
+  expect_input_error([&] { read_hdf5_splits(path_); },
                      {path_.string(), "/train/labels has rank 2, expected 1"});
   {
     h5::Handle file = open_rw(path_);
@@ -207,7 +207,7 @@ TEST_F(Hdf5DatasetTest, WrongRankAndLengthMismatch) {
                                  H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                       "create");
   }
-  expect_input_error([&] { read_hdf5_dataset(path_); },
+  expect_input_error([&] { read_hdf5_splits(path_); },
                      {path_.string(), "holds 300 images", "299 labels"});
 }
 
@@ -219,7 +219,7 @@ TEST_F(Hdf5DatasetTest, LabelOutOfRange) {
     ASSERT_GE(
         H5Dwrite(labels.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
   }
-  expect_input_error([&] { read_hdf5_dataset(path_); },
+  expect_input_error([&] { read_hdf5_splits(path_); },
                      {path_.string(), "/test/labels[3] = 200 is out of range [0, 3)"});
 }
 
@@ -235,17 +235,17 @@ TEST_F(Hdf5DatasetTest, ReadsFixedLengthStrings) {
     const char value[8] = {'f', 'i', 'x', 'e', 'd', 0, 0, 0};
     ASSERT_GE(H5Awrite(attr.get(), type.get(), value), 0);
   }
-  EXPECT_EQ(read_hdf5_dataset(path_).train.name, "fixed");
+  EXPECT_EQ(read_hdf5_splits(path_).train.name, "fixed");
 }
 
 TEST_F(Hdf5DatasetTest, FailedWriteRemovesTheTemporaryFile) {
   // The target is a directory: the temporary file is written, the rename fails.
   const auto target = dir_.path() / "target.h5";
   fs::create_directories(target / "occupied");
-  EXPECT_THROW(write_hdf5_dataset(target, make_splits()), RuntimeError);
+  EXPECT_THROW(write_hdf5_splits(target, make_splits()), RuntimeError);
   std::vector<fs::path> entries(fs::directory_iterator(dir_.path()), fs::directory_iterator());
   EXPECT_EQ(entries.size(), 2u);  // data.h5 and target.h5/, no target.h5.tmp-*
-  expect_input_error([&] { write_hdf5_dataset(dir_.path() / "no-dir" / "x.h5", make_splits()); },
+  expect_input_error([&] { write_hdf5_splits(dir_.path() / "no-dir" / "x.h5", make_splits()); },
                      {"no-dir", "does not exist"});
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-/// @file dataset.hpp
+/// @file in_memory_split.hpp
 /// An in-memory labelled image dataset (uint8 pixels, CHW per sample), as every reader returns.
 
 #include <cstddef>
@@ -37,7 +37,7 @@ struct SourceFile {
 };
 
 /// One split (train or test) of a labelled image dataset.
-struct Dataset {
+struct InMemorySplit {
   std::string name;                      ///< "mnist", "fashion-mnist", "cifar10"
   ImageShape shape;                      ///< geometry of every image
   int num_classes = 0;                   ///< labels lie in [0, num_classes)
@@ -55,9 +55,9 @@ struct Dataset {
 };
 
 /// The train and test splits of one dataset.
-struct DatasetSplits {
-  Dataset train;
-  Dataset test;
+struct InMemorySplits {
+  InMemorySplit train;
+  InMemorySplit test;
 };
 
 }  // namespace conflux::data

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "conflux/core/hdf5_file.hpp"
+#include "conflux/hdf5/file.hpp"
 
 namespace conflux::h5 {
 namespace {

@@ -1,4 +1,4 @@
-#include "conflux/core/hdf5_rows.hpp"
+#include "conflux/hdf5/rows.hpp"
 
 namespace conflux::h5 {
 

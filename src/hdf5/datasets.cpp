@@ -7,7 +7,7 @@
 #include <optional>
 #include <string_view>
 
-#include "conflux/core/hdf5_file.hpp"
+#include "conflux/hdf5/file.hpp"
 
 namespace conflux::h5 {
 namespace {

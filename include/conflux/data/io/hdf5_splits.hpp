@@ -1,5 +1,5 @@
 #pragma once
-/// @file hdf5_dataset.hpp
+/// @file hdf5_splits.hpp
 /// One-file HDF5 form of a dataset (what `conflux data convert` writes) and its reader.
 ///
 /// Layout: /train/images and /test/images, uint8 [N, C, H, W], chunked (one chunk per 256
@@ -9,16 +9,16 @@
 
 #include <filesystem>
 
-#include "conflux/data/io/dataset.hpp"
+#include "conflux/data/io/in_memory_split.hpp"
 
 namespace conflux::data {
 
 /// Writes both splits to `path` (atomically: a temporary file renamed into place).
-void write_hdf5_dataset(const std::filesystem::path& path, const DatasetSplits& splits);
+void write_hdf5_splits(const std::filesystem::path& path, const InMemorySplits& splits);
 
-/// Reads a file written by write_hdf5_dataset. InputError naming the file and the object
+/// Reads a file written by write_hdf5_splits. InputError naming the file and the object
 /// for: not an HDF5 file, missing group/dataset/attribute, wrong rank or type, images and
 /// labels of different lengths, label out of range.
-DatasetSplits read_hdf5_dataset(const std::filesystem::path& path);
+InMemorySplits read_hdf5_splits(const std::filesystem::path& path);
 
 }  // namespace conflux::data

@@ -1,4 +1,4 @@
-#include "conflux/core/hdf5_types.hpp"
+#include "conflux/hdf5/types.hpp"
 
 namespace conflux::h5 {
 
