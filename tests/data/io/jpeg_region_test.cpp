@@ -3,7 +3,7 @@
 // CMYK; windows at the image's edges and at offsets off libjpeg's iMCU grid), the scale is the
 // smallest covering the requested size, and damaged data is a CorruptSampleError, also when
 // the damage lies below the window. Test images are encoded in memory with conflux-bench's
-// encoders (benchmarks/image_encode.hpp).
+// encoders (testkit/image_encode.hpp).
 #include "conflux/data/io/jpeg_region.hpp"
 
 #include <fmt/format.h>
@@ -13,20 +13,20 @@
 #include <thread>
 #include <vector>
 
-#include "../../../benchmarks/image_encode.hpp"
+#include "../../../testkit/image_encode.hpp"
 
 namespace conflux::data {
 namespace {
 
-using bench::PixelKind;
-using bench::RawImage;
+using testkit::PixelKind;
+using testkit::RawImage;
 using Bytes = std::vector<std::uint8_t>;
 
 // Textured but JPEG-friendly: gradients plus a pattern that changes every few pixels, so a
 // misplaced row or column shows.
 RawImage textured(int width, int height, PixelKind kind) {
   RawImage image{width, height, kind, {}};
-  const int channels = bench::channels_of(kind);
+  const int channels = testkit::channels_of(kind);
   for (int y = 0; y < height; ++y) {
     for (int x = 0; x < width; ++x) {
       const int bump = ((x / 3 + y / 5) % 4) * 20;
@@ -122,14 +122,14 @@ void expect_exact_at_every_scale(const RawImage& image, const Bytes& jpeg, int c
 
 TEST(JpegRegion, ColourWindowsAreTheWholeDecodesPixelsAtEveryScale) {
   const RawImage image = textured(203, 160, PixelKind::kRgb);  // odd width
-  expect_exact_at_every_scale(image, bench::encode_jpeg(image, 90), 3);
-  expect_exact_at_every_scale(image, bench::encode_jpeg(image, 90), 1);
-  expect_exact_at_every_scale(image, bench::encode_jpeg(image, 92, bench::Chroma::k444), 3);
+  expect_exact_at_every_scale(image, testkit::encode_jpeg(image, 90), 3);
+  expect_exact_at_every_scale(image, testkit::encode_jpeg(image, 90), 1);
+  expect_exact_at_every_scale(image, testkit::encode_jpeg(image, 92, testkit::Chroma::k444), 3);
 }
 
 TEST(JpegRegion, OddSizedColourImageAt420) {
   const RawImage image = textured(136, 97, PixelKind::kRgb);  // odd height, width 8 * 17
-  const Bytes jpeg = bench::encode_jpeg(image, 88);
+  const Bytes jpeg = testkit::encode_jpeg(image, 88);
   const DecodedImage full = whole(jpeg, 3, 0);
   for (const PixelWindow& w : windows(image.width, image.height)) {
     DecodedImage part;
@@ -141,11 +141,11 @@ TEST(JpegRegion, OddSizedColourImageAt420) {
 
 TEST(JpegRegion, GrayAndCmykFollowTheWholeDecodesColourRules) {
   const RawImage gray = textured(121, 88, PixelKind::kGray);
-  expect_exact_at_every_scale(gray, bench::encode_jpeg(gray, 90), 1);
-  expect_exact_at_every_scale(gray, bench::encode_jpeg(gray, 90), 3);  // replicated
+  expect_exact_at_every_scale(gray, testkit::encode_jpeg(gray, 90), 1);
+  expect_exact_at_every_scale(gray, testkit::encode_jpeg(gray, 90), 3);  // replicated
   const RawImage cmyk = textured(99, 72, PixelKind::kCmyk);
-  expect_exact_at_every_scale(cmyk, bench::encode_jpeg(cmyk, 95, bench::Chroma::k444), 3);
-  expect_exact_at_every_scale(cmyk, bench::encode_jpeg(cmyk, 95, bench::Chroma::k444), 1);
+  expect_exact_at_every_scale(cmyk, testkit::encode_jpeg(cmyk, 95, testkit::Chroma::k444), 3);
+  expect_exact_at_every_scale(cmyk, testkit::encode_jpeg(cmyk, 95, testkit::Chroma::k444), 1);
 }
 
 TEST(JpegRegion, TheScaleIsTheSmallestThatCoversTheRequestedSize) {
@@ -158,7 +158,7 @@ TEST(JpegRegion, TheScaleIsTheSmallestThatCoversTheRequestedSize) {
   EXPECT_EQ(region_scale(5000, 5000, 224, 224), 1);
   EXPECT_EQ(region_scale(300, 300, 0, 0), 1);
   const RawImage image = textured(240, 176, PixelKind::kRgb);
-  const Bytes jpeg = bench::encode_jpeg(image, 90);
+  const Bytes jpeg = testkit::encode_jpeg(image, 90);
   DecodedImage part;
   const RegionPlacement p = region(jpeg, {3, {16, 40, 160, 200}, 40, 40, 0}, part);
   EXPECT_EQ(p.scale_eighths, 2);  // 160 * 2 / 8 = 40
@@ -182,7 +182,7 @@ void expect_corrupt(const Bytes& jpeg, const PixelWindow& window, const std::str
   }
   // The same decoder goes on to decode a good image.
   const RawImage good = textured(48, 40, PixelKind::kRgb);
-  const Bytes ok = bench::encode_jpeg(good, 90);
+  const Bytes ok = testkit::encode_jpeg(good, 90);
   decoder.read_header(ok, "good.jpg");
   decoder.decode({3, {8, 8, 16, 16}, 0, 0, 8}, out);
   EXPECT_EQ(out.shape.channels, 3);
@@ -190,7 +190,7 @@ void expect_corrupt(const Bytes& jpeg, const PixelWindow& window, const std::str
 
 TEST(JpegRegion, DamagedDataIsACorruptSampleEvenBelowTheWindow) {
   const RawImage image = textured(160, 160, PixelKind::kRgb);
-  const Bytes jpeg = bench::encode_jpeg(image, 90);
+  const Bytes jpeg = testkit::encode_jpeg(image, 90);
   Bytes truncated(jpeg.begin(), jpeg.begin() + static_cast<std::ptrdiff_t>(jpeg.size() / 2));
   // The window's rows come from the first half of the data, which is intact: the whole
   // decode refuses this file, and so must the region decode.
@@ -211,7 +211,7 @@ TEST(JpegRegion, DamagedDataIsACorruptSampleEvenBelowTheWindow) {
 
 TEST(JpegRegion, ThreadsDecodeTheSamePixels) {
   const RawImage image = textured(301, 224, PixelKind::kRgb);
-  const Bytes jpeg = bench::encode_jpeg(image, 90);
+  const Bytes jpeg = testkit::encode_jpeg(image, 90);
   const RegionRequest request{3, {37, 51, 150, 170}, 56, 56, 0};
   DecodedImage reference;
   const RegionPlacement p = region(jpeg, request, reference);

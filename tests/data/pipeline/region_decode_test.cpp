@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../../../benchmarks/image_encode.hpp"
+#include "../../../testkit/image_encode.hpp"
 #include "conflux/data/pipeline/batch_builder.hpp"
 
 namespace conflux::data {
@@ -20,9 +20,9 @@ using Bytes = std::vector<std::uint8_t>;
 
 // A photo-like image: smooth shading plus `detail` (amplitude) a few pixels wide, different
 // per sample.
-bench::RawImage photo(int width, int height, bench::PixelKind kind, int seed, double detail) {
-  bench::RawImage image{width, height, kind, {}};
-  const int channels = bench::channels_of(kind);
+testkit::RawImage photo(int width, int height, testkit::PixelKind kind, int seed, double detail) {
+  testkit::RawImage image{width, height, kind, {}};
+  const int channels = testkit::channels_of(kind);
   for (int y = 0; y < height; ++y) {
     for (int x = 0; x < width; ++x) {
       for (int c = 0; c < channels; ++c) {
@@ -48,10 +48,10 @@ class ImageSource final : public SampleSource {
     for (int i = 0; i < n; ++i) {
       const int span = max_side - min_side + 1;
       const int w = min_side + (i * 37) % span, h = min_side + (i * 53 + 11) % span;
-      const auto kind = i % 4 == 3 ? bench::PixelKind::kGray : bench::PixelKind::kRgb;
-      const bench::RawImage image = photo(w, h, kind, i, detail);
-      files_.push_back(png_every > 0 && i % png_every == 0 ? bench::encode_png(image)
-                                                           : bench::encode_jpeg(image, 90));
+      const auto kind = i % 4 == 3 ? testkit::PixelKind::kGray : testkit::PixelKind::kRgb;
+      const testkit::RawImage image = photo(w, h, kind, i, detail);
+      files_.push_back(png_every > 0 && i % png_every == 0 ? testkit::encode_png(image)
+                                                           : testkit::encode_jpeg(image, 90));
     }
   }
   void truncate(std::size_t i) { files_[i].resize(files_[i].size() / 2); }
