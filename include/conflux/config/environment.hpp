@@ -1,7 +1,7 @@
 #pragma once
 /// @file environment.hpp
 /// The one reader of the process environment for configuration (docs/design.md, "Data
-/// directory"): `conflux` (src/cli/main.cpp) and `conflux-bench` build their ConfigSources
+/// directory"): `conflux` (its commands in src/cli) and `conflux-bench` build their ConfigSources
 /// here, so both find the data the same way. Nothing else reads $CONFLUX_DATA, $XDG_DATA_HOME
 /// or $HOME. It also decides which OpenBLAS kernels `conflux` runs ($CONFLUX_BLAS_PIN,
 /// $OPENBLAS_CORETYPE: docs/design.md invariant 8).
