@@ -131,6 +131,13 @@ model::LossResult CudaModel::evaluate(const float* images, const model::Label* l
   return impl_->model.loss_result();
 }
 
+model::LossResult CudaModel::evaluate(const std::uint8_t* pixels, const model::Label* labels,
+                                      int n) {
+  impl_->model.forward(pixels, n, model::Pass{});
+  impl_->model.loss(labels, 0.0f, 0.0, false);
+  return impl_->model.loss_result();
+}
+
 void CudaModel::download_state(std::span<float> state) {
   impl_->model.download_state(state);
 }

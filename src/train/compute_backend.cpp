@@ -82,9 +82,10 @@ class CpuBackend final : public ComputeBackend {
   double lr() const override { return optimizer_->lr(); }
   double clipped_grad_norm() override { return clipped_norm_; }
 
-  model::LossResult evaluate(const model::Tensor& images,
-                             std::span<const model::Label> labels) override {
-    return model::softmax_cross_entropy(model_.forward(images), labels, 0, nullptr);
+  model::LossResult evaluate(const data::Batch& batch) override {
+    CONFLUX_CHECK(batch.encoding == data::ImageEncoding::kFloat32,
+                  "CPU trainer: an evaluation batch of 8-bit images (the CPU takes floats)");
+    return model::softmax_cross_entropy(model_.forward(batch.images), batch.labels, 0, nullptr);
   }
 
   void download(std::vector<float>& params, model::OptimizerState& optimizer) override {

@@ -18,7 +18,8 @@ namespace conflux::train {
 
 EvalResult evaluate_split(const Config& config, const data::SampleSource& split,
                           const data::SampleTransform& transform, const comm::Communicator& comm,
-                          const Logger* log, const EvalForward& forward) {
+                          const Logger* log, const EvalForward& forward,
+                          std::pmr::memory_resource* pixel_memory) {
   const auto r = static_cast<std::size_t>(comm.rank());
   const auto n = static_cast<std::size_t>(comm.size());
   const std::size_t begin = split.size() * r / n;
@@ -26,12 +27,20 @@ EvalResult evaluate_split(const Config& config, const data::SampleSource& split,
   constexpr std::size_t kEvalBatch = 500;
   data::BatchBuilder builder(split, transform, config.cluster().preprocess_threads,
                              sample_decoding(config, log));
-  model::Tensor images;
-  std::vector<model::Label> labels;
+  data::Batch batch;
+  if (pixel_memory != nullptr) {
+    batch.encoding = data::ImageEncoding::kPixels;
+    batch.pixels = data::PixelBuffer(pixel_memory);
+  }
   std::array<double, 3> sums{0, 0, 0};  // loss, correct, skipped
   for (std::size_t lo = begin; lo < end; lo += kEvalBatch) {
-    builder.build_eval(lo, std::min(end, lo + kEvalBatch), images, labels);
-    const model::LossResult result = forward(images, labels);
+    const std::size_t hi = std::min(end, lo + kEvalBatch);
+    if (pixel_memory != nullptr) {
+      builder.build_eval_pixels(lo, hi, batch.pixels, batch.labels);
+    } else {
+      builder.build_eval(lo, hi, batch.images, batch.labels);
+    }
+    const model::LossResult result = forward(batch);
     sums[0] += result.loss_sum;
     sums[1] += result.correct;
     sums[2] += result.skipped;
@@ -60,9 +69,9 @@ EvalResult run_eval_job(const Config& config, const comm::Communicator& world, c
   if (world.rank() == 0) log.info("{} (weights digest {})", loaded, model::weights_digest(*model));
   const data::SampleSource& split = job.train_split ? *data->train : *data->test;
   return evaluate_split(config, split, *transform, world, world.rank() == 0 ? &log : nullptr,
-                        [&](const model::Tensor& images, std::span<const model::Label> labels) {
-                          return model::softmax_cross_entropy(model->forward(images), labels, 0,
-                                                              nullptr);
+                        [&](const data::Batch& batch) {
+                          return model::softmax_cross_entropy(model->forward(batch.images),
+                                                              batch.labels, 0, nullptr);
                         });
 }
 

@@ -219,22 +219,33 @@ class GpuBackend final : public ComputeBackend {
   double lr() const override { return model_.lr(); }
   double clipped_grad_norm() override { return model_.clipped_grad_norm(); }
 
-  model::LossResult evaluate(const model::Tensor& images,
-                             std::span<const model::Label> labels) override {
-    const std::size_t n = labels.size();
-    const std::size_t floats = images.data.size();
-    CONFLUX_CHECK(floats == n * sample_floats_,
-                  "GPU trainer: an evaluation batch of {} samples has {} image floats", n, floats);
+  model::LossResult evaluate(const data::Batch& batch) override {
+    const std::size_t n = batch.labels.size();
+    const bool pixels = batch.encoding == data::ImageEncoding::kPixels;
+    const std::size_t values = pixels ? batch.pixels.size() : batch.images.data.size();
+    CONFLUX_CHECK(values == n * sample_floats_ && (!pixels || takes_pixels_),
+                  "GPU trainer: an evaluation batch of {} samples has {} image {}", n, values,
+                  pixels ? "bytes" : "floats");
     gpu::use_device(device_);
-    if (eval_images_.size() < floats || eval_labels_.size() < n) {
+    const std::size_t held = pixels ? eval_pixels_.size() : eval_images_.size();
+    if (held < values || eval_labels_.size() < n) {
       model_.synchronize();  // the old buffers may still be read
-      eval_images_ = gpu::DeviceBuffer<float>(std::max(floats, eval_images_.size()));
+      if (pixels) {
+        eval_pixels_ = gpu::DeviceBuffer<std::uint8_t>(std::max(values, held));
+      } else {
+        eval_images_ = gpu::DeviceBuffer<float>(std::max(values, held));
+      }
       eval_labels_ = gpu::DeviceBuffer<model::Label>(std::max(n, eval_labels_.size()));
     }
-    // From pageable memory: each copy returns once the host data has been taken.
-    gpu::copy_to_device(eval_images_.data(), images.data.data(), floats, model_.stream());
-    gpu::copy_to_device(eval_labels_.data(), labels.data(), n, model_.stream());
-    return model_.evaluate(eval_images_.data(), eval_labels_.data(), static_cast<int>(n));
+    // evaluate() waits for its loss, so the host memory is read before the batch changes.
+    gpu::copy_to_device(eval_labels_.data(), batch.labels.data(), n, model_.stream());
+    const int count = static_cast<int>(n);
+    if (pixels) {
+      gpu::copy_to_device(eval_pixels_.data(), batch.pixels.data(), values, model_.stream());
+      return model_.evaluate(eval_pixels_.data(), eval_labels_.data(), count);
+    }
+    gpu::copy_to_device(eval_images_.data(), batch.images.data.data(), values, model_.stream());
+    return model_.evaluate(eval_images_.data(), eval_labels_.data(), count);
   }
 
   void download(std::vector<float>& state, model::OptimizerState& optimizer) override {
@@ -301,6 +312,7 @@ class GpuBackend final : public ComputeBackend {
   std::unique_ptr<comm::GradientSync> sync_;      // set up by connect()
   std::optional<comm::GradientBuckets> buckets_;  // with NCCL and comm.bucket_mb > 0
   gpu::DeviceBuffer<float> eval_images_;
+  gpu::DeviceBuffer<std::uint8_t> eval_pixels_;
   gpu::DeviceBuffer<model::Label> eval_labels_;
 };
 

@@ -516,10 +516,10 @@ void Trainer::report_data_service(const data::LoaderStats& s) const {
 
 EvalResult Trainer::evaluate() {
   // Each trainer evaluates a contiguous shard of the test set; sums are reduced.
-  return evaluate_split(config_, *data_.test, transform_, trainers_, log_,
-                        [&](const model::Tensor& images, std::span<const model::Label> labels) {
-                          return backend_->evaluate(images, labels);
-                        });
+  return evaluate_split(
+      config_, *data_.test, transform_, trainers_, log_,
+      [&](const data::Batch& batch) { return backend_->evaluate(batch); },
+      backend_->pixel_memory());  // 8-bit test batches where training batches are
 }
 
 void Trainer::check_replicas_agree(const std::string& digest) const {

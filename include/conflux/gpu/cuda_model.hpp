@@ -86,6 +86,8 @@ class CudaModel {
   double clipped_grad_norm();
   /// Evaluation forward pass and loss of `n` samples in device memory (no gradients); waits.
   model::LossResult evaluate(const float* images, const model::Label* labels, int n);
+  /// evaluate() of 8-bit images, normalised on the device as compute()'s.
+  model::LossResult evaluate(const std::uint8_t* pixels, const model::Label* labels, int n);
 
   /// The model's state (model::Model::state() layout) (waits).
   void download_state(std::span<float> state);

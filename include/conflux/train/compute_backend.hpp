@@ -100,9 +100,9 @@ class ComputeBackend {
   /// clipping (the GPU waits for it); NaN before the first apply() and without clipping.
   virtual double clipped_grad_norm() = 0;
 
-  /// Loss (plain cross-entropy) and correct predictions of an evaluation batch; no gradients.
-  virtual model::LossResult evaluate(const model::Tensor& images,
-                                     std::span<const model::Label> labels) = 0;
+  /// Loss (plain cross-entropy) and correct predictions of an evaluation batch (floats, or
+  /// 8-bit images for a backend with pixel_memory()); no gradients.
+  virtual model::LossResult evaluate(const data::Batch& batch) = 0;
 
   /// Copies the model's state (state_infos() layout) and the optimiser's state to the host (a
   /// checkpoint's state).

@@ -6,21 +6,23 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <memory_resource>
 #include <span>
 
 #include "conflux/comm/communicator.hpp"
 #include "conflux/config/config.hpp"
 #include "conflux/core/log.hpp"
 #include "conflux/data/io/sample_source.hpp"
+#include "conflux/data/pipeline/batch.hpp"
 #include "conflux/data/transform/transforms.hpp"
 #include "conflux/model/loss.hpp"
 #include "conflux/model/tensor.hpp"
 
 namespace conflux::train {
 
-/// One evaluation batch's forward pass: plain cross-entropy sums, no gradients.
-using EvalForward =
-    std::function<model::LossResult(const model::Tensor&, std::span<const model::Label>)>;
+/// One evaluation batch's forward pass (its images as floats, or as 8-bit images when the
+/// consumer asked for them): plain cross-entropy sums, no gradients.
+using EvalForward = std::function<model::LossResult(const data::Batch&)>;
 
 /// Mean loss and accuracy over the samples that were not skipped as corrupt.
 struct EvalResult {
@@ -30,10 +32,12 @@ struct EvalResult {
 };
 
 /// Evaluates this rank's contiguous shard of `split` (rank `comm.rank()` of `comm.size()`) with
-/// the evaluation transform and sums over `comm`; collective.
+/// the evaluation transform and sums over `comm`; collective. With `pixel_memory`, batches are
+/// 8-bit images in that memory (a GPU trainer normalises them itself, as in training).
 EvalResult evaluate_split(const Config& config, const data::SampleSource& split,
                           const data::SampleTransform& transform, const comm::Communicator& comm,
-                          const Logger* log, const EvalForward& forward);
+                          const Logger* log, const EvalForward& forward,
+                          std::pmr::memory_resource* pixel_memory = nullptr);
 
 /// What `conflux eval` evaluates.
 struct EvalJob {

@@ -156,30 +156,58 @@ void BatchBuilder::build_train_encoded(std::span<const std::uint32_t> samples, s
       [&](std::size_t i) { std::fill_n(pixels + i * stride, stride, std::uint8_t{0}); });
 }
 
-void BatchBuilder::build_eval(std::size_t begin, std::size_t end, model::Tensor& images,
-                              std::vector<model::Label>& labels) {
-  shape(end - begin, images, labels);
-  const std::size_t stride = transform_.output_shape().size();
+template <typename Make, typename Blank>
+void BatchBuilder::for_each_eval(std::size_t begin, std::size_t end, model::Label* labels,
+                                 Make make, Blank blank) {
   pool_.parallel_for(end - begin, [&](std::size_t lo, std::size_t hi) {
     thread_local Scratch scratch;
     for (std::size_t i = lo; i < hi; ++i) {
       const auto index = static_cast<std::uint32_t>(begin + i);
-      float* out = images.data.data() + i * stride;
       labels[i] = source_.label(index);
       try {
         Prepared sample;
         prepare(index, nullptr, scratch, {}, sample);
+        make(i, sample);
+      } catch (const CorruptSampleError& e) {
+        if (!decoding_.skip_corrupt) throw;
+        skipped(index, e, labels[i]);
+        blank(i);
+      }
+    }
+  });
+}
+
+void BatchBuilder::build_eval(std::size_t begin, std::size_t end, model::Tensor& images,
+                              std::vector<model::Label>& labels) {
+  shape(end - begin, images, labels);
+  const std::size_t stride = transform_.output_shape().size();
+  for_each_eval(
+      begin, end, labels.data(),
+      [&](std::size_t i, const Prepared& sample) {
+        float* out = images.data.data() + i * stride;
         if (sample.placement != nullptr)
           transform_.eval(sample.image, *sample.placement, out);
         else
           transform_.eval(sample.image, out);
-      } catch (const CorruptSampleError& e) {
-        if (!decoding_.skip_corrupt) throw;
-        skipped(index, e, labels[i]);
-        blank_floats(out);
-      }
-    }
-  });
+      },
+      [&](std::size_t i) { blank_floats(images.data.data() + i * stride); });
+}
+
+void BatchBuilder::build_eval_pixels(std::size_t begin, std::size_t end, PixelBuffer& pixels,
+                                     std::vector<model::Label>& labels) {
+  const std::size_t stride = transform_.output_shape().size();
+  pixels.resize((end - begin) * stride);
+  labels.resize(end - begin);
+  for_each_eval(
+      begin, end, labels.data(),
+      [&](std::size_t i, const Prepared& sample) {
+        std::uint8_t* out = pixels.data() + i * stride;
+        if (sample.placement != nullptr)
+          transform_.eval_pixels(sample.image, *sample.placement, out);
+        else
+          transform_.eval_pixels(sample.image, out);
+      },
+      [&](std::size_t i) { std::fill_n(pixels.data() + i * stride, stride, std::uint8_t{0}); });
 }
 
 }  // namespace conflux::data

@@ -355,28 +355,37 @@ void SampleTransform::heavy_cutout(float* out, const SampleKey& key) const {
 }
 
 void SampleTransform::eval(ImageView image, float* out) const {
-  check_image(image);
   std::uint8_t* pixels = pixel_scratch(output_.size());
+  eval_pixels(image, pixels);
+  normalise(pixels, 1, out);
+}
+
+void SampleTransform::eval_pixels(ImageView image, std::uint8_t* out) const {
+  check_image(image);
   if (variable_) {
-    eval_any_size({image}, pixels);
+    eval_any_size({image}, out);
   } else if (options_.resized_crop > 0) {
     // torchvision's eval recipe resizes then centre-crops; with a square output the whole
     // image resized is the closest fixed view and loses no pixels.
     const int h = output_.height, w = output_.width;
     augment::resize_bilinear(image, {{0, 0, input_.height, input_.width}, h, w, 0, 0, h, w}, false,
-                             pixels);
+                             out);
   } else {
     render(image.pixels, (input_.height - output_.height) / 2, (input_.width - output_.width) / 2,
-           false, pixels);
+           false, out);
   }
-  normalise(pixels, 1, out);
 }
 
 void SampleTransform::eval(ImageView part, const RegionPlacement& placement, float* out) const {
-  check_part(part, placement);
   std::uint8_t* pixels = pixel_scratch(output_.size());
-  eval_any_size({part, &placement}, pixels);
+  eval_pixels(part, placement, pixels);
   normalise(pixels, 1, out);
+}
+
+void SampleTransform::eval_pixels(ImageView part, const RegionPlacement& placement,
+                                  std::uint8_t* out) const {
+  check_part(part, placement);
+  eval_any_size({part, &placement}, out);
 }
 
 augment::Box SampleTransform::eval_resized(int width, int height) const {

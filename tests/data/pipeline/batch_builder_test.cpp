@@ -160,5 +160,24 @@ TEST(BatchBuilder, TransformsWithFloatOutputShipFloats) {
   }
 }
 
+// Evaluation batches as 8-bit images (a GPU trainer's test batches) normalise to build_eval's
+// floats bit for bit, a skipped sample included (zeros, the blank image's pixels).
+TEST(BatchBuilder, EvaluationPixelsNormaliseToTheFloatBatch) {
+  const EncodedSource source(9, 4);
+  const SampleTransform transform(crop_options(), source.info().shape);
+  BatchBuilder builder(source, transform, 2, {.channels = 3, .skip_corrupt = true});
+  model::Tensor floats;
+  std::vector<model::Label> labels, pixel_labels;
+  builder.build_eval(2, 9, floats, labels);
+  PixelBuffer pixels;
+  builder.build_eval_pixels(2, 9, pixels, pixel_labels);
+  ASSERT_EQ(pixels.size(), floats.data.size());
+  std::vector<float> normalised(floats.data.size());
+  transform.normalise(pixels.data(), 7, normalised.data());
+  EXPECT_EQ(normalised, floats.data);
+  EXPECT_EQ(pixel_labels, labels);
+  EXPECT_EQ(labels[2], model::kSkippedLabel);  // sample 4, truncated
+}
+
 }  // namespace
 }  // namespace conflux::data

@@ -67,6 +67,10 @@ class BatchBuilder {
   /// Evaluation batch of the contiguous samples [begin, end).
   void build_eval(std::size_t begin, std::size_t end, model::Tensor& images,
                   std::vector<model::Label>& labels);
+  /// build_eval() as 8-bit images before normalisation (SampleTransform::eval_pixels), for a
+  /// consumer that normalises them itself: (end - begin) * floats_per_sample() bytes.
+  void build_eval_pixels(std::size_t begin, std::size_t end, PixelBuffer& pixels,
+                         std::vector<model::Label>& labels);
   /// Samples skipped as corrupt so far (data.on_corrupt = "skip").
   std::uint64_t skipped() const noexcept { return skipped_.load(); }
 
@@ -105,6 +109,10 @@ class BatchBuilder {
   void for_each_train(std::span<const std::uint32_t> samples, const Purpose& purpose,
                       model::Label* labels, std::span<const std::vector<std::uint8_t>> fetched,
                       Make make, Blank blank);
+  // The same over the evaluation samples [begin, end).
+  template <typename Make, typename Blank>
+  void for_each_eval(std::size_t begin, std::size_t end, model::Label* labels, Make make,
+                     Blank blank);
   void skipped(std::uint32_t index, const CorruptSampleError& error, model::Label& label);
   // A skipped sample's floats: those of an all-zero image (zeros, or normalised zeros when the
   // transform's output is pixels), so every encoding gives the same batch.

@@ -63,6 +63,8 @@ class SampleTransform {
   const std::vector<float>& pixel_shift() const noexcept { return shift_; }
   /// Deterministic evaluation sample (centre crop or resize, no flip).
   void eval(ImageView image, float* out) const;
+  /// eval() before normalisation: output_shape().size() bytes; normalise() of them is eval().
+  void eval_pixels(ImageView image, std::uint8_t* out) const;
   /// The source window train() reads for an image of width x height (a resized crop's box, or
   /// the random crop clipped to the image, or the whole image), so that a decoder can pick a
   /// reduced scale before train() runs. Exactly the window train() uses for the same key.
@@ -90,6 +92,8 @@ class SampleTransform {
                     std::uint32_t epoch, std::uint64_t sample_index, std::uint8_t* out) const;
   /// eval() of the whole image decoded at a reduced scale (placement at (0, 0)).
   void eval(ImageView part, const RegionPlacement& placement, float* out) const;
+  /// eval_pixels() of the whole image decoded at a reduced scale.
+  void eval_pixels(ImageView part, const RegionPlacement& placement, std::uint8_t* out) const;
 
  private:
   struct SampleKey {
