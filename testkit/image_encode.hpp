@@ -26,6 +26,24 @@ struct RawImage {
   std::vector<std::uint8_t> pixels;
 };
 
+/// A width x height image of `kind` whose value at (x, y, channel c) is value(x, y, c),
+/// clamped to [0, 255]: the tests' generated pictures, each its own pattern.
+template <class Value>
+RawImage make_image(int width, int height, PixelKind kind, Value value) {
+  RawImage image{width, height, kind, {}};
+  const int channels = channels_of(kind);
+  image.pixels.reserve(static_cast<std::size_t>(width) * height * channels);
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      for (int c = 0; c < channels; ++c) {
+        const double v = value(x, y, c);
+        image.pixels.push_back(static_cast<std::uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v));
+      }
+    }
+  }
+  return image;
+}
+
 /// Chroma subsampling of a colour JPEG (gray JPEGs have none).
 enum class Chroma { k444, k420 };
 

@@ -23,17 +23,11 @@ using Bytes = std::vector<std::uint8_t>;
 
 // Smooth, JPEG-friendly gradients, a different one per channel.
 RawImage pattern(int width, int height, PixelKind kind) {
-  RawImage image{width, height, kind, {}};
-  const int channels = testkit::channels_of(kind);
-  for (int y = 0; y < height; ++y) {
-    for (int x = 0; x < width; ++x) {
-      const int values[4] = {x * 255 / width, y * 255 / height, (x + y) * 255 / (width + height),
-                             255 - x * 255 / width};
-      for (int c = 0; c < channels; ++c)
-        image.pixels.push_back(static_cast<std::uint8_t>(values[c]));
-    }
-  }
-  return image;
+  return testkit::make_image(width, height, kind, [&](int x, int y, int c) {
+    const int values[4] = {x * 255 / width, y * 255 / height, (x + y) * 255 / (width + height),
+                           255 - x * 255 / width};
+    return static_cast<double>(values[c]);
+  });
 }
 
 // Deterministic noise, for exact (lossless) checks.

@@ -25,18 +25,12 @@ using Bytes = std::vector<std::uint8_t>;
 // Textured but JPEG-friendly: gradients plus a pattern that changes every few pixels, so a
 // misplaced row or column shows.
 RawImage textured(int width, int height, PixelKind kind) {
-  RawImage image{width, height, kind, {}};
-  const int channels = testkit::channels_of(kind);
-  for (int y = 0; y < height; ++y) {
-    for (int x = 0; x < width; ++x) {
-      const int bump = ((x / 3 + y / 5) % 4) * 20;
-      const int values[4] = {x * 160 / width + bump, y * 160 / height + 60 - bump / 2,
-                             (x + y) * 200 / (width + height) + bump / 3, 255 - bump};
-      for (int c = 0; c < channels; ++c)
-        image.pixels.push_back(static_cast<std::uint8_t>(values[c]));
-    }
-  }
-  return image;
+  return testkit::make_image(width, height, kind, [&](int x, int y, int c) {
+    const int bump = ((x / 3 + y / 5) % 4) * 20;
+    const int values[4] = {x * 160 / width + bump, y * 160 / height + 60 - bump / 2,
+                           (x + y) * 200 / (width + height) + bump / 3, 255 - bump};
+    return static_cast<double>(values[c]);
+  });
 }
 
 DecodedImage whole(const Bytes& jpeg, int channels, int min_short_side) {

@@ -21,20 +21,12 @@ using Bytes = std::vector<std::uint8_t>;
 // A photo-like image: smooth shading plus `detail` (amplitude) a few pixels wide, different
 // per sample.
 testkit::RawImage photo(int width, int height, testkit::PixelKind kind, int seed, double detail) {
-  testkit::RawImage image{width, height, kind, {}};
-  const int channels = testkit::channels_of(kind);
-  for (int y = 0; y < height; ++y) {
-    for (int x = 0; x < width; ++x) {
-      for (int c = 0; c < channels; ++c) {
-        const double v = 128 +
-                         70 * std::sin((x + 13 * seed) / (23.0 + 5 * c)) *
-                             std::cos((y - 7 * seed) / (31.0 + 3 * c)) +
-                         detail * std::sin((x + y + seed) / 5.0 + c);
-        image.pixels.push_back(static_cast<std::uint8_t>(std::clamp(v, 0.0, 255.0)));
-      }
-    }
-  }
-  return image;
+  return testkit::make_image(width, height, kind, [&](int x, int y, int c) {
+    return 128 +
+           70 * std::sin((x + 13 * seed) / (23.0 + 5 * c)) *
+               std::cos((y - 7 * seed) / (31.0 + 3 * c)) +
+           detail * std::sin((x + y + seed) / 5.0 + c);
+  });
 }
 
 // Encoded images in memory: JPEG (every 4th gray) unless `png_every` picks a PNG.
