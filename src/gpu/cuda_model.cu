@@ -8,18 +8,10 @@
 #include "conflux/gpu/device_model.hpp"
 #include "conflux/gpu/device_optimizer.hpp"
 #include "conflux/gpu/handles.hpp"
+#include "conflux/gpu/runtime.hpp"
 #include "cuda_executor.cuh"
 
 namespace conflux::gpu {
-namespace {
-
-int current_device() {
-  int device = -1;
-  CONFLUX_CUDA_CHECK(cudaGetDevice(&device));
-  return device;
-}
-
-}  // namespace
 
 struct CudaModel::Impl {
   Impl(const model::Model& initial, const TrainSection& train, const CudaModelOptions& o)

@@ -26,6 +26,7 @@
 #include "conflux/gpu/check.hpp"
 #include "conflux/gpu/cublas_api.hpp"
 #include "conflux/gpu/cudnn_api.hpp"
+#include "conflux/gpu/runtime.hpp"
 
 namespace conflux::gpu {
 
@@ -117,10 +118,13 @@ class DeviceBuffer {
       void* p = nullptr;
       CONFLUX_CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)));
       data_ = static_cast<T*>(p);
+      count_device_memory(static_cast<std::ptrdiff_t>(bytes()));
     }
   }
   ~DeviceBuffer() {
-    if (data_ != nullptr) static_cast<void>(cudaFree(data_));
+    if (data_ == nullptr) return;
+    static_cast<void>(cudaFree(data_));
+    count_device_memory(-static_cast<std::ptrdiff_t>(bytes()));
   }
   DeviceBuffer(DeviceBuffer&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}

@@ -5,6 +5,7 @@
 /// "built without CUDA" and the device calls throw RuntimeError. See docs/gpu.md.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace conflux::gpu {
@@ -62,5 +63,23 @@ struct MemoryInfo {
 
 /// cudaMemGetInfo for the current device; RuntimeError on failure or in a CPU-only build.
 MemoryInfo memory_info();
+
+/// Device memory held by this process's DeviceBuffers (all devices together).
+struct DeviceMemoryStats {
+  std::size_t live_bytes = 0;  ///< held now
+  std::size_t peak_bytes = 0;  ///< most held since the start or reset_device_memory_peak()
+  /// Allocations plus frees so far: a CUDA graph captured when this was different may point at
+  /// freed memory.
+  std::uint64_t changes = 0;
+};
+
+/// What DeviceBuffers hold: the figure torch.cuda.max_memory_allocated reports for PyTorch
+/// (tensors, not the CUDA context or the libraries' own workspaces). Both builds; zeros without
+/// CUDA.
+DeviceMemoryStats device_memory_stats() noexcept;
+/// Starts a new peak at what is held now.
+void reset_device_memory_peak() noexcept;
+/// DeviceBuffer's accounting: `bytes` allocated (> 0) or freed (< 0).
+void count_device_memory(std::ptrdiff_t bytes) noexcept;
 
 }  // namespace conflux::gpu
