@@ -20,6 +20,7 @@ CublasApi load() {
   library.resolve("cublasDestroy_v2", api.destroy);
   library.resolve("cublasSetStream_v2", api.set_stream);
   library.resolve("cublasSetMathMode", api.set_math_mode);
+  library.resolve("cublasSetWorkspace_v2", api.set_workspace);
   library.resolve("cublasSgemm_v2", api.sgemm);
   library.resolve("cublasGemmEx", api.gemm_ex);
   library.resolve("cublasGetStatusName", api.status_name);

@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include "conflux/gpu/check.hpp"
 #include "conflux/gpu/cublas_api.hpp"
 #include "conflux/gpu/cudnn_conv.hpp"
 #include "conflux/gpu/device_layer.hpp"
 #include "conflux/gpu/handles.hpp"
+#include "conflux/gpu/runtime.hpp"
 
 namespace conflux::gpu {
 namespace detail {
@@ -38,14 +40,25 @@ __global__ void __launch_bounds__(kThreadsPerBlock) for_each_kernel(std::size_t 
 /// to it and the convolutions' workspace.
 class CudaExecutor {
  public:
+  /// cuBLAS's workspace: what PyTorch gives it on Hopper (CUBLAS_WORKSPACE_CONFIG=:4096:8).
+  static constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;
   template <class T>
   using Buffer = DeviceBuffer<T>;
 
   /// `conv`: how fp32 convolutions compute (fp32 or TF32), whether deterministically, and the
   /// workspace bound; bf16 calls use bf16 with the same bounds.
   CudaExecutor(cudaStream_t stream, const ConvOptions& conv)
-      : stream_(stream), conv_(conv), blas_(), dnn_(stream), convs_(dnn_.get(), conv) {
+      : stream_(stream),
+        conv_(conv),
+        blas_(),
+        dnn_(stream),
+        convs_(dnn_.get(), conv),
+        blas_workspace_(kCublasWorkspaceBytes) {
     CONFLUX_CUBLAS_CHECK(cublas().set_stream(blas_.get(), stream_));
+    // A workspace of our own (after set_stream, which resets it): cuBLAS then never allocates
+    // in a call, which a captured step graph could not hold.
+    CONFLUX_CUBLAS_CHECK(
+        cublas().set_workspace(blas_.get(), blas_workspace_.data(), blas_workspace_.bytes()));
     // Full FP32 products unless TF32 is asked for (cuDNN's math type follows the precision).
     CONFLUX_CUBLAS_CHECK(cublas().set_math_mode(blas_.get(), conv.precision == Precision::kTf32
                                                                  ? CUBLAS_TF32_TENSOR_OP_MATH
@@ -127,6 +140,34 @@ class CudaExecutor {
   }
   void synchronize() { CONFLUX_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
+  using Graph = GraphExec;
+  /// Starts capturing this stream's work into a graph instead of running it. Thread-local
+  /// mode: the loader's threads may allocate pinned memory meanwhile.
+  void begin_capture() {
+    CONFLUX_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  }
+  /// Ends the capture and instantiates what it holds.
+  Graph end_capture() {
+    cudaGraph_t graph = nullptr;
+    CONFLUX_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    struct Owner {
+      cudaGraph_t g;
+      ~Owner() { static_cast<void>(cudaGraphDestroy(g)); }
+    } owner{graph};
+    return Graph(graph);
+  }
+  /// Ends a capture that failed midway, leaving the stream usable.
+  void abort_capture() noexcept {
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamEndCapture(stream_, &graph) == cudaSuccess && graph != nullptr) {
+      static_cast<void>(cudaGraphDestroy(graph));
+    }
+    static_cast<void>(cudaGetLastError());  // the failure was reported by the call that threw
+  }
+  void launch(Graph& graph) { graph.launch(stream_); }
+  /// DeviceBuffer allocations plus frees in this process so far.
+  std::uint64_t memory_changes() const noexcept { return device_memory_stats().changes; }
+
   /// How many distinct convolution shapes (algorithm choices) there are so far.
   std::size_t conv_shapes() const noexcept { return convs_.size(); }
 
@@ -137,6 +178,7 @@ class CudaExecutor {
   CudnnHandle dnn_;
   CudnnConvCache convs_;
   DeviceBuffer<std::byte> workspace_;
+  DeviceBuffer<std::byte> blas_workspace_;
 };
 
 }  // namespace conflux::gpu

@@ -9,6 +9,7 @@
 #include "conflux/gpu/device_optimizer.hpp"
 #include "conflux/gpu/handles.hpp"
 #include "conflux/gpu/runtime.hpp"
+#include "conflux/gpu/step_graphs.hpp"
 #include "cuda_executor.cuh"
 
 namespace conflux::gpu {
@@ -25,7 +26,9 @@ struct CudaModel::Impl {
         model(executor, initial, o.precision == Precision::kBf16 ? DType::kBf16 : DType::kF32),
         optimizer(executor, train, model.num_params()),
         label_smoothing(train.label_smoothing),
-        clip_norm(static_cast<float>(train.clip_grad_norm)) {}
+        clip_norm(static_cast<float>(train.clip_grad_norm)),
+        graphs_on(o.graphs),
+        graphs(executor) {}
 
   int device;
   Stream stream;
@@ -35,6 +38,8 @@ struct CudaModel::Impl {
   double label_smoothing;
   float clip_norm;
   bool clipped = false;  // an apply() has clipped
+  bool graphs_on;
+  StepGraphs<CudaExecutor> graphs;
 };
 
 CudaModel::CudaModel(const model::Model& initial, const TrainSection& train,
@@ -66,20 +71,32 @@ float* CudaModel::grads() noexcept {
   return impl_->model.grads();
 }
 
-void CudaModel::compute(const float* images, const model::Label* labels, int n, float grad_scale,
-                        const model::Pass& pass, const LayerDone& layer_done) {
-  impl_->model.forward(images, n, pass);
-  impl_->model.loss(labels, grad_scale, impl_->label_smoothing, true);
-  impl_->model.accumulate_loss();
-  impl_->model.backward(layer_done);
+void CudaModel::compute(const TrainStep& step) {
+  Impl& m = *impl_;
+  m.model.set_step(step.step);  // outside the graph: replays read the current step
+  const StepOptions options{.grad_scale = step.grad_scale,
+                            .label_smoothing = m.label_smoothing,
+                            .seed = step.seed,
+                            .reducer = step.reducer};
+  // Announcing layers runs host code, and the reducer waits for the host: neither replays.
+  if (!m.graphs_on || step.layer_done || step.reducer != nullptr) {
+    m.model.train_step(step.batch, options, step.layer_done);
+    return;
+  }
+  const StepBatch& b = step.batch;
+  const StepKey key{.input = b.pixels != nullptr ? static_cast<const void*>(b.pixels) : b.images,
+                    .labels = b.labels,
+                    .samples = b.samples,
+                    .n = b.n,
+                    .grad_scale = step.grad_scale,
+                    .seed = step.seed};
+  m.graphs.run(key, [&] { m.model.train_step(b, options); });
 }
 
-void CudaModel::compute(const std::uint8_t* pixels, const model::Label* labels, int n,
-                        float grad_scale, const model::Pass& pass, const LayerDone& layer_done) {
-  impl_->model.forward(pixels, n, pass);
-  impl_->model.loss(labels, grad_scale, impl_->label_smoothing, true);
-  impl_->model.accumulate_loss();
-  impl_->model.backward(layer_done);
+GraphStats CudaModel::graph_stats() const {
+  return {.captures = impl_->graphs.captures(),
+          .replays = impl_->graphs.replays(),
+          .failure = impl_->graphs.failure()};
 }
 
 void CudaModel::set_pixel_normalisation(std::span<const float> scale,

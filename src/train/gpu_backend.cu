@@ -36,13 +36,15 @@ int activate(int device) {
 struct StagingSlot {
   gpu::PinnedBuffer<float> host_images;
   gpu::PinnedBuffer<model::Label> host_labels;
-  data::PixelBuffer host_pixels;  // a batch's 8-bit images, taken from it (pinned)
+  gpu::PinnedBuffer<std::uint32_t> host_samples;  // the batch's dataset indices (dropout)
+  data::PixelBuffer host_pixels;                  // a batch's 8-bit images, taken from it (pinned)
   gpu::DeviceBuffer<float> images;
   gpu::DeviceBuffer<std::uint8_t> pixels;
   gpu::DeviceBuffer<model::Label> labels;
-  bool staged_pixels = false;          // the staged batch is in `pixels`, not `images`
-  std::vector<std::uint32_t> samples;  // the batch's dataset indices (dropout's masks)
-  gpu::Event copied;    // copy stream: the upload of host_* into images/labels is done
+  gpu::DeviceBuffer<std::uint32_t> samples;
+  bool staged_pixels = false;   // the staged batch is in `pixels`, not `images`
+  bool staged_samples = false;  // the staged batch has sample indices
+  gpu::Event copied;            // copy stream: the upload of host_* into images/labels is done
   gpu::Event consumed;  // compute stream: the step that read images/labels is done with them
   bool copy_recorded = false;
   bool consume_recorded = false;
@@ -80,7 +82,8 @@ class GpuBackend final : public ComputeBackend {
                    .precision = gpu::precision_named(o.config->train().precision.c_str()),
                    .deterministic = o.config->train().gpu_deterministic,
                    .workspace_limit_bytes =
-                       static_cast<std::size_t>(o.config->train().gpu_workspace_mb) << 20}),
+                       static_cast<std::size_t>(o.config->train().gpu_workspace_mb) << 20,
+                   .graphs = o.config->train().gpu_graphs}),
         reducer_(*o.trainers, o.timeout),
         seed_(o.config->run().seed),
         config_(o.config),
@@ -113,6 +116,17 @@ class GpuBackend final : public ComputeBackend {
                                 : "; trainers share a GPU, which NCCL does not allow";
     return sync_ ? sync_->name() + why : "not connected";
   }
+  std::string compute_summary() const override {
+    if (!config_->train().gpu_graphs)
+      return "training steps ran kernel by kernel (train.gpu_graphs = false)";
+    const gpu::GraphStats g = model_.graph_stats();
+    if (!g.failure.empty()) {
+      return fmt::format("CUDA graphs off after a failed capture, steps ran kernel by kernel: {}",
+                         g.failure);
+    }
+    return fmt::format("CUDA graphs: {} captured, {} of {} training steps replayed", g.captures,
+                       g.replays, steps_);
+  }
   const std::vector<model::ParamInfo>& state_infos() const noexcept override {
     return host_.state_infos();
   }
@@ -124,7 +138,11 @@ class GpuBackend final : public ComputeBackend {
     gpu::use_device(device_);
     if (uses_nccl()) {
       sync_ = gpu::make_nccl_sync(trainers_, model_.stream());
-      buckets_ = gradient_buckets(host_, config_->comm().bucket_mb);
+      // Announcing buckets runs host code during backward, which a captured step cannot; one
+      // trainer has nothing to overlap.
+      if (trainers_.size() > 1 && !config_->train().gpu_graphs) {
+        buckets_ = gradient_buckets(host_, config_->comm().bucket_mb);
+      }
     } else {
       sync_ = gpu::make_host_staged_sync(
           make_gradient_sync(*config_, trainers_, model_.num_params(), timeout_),
@@ -161,7 +179,8 @@ class GpuBackend final : public ComputeBackend {
     // Typed copies: a byte count here once copied a quarter of the labels after Label grew
     // from one byte to four.
     std::copy_n(batch.labels.data(), n, s.host_labels.data());
-    s.samples.assign(batch.samples.begin(), batch.samples.end());
+    s.staged_samples = batch.samples.size() == n;
+    if (s.staged_samples) std::copy_n(batch.samples.data(), n, s.host_samples.data());
     // The device buffers may still be read by the step that used this slot last.
     if (s.consume_recorded) copy_.wait(s.consumed);
     if (pixels) {
@@ -170,6 +189,9 @@ class GpuBackend final : public ComputeBackend {
       gpu::copy_to_device(s.images.data(), s.host_images.data(), values, copy_.get());
     }
     gpu::copy_to_device(s.labels.data(), s.host_labels.data(), n, copy_.get());
+    if (s.staged_samples) {
+      gpu::copy_to_device(s.samples.data(), s.host_samples.data(), n, copy_.get());
+    }
     s.staged_pixels = pixels;
     s.copied.record(copy_.get());
     s.copy_recorded = true;
@@ -184,25 +206,28 @@ class GpuBackend final : public ComputeBackend {
     if (sync_) sync_->progress();
     cudaStream_t stream = model_.stream();
     CONFLUX_CUDA_CHECK(cudaStreamWaitEvent(stream, s.copied.get(), 0));
-    const model::Pass pass{.training = true,
-                           .seed = seed_,
-                           .step = global_step,
-                           .samples = s.samples,
-                           .reducer = &reducer_};
+    gpu::TrainStep step{
+        .batch = {.images = s.staged_pixels ? nullptr : s.images.data(),
+                  .pixels = s.staged_pixels ? s.pixels.data() : nullptr,
+                  .labels = s.labels.data(),
+                  .samples = s.staged_samples ? s.samples.data() : nullptr,
+                  .n = s.n},
+        .grad_scale = grad_scale,
+        .seed = seed_,
+        .step = global_step,
+        // One trainer's statistics are the global batch's: no round trip through the host.
+        .reducer = trainers_.size() > 1 ? &reducer_ : nullptr,
+        .layer_done = {}};
     // Each bucket's sum starts as soon as backward has produced it (comm.bucket_mb).
-    gpu::CudaModel::LayerDone layer_done;
     if (buckets_) {
       buckets_->reset();
-      layer_done = [this](std::size_t layer) {
+      step.layer_done = [this](std::size_t layer) {
         if (const auto bucket = buckets_->layer_done(layer))
           sync_->gradients_ready(grads(), *bucket);
       };
     }
-    if (s.staged_pixels) {
-      model_.compute(s.pixels.data(), s.labels.data(), s.n, grad_scale, pass, layer_done);
-    } else {
-      model_.compute(s.images.data(), s.labels.data(), s.n, grad_scale, pass, layer_done);
-    }
+    model_.compute(step);
+    ++steps_;
     s.consumed.record(stream);
     s.consume_recorded = true;
   }
@@ -282,6 +307,8 @@ class GpuBackend final : public ComputeBackend {
     if (s.consume_recorded) s.consumed.synchronize();
     s.capacity = std::max<std::size_t>(n, 1);
     s.host_labels = gpu::PinnedBuffer<model::Label>(s.capacity);
+    s.host_samples = gpu::PinnedBuffer<std::uint32_t>(s.capacity);
+    s.samples = gpu::DeviceBuffer<std::uint32_t>(s.capacity);
     // One form of the images per slot: bytes where the loader delivers them, else floats.
     if (takes_pixels_) {
       s.pixels = gpu::DeviceBuffer<std::uint8_t>(s.capacity * sample_floats_);
@@ -307,8 +334,9 @@ class GpuBackend final : public ComputeBackend {
   bool takes_pixels_ = false;  // the transform makes 8-bit images: batches arrive as pixels
   gpu::Stream copy_;           // host-to-device uploads of the batches
   std::array<StagingSlot, 2> slots_;
-  int staged_ = -1;  // slot of the batch the next compute() uses, -1 when none
-  int next_ = 0;     // slot the next stage() fills
+  int staged_ = -1;          // slot of the batch the next compute() uses, -1 when none
+  std::uint64_t steps_ = 0;  // compute() calls
+  int next_ = 0;             // slot the next stage() fills
   std::unique_ptr<comm::GradientSync> sync_;      // set up by connect()
   std::optional<comm::GradientBuckets> buckets_;  // with NCCL and comm.bucket_mb > 0
   gpu::DeviceBuffer<float> eval_images_;

@@ -408,6 +408,9 @@ TrainSummary Trainer::end_run(const Context& context, Callbacks callbacks, Train
   summary.total_seconds = progress_.elapsed_seconds_before + seconds_since(reporting_.train_start);
   loader_->finish();
   report_data_service(loader_->stats());
+  if (const std::string how = backend_->compute_summary(); log_ != nullptr && !how.empty()) {
+    log_->info("trainer {}: {}", trainers_.rank(), how);
+  }
   summary.lost_workers = static_cast<std::size_t>(
       trainers_.allreduce_max(static_cast<std::int64_t>(loader_->stats().client.lost_workers)));
   summary.digest = model::weights_digest(backend_->sync_host_model());  // the GPU's, downloaded

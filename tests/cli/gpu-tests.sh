@@ -143,6 +143,16 @@ else
     not_ok "float batches on the GPU: digests '$r0' (ratio 0), '$r1' (ratio 1)" \
       "$(cat "$TMP/rot0.log" "$TMP/rot1.log")"
   fi
+  # Steps replayed as CUDA graphs (the default) give the bits of steps run kernel by kernel.
+  res_train eager --set data.offload_ratio=0 --set train.gpu_graphs=false >"$TMP/eager.log" 2>&1
+  de=$(digest_of "$TMP/eager.log")
+  if [ -n "$d0" ] && [ "$de" = "$d0" ] && grep -q "CUDA graphs: [1-9][0-9]* captured, [1-9]" "$TMP/res0.log" &&
+    grep -q "kernel by kernel (train.gpu_graphs = false)" "$TMP/eager.log"; then
+    ok "CUDA graphs: steps replayed as graphs give the digest of train.gpu_graphs = false ($de); $(grep -o 'CUDA graphs: .*' "$TMP/res0.log")"
+  else
+    not_ok "CUDA graphs: digest '$d0' with graphs, '$de' without" \
+      "$(grep -h 'CUDA graphs\|kernel by kernel\|error' "$TMP/res0.log" "$TMP/eager.log")"
+  fi
 fi
 
 cli_summary

@@ -32,12 +32,33 @@ using model::Model;
 struct DeviceBatch {
   DeviceBuffer<float> images;
   DeviceBuffer<model::Label> labels;
+  DeviceBuffer<std::uint32_t> samples;
   int n = 0;
   explicit DeviceBatch(const Batch& b)
-      : images(b.images.data.size()), labels(b.labels.size()), n(b.images.batch()) {
+      : images(b.images.data.size()),
+        labels(b.labels.size()),
+        samples(b.samples.size()),
+        n(b.images.batch()) {
+    fill(b);
+  }
+  // Replaces the contents with `b`'s (the same sizes), as a staging slot is refilled.
+  void fill(const Batch& b) {
     copy_to_device(images.data(), b.images.data.data(), b.images.data.size(), nullptr);
     copy_to_device(labels.data(), b.labels.data(), b.labels.size(), nullptr);
+    copy_to_device(samples.data(), b.samples.data(), b.samples.size(), nullptr);
     CONFLUX_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  // The training step of this batch for `pass`'s seed and step.
+  TrainStep step(float grad_scale, const model::Pass& pass) const {
+    return {.batch = {.images = images.data(),
+                      .labels = labels.data(),
+                      .samples = samples.empty() ? nullptr : samples.data(),
+                      .n = n},
+            .grad_scale = grad_scale,
+            .seed = pass.seed,
+            .step = pass.step,
+            .reducer = nullptr,
+            .layer_done = {}};
   }
 };
 
@@ -77,7 +98,7 @@ TEST(CudaModel, EveryLayerTypeMatchesTheCpuModel) {
       model::softmax_cross_entropy(cpu.forward(b.images, pass), b.labels, 1.0f / 6, &grad, 0.1);
   cpu.backward(grad);
   const DeviceBatch d(b);
-  gpu.compute(d.images.data(), d.labels.data(), d.n, 1.0f / 6, pass);
+  gpu.compute(d.step(1.0f / 6, pass));
   const model::LossResult got = gpu.loss_result();
   EXPECT_NEAR(got.loss_sum, want.loss_sum, 1e-4 * std::fabs(want.loss_sum));
   expect_close(grads_of(gpu), to_vector(cpu.grads()), "gradients");
@@ -97,7 +118,7 @@ void check_precision(Precision precision, double tolerance) {
   model::softmax_cross_entropy(cpu.forward(b.images, pass), b.labels, 1.0f / 6, &grad);
   cpu.backward(grad);
   const DeviceBatch d(b);
-  gpu.compute(d.images.data(), d.labels.data(), d.n, 1.0f / 6, pass);
+  gpu.compute(d.step(1.0f / 6, pass));
   expect_close(grads_of(gpu), to_vector(cpu.grads()), to_string(precision), 0.0, tolerance);
 }
 
@@ -142,7 +163,7 @@ std::vector<float> train_three(const std::string& optimizer, const std::vector<L
     const float norm = model::clip_grad_norm(cpu.grads(), static_cast<float>(t.clip_grad_norm));
     cpu_opt->step(cpu.params(), cpu.grads());
     const DeviceBatch d(b);
-    gpu.compute(d.images.data(), d.labels.data(), d.n, 0.25f, pass);
+    gpu.compute(d.step(0.25f, pass));
     gpu.apply(t.lr);
     EXPECT_NEAR(gpu.clipped_grad_norm(), norm, 1e-3 * norm) << optimizer << " step " << s;
   }
@@ -173,9 +194,10 @@ TEST(CudaModel, RestoreResumesBitIdentically) {
   const auto step = [&](CudaModel& m, int s) {
     const Batch b = random_batch({3, 9, 9}, 4, 5, 40 + s);
     const DeviceBatch d(b);
-    m.compute(
-        d.images.data(), d.labels.data(), d.n, 0.25f,
-        {.training = true, .seed = 1, .step = static_cast<std::uint64_t>(s), .samples = b.samples});
+    m.compute(d.step(0.25f, {.training = true,
+                             .seed = 1,
+                             .step = static_cast<std::uint64_t>(s),
+                             .samples = b.samples}));
     m.apply(t.lr);
   };
   CudaModel whole(cpu, t);
@@ -189,6 +211,42 @@ TEST(CudaModel, RestoreResumesBitIdentically) {
   resumed.restore(state, optimizer);
   for (int s = 2; s < 4; ++s) step(resumed, s);
   EXPECT_EQ(state_of(resumed), state_of(whole));
+}
+
+// Six steps of new batches in the same two device buffers (as the trainer's staging slots),
+// dropout drawn per step: with graphs the steady steps are captured and replayed, and the
+// weights are the same bits as kernel by kernel.
+std::vector<float> six_steps(bool graphs, GraphStats* stats) {
+  Model cpu(kEveryLayer, {3, 9, 9}, 5, 33);
+  const TrainSection t = train_section("sgd");
+  CudaModel gpu(cpu, t, {.graphs = graphs});
+  std::vector<DeviceBatch> slots;
+  for (int k = 0; k < 2; ++k) slots.emplace_back(random_batch({3, 9, 9}, 4, 5, 50 + k));
+  for (int s = 0; s < 6; ++s) {
+    const Batch b = random_batch({3, 9, 9}, 4, 5, 60 + s);
+    DeviceBatch& d = slots[static_cast<std::size_t>(s % 2)];
+    gpu.synchronize();  // the slot's last step has read it
+    d.fill(b);
+    gpu.compute(d.step(0.25f, {.training = true,
+                               .seed = 5,
+                               .step = static_cast<std::uint64_t>(s),
+                               .samples = b.samples}));
+    gpu.apply(t.lr);
+  }
+  *stats = gpu.graph_stats();
+  return state_of(gpu);
+}
+
+TEST(CudaModel, GraphReplaysGiveTheBitsOfKernelByKernelSteps) {
+  CONFLUX_REQUIRE_GPU();
+  GraphStats eager, captured;
+  const std::vector<float> want = six_steps(false, &eager);
+  const std::vector<float> got = six_steps(true, &captured);
+  EXPECT_EQ(captured.failure, "");
+  EXPECT_EQ(eager.replays, 0u);
+  EXPECT_EQ(captured.captures, 2u);  // one graph per slot
+  EXPECT_GE(captured.replays, 2u);
+  EXPECT_EQ(got, want);
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "conflux/core/error.hpp"
@@ -20,6 +22,7 @@ namespace conflux::gpu::testing {
 struct HostMemory {
   static inline std::size_t live = 0;
   static inline std::size_t peak = 0;
+  static inline std::uint64_t changes = 0;  ///< allocations plus frees (memory_changes())
   static void reset_peak() { peak = live; }
 };
 
@@ -29,6 +32,7 @@ class HostBuffer {
  public:
   HostBuffer() = default;
   explicit HostBuffer(std::size_t count) : data_(count) {
+    if (count > 0) ++HostMemory::changes;
     HostMemory::live += count * sizeof(T);
     HostMemory::peak = std::max(HostMemory::peak, HostMemory::live);
   }
@@ -39,7 +43,10 @@ class HostBuffer {
   }
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;
-  ~HostBuffer() { HostMemory::live -= data_.size() * sizeof(T); }
+  ~HostBuffer() {
+    if (!data_.empty()) ++HostMemory::changes;
+    HostMemory::live -= data_.size() * sizeof(T);
+  }
   T* data() noexcept { return data_.empty() ? nullptr : data_.data(); }
   const T* data() const noexcept { return data_.empty() ? nullptr : data_.data(); }
   std::size_t size() const noexcept { return data_.size(); }
@@ -48,22 +55,54 @@ class HostBuffer {
   std::vector<T> data_;
 };
 
-/// Everything runs at once, in index order; counts the calls of each kind.
+/// Everything runs at once, in index order; counts the calls of each kind. Captures as a CUDA
+/// stream does: between begin_capture() and end_capture() the calls are recorded with their
+/// arguments as they are then (a kernel's by value, a GEMM's and a convolution's pointers)
+/// instead of run, and a Graph's launch() runs the record; a transfer from or to the host
+/// while capturing throws, as CUDA refuses pageable copies.
 struct HostExecutor {
   template <class T>
   using Buffer = HostBuffer<T>;
+  using Graph = std::vector<std::function<void()>>;
 
   std::size_t launches = 0;  ///< for_each calls (kernel launches on a GPU)
 
   template <class F>
   void for_each(std::size_t count, const F& f) {
+    if (capturing_) {
+      record([this, count, f] { for_each(count, f); });
+      return;
+    }
     ++launches;
     for (std::size_t i = 0; i < count; ++i) f(i);
   }
 
+  void begin_capture() {
+    CONFLUX_CHECK(!capturing_, "host executor: already capturing");
+    capturing_ = true;
+    record_.clear();
+  }
+  Graph end_capture() {
+    CONFLUX_CHECK(capturing_, "host executor: not capturing");
+    capturing_ = false;
+    return std::move(record_);
+  }
+  void abort_capture() noexcept {
+    capturing_ = false;
+    record_.clear();
+  }
+  void launch(Graph& graph) {
+    for (const auto& call : graph) call();
+  }
+  std::uint64_t memory_changes() const noexcept { return HostMemory::changes; }
+
   /// Column-major GEMM with cuBLAS's conventions and its checks of the leading dimensions,
   /// summing over k in order in float; a bf16 C is rounded once.
   void gemm(const Gemm& g) {
+    if (capturing_) {
+      record([this, g] { gemm(g); });
+      return;
+    }
     const auto at_least = [](int ld, int rows) { return ld >= std::max(1, rows); };
     CONFLUX_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0 && at_least(g.lda, g.trans_a ? g.k : g.m) &&
                       at_least(g.ldb, g.trans_b ? g.n : g.k) && at_least(g.ldc, g.m),
@@ -91,6 +130,10 @@ struct HostExecutor {
   /// cuDNN's cross-correlation on NHWC activations and KRSC weights, by its definition, summed
   /// in float; bf16 outputs rounded once.
   void conv(const ConvCall& call) {
+    if (capturing_) {
+      record([this, call] { conv(call); });
+      return;
+    }
     const ConvShape& g = call.shape;
     const std::size_t oh = g.output_height(), ow = g.output_width();
     const std::size_t x_count = static_cast<std::size_t>(g.batch) * g.height * g.width * g.channels;
@@ -139,23 +182,40 @@ struct HostExecutor {
 
   template <class T>
   void zero(T* p, std::size_t count) {
+    if (capturing_) {
+      record([this, p, count] { zero(p, count); });
+      return;
+    }
     std::fill(p, p + count, T{});
   }
   template <class T>
   void copy(T* dst, const T* src, std::size_t count) {
+    if (capturing_) {
+      record([this, dst, src, count] { copy(dst, src, count); });
+      return;
+    }
     if (count > 0) std::memcpy(dst, src, count * sizeof(T));
   }
   template <class T>
   void upload(T* dst, const T* src, std::size_t count) {
+    CONFLUX_CHECK(!capturing_, "host executor: a host transfer while capturing a graph");
     copy(dst, src, count);
   }
   template <class T>
   void download(T* dst, const T* src, std::size_t count) {
+    CONFLUX_CHECK(!capturing_, "host executor: a host transfer while capturing a graph");
     copy(dst, src, count);
   }
-  void synchronize() {}
+  void synchronize() {
+    CONFLUX_CHECK(!capturing_, "host executor: a wait while capturing a graph");
+  }
 
  private:
+  void record(std::function<void()> call) { record_.push_back(std::move(call)); }
+
+  bool capturing_ = false;
+  Graph record_;
+
   static float at(const void* p, DType t, std::size_t i) {
     return t == DType::kBf16 ? to_float(static_cast<const Bf16*>(p)[i])
                              : static_cast<const float*>(p)[i];

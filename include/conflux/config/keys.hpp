@@ -270,7 +270,12 @@
       "on every run on one GPU type); false lets cuDNN pick faster ones that add with atomics.") \
   KEY(train, gpu_workspace_mb, std::int64_t, 256, in(0, 65536), (),                             \
       "GPU trainers: the most device memory one cuDNN convolution call may use as scratch, in " \
-      "MiB; algorithms that need more are not chosen (0: only those that need none).")
+      "MiB; algorithms that need more are not chosen (0: only those that need none).")          \
+  KEY(train, gpu_graphs, bool, true, unbounded, (),                                             \
+      "GPU trainers: replay each training step's forward and backward pass as one captured "    \
+      "CUDA graph once its shape is steady (the same bits as running it kernel by kernel, "     \
+      "without the launch overhead). Not with batch norm over several trainers, and gradient " \
+      "buckets (comm.bucket_mb) are then summed after backward.")
 
 #define CONFLUX_CHECKPOINT_KEYS(KEY, HOOKED)                                                    \
   KEY(checkpoint, every_steps, std::int64_t, 0, in(0, kIntMax), (),                             \

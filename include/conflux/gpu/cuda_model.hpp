@@ -12,6 +12,7 @@
 #include <string>
 
 #include "conflux/config/sections.hpp"
+#include "conflux/gpu/device_layer.hpp"
 #include "conflux/gpu/precision.hpp"
 #include "conflux/model/layer.hpp"
 #include "conflux/model/loss.hpp"
@@ -32,6 +33,28 @@ struct CudaModelOptions {
   bool deterministic = true;
   /// The most device memory one convolution call may use as scratch.
   std::size_t workspace_limit_bytes = std::size_t{256} << 20;
+  /// Replays steady training steps as captured CUDA graphs (gpu/step_graphs.hpp).
+  bool graphs = false;
+};
+
+/// Called during backward with a layer's index once its parameter gradients are enqueued.
+using LayerDone = std::function<void(std::size_t layer)>;
+
+/// One training step of CudaModel::compute().
+struct TrainStep {
+  StepBatch batch;                        ///< in device memory
+  float grad_scale = 1.0f;                ///< dL/dlogits scale
+  std::uint64_t seed = 0;                 ///< run.seed: dropout masks
+  std::uint64_t step = 0;                 ///< global step: dropout masks
+  model::StatReducer* reducer = nullptr;  ///< batch norm over trainers (through the host)
+  LayerDone layer_done;                   ///< announces each layer's gradients during backward
+};
+
+/// How the training steps ran (CudaModelOptions::graphs).
+struct GraphStats {
+  std::size_t captures = 0;  ///< graphs captured (recaptures included)
+  std::size_t replays = 0;   ///< steps run as one graph launch
+  std::string failure;       ///< why capturing failed (graphs then off); empty when it has not
 };
 
 class CudaModel {
@@ -54,18 +77,13 @@ class CudaModel {
   /// The gradients on the device (num_params floats), for a gradient exchange on stream().
   float* grads() noexcept;
 
-  /// Called during backward with a layer's index once its parameter gradients are enqueued.
-  using LayerDone = std::function<void(std::size_t layer)>;
-  /// Forward pass of `n` samples (device memory: channels-first images as the data pipeline
-  /// makes them, and labels), the loss with train.label_smoothing and dL/dlogits scaled by
-  /// `grad_scale`, and the backward pass (announcing each layer to `layer_done`, when set);
-  /// enqueued. `pass` as model::Model::forward's.
-  void compute(const float* images, const model::Label* labels, int n, float grad_scale,
-               const model::Pass& pass, const LayerDone& layer_done = {});
-  /// compute() of `n` 8-bit images (device memory, channels-first), normalised on the device
-  /// by set_pixel_normalisation()'s factors to the floats the data pipeline would have made.
-  void compute(const std::uint8_t* pixels, const model::Label* labels, int n, float grad_scale,
-               const model::Pass& pass, const LayerDone& layer_done = {});
+  /// Forward pass of the step's batch, the loss with train.label_smoothing and dL/dlogits
+  /// scaled by its grad_scale, and the backward pass (announcing each layer to its layer_done,
+  /// when set); enqueued. With CudaModelOptions::graphs, a step without layer_done and reducer
+  /// (neither can be captured) is replayed as a CUDA graph once its shape is steady.
+  void compute(const TrainStep& step);
+  /// How compute() ran its steps.
+  GraphStats graph_stats() const;
   /// The per-channel factors 8-bit images are normalised by (SampleTransform::pixel_scale and
   /// pixel_shift); InputError unless one per input channel.
   void set_pixel_normalisation(std::span<const float> scale, std::span<const float> shift);

@@ -115,9 +115,27 @@ void ensure(Buffer& buffer, std::size_t count) {
 struct DevicePass {
   bool training = false;                   ///< batch statistics and dropout when true
   std::uint64_t seed = 0;                  ///< run.seed: dropout masks
-  std::uint64_t step = 0;                  ///< global training step: dropout masks
+  const std::uint64_t* step = nullptr;     ///< device: the global training step (dropout masks)
   const std::uint32_t* samples = nullptr;  ///< device: dataset index of each row; null: row
   model::StatReducer* reducer = nullptr;   ///< sums over trainers (host); null: this replica
+};
+
+/// One training step's batch, in device memory.
+struct StepBatch {
+  const float* images = nullptr;           ///< channels-first floats, or
+  const std::uint8_t* pixels = nullptr;    ///< 8-bit images (set_pixel_normalisation())
+  const model::Label* labels = nullptr;    ///< one per sample
+  const std::uint32_t* samples = nullptr;  ///< dataset index of each row (dropout); null: row
+  int n = 0;                               ///< samples
+};
+
+/// What a training step computes besides its batch; the same every step of a run but the last
+/// batch's grad_scale.
+struct StepOptions {
+  float grad_scale = 1.0f;                ///< dL/dlogits scale (1 / the global batch)
+  double label_smoothing = 0.0;           ///< train.label_smoothing
+  std::uint64_t seed = 0;                 ///< run.seed: dropout masks
+  model::StatReducer* reducer = nullptr;  ///< batch norm's sums over trainers; null: this one
 };
 
 /// The spans of the model's flat device buffers that belong to one layer, in the layer's

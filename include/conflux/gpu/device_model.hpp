@@ -48,8 +48,10 @@ class DeviceModel {
         num_params_(model.params().size()),
         state_(model.state().size()),
         grads_(model.params().size()),
-        walk_(plan_.size()) {
+        walk_(plan_.size()),
+        step_(1) {
     build_layers(model);
+    ex.zero(step_.data(), 1);
     ex.upload(state_.data(), model.state().data(), model.state().size());
     ex.zero(grads_.data(), num_params_);
     ex.synchronize();  // the upload read the host model's memory
@@ -78,6 +80,37 @@ class DeviceModel {
   const Tensor& forward(const std::uint8_t* pixels, int n, const model::Pass& pass) {
     stage_pixels(pixels, n);
     return forward_staged(n, pass);
+  }
+
+  /// Sets the global step number the next training passes draw dropout masks for. A launch
+  /// of its own, outside train_step(), so that a captured step reads the current number.
+  void set_step(std::uint64_t step) {
+    ex_->for_each(1, kernels::Assign<std::uint64_t>{step_.data(), step});
+  }
+
+  /// A training step of `batch` with the step number of the last set_step(): forward pass,
+  /// loss (with its gradient, added to take_losses()'s totals) and backward pass, as
+  /// forward(), loss(), accumulate_loss() and backward() make them. Nothing but device work
+  /// with the same arguments every time it is called with the same batch and options, and no
+  /// transfer from or wait for the host, so that a CUDA graph can capture it. `layer_done` as
+  /// backward()'s.
+  void train_step(const StepBatch& batch, const StepOptions& options,
+                  const std::function<void(std::size_t)>& layer_done = {}) {
+    if (batch.pixels != nullptr) {
+      stage_pixels(batch.pixels, batch.n);
+    } else {
+      stage_input(batch.images, batch.n);
+    }
+    pass_ = DevicePass{.training = true,
+                       .seed = options.seed,
+                       .step = step_.data(),
+                       .samples = needs_samples_ ? batch.samples : nullptr,
+                       .reducer = options.reducer};
+    Calls calls{*this};
+    walk_.forward(plan_, input_, calls);
+    loss(batch.labels, options.grad_scale, options.label_smoothing, true);
+    accumulate_loss();
+    backward(layer_done);
   }
 
   /// The per-channel factors of data::normalised_pixel for forward() of pixels
@@ -362,9 +395,10 @@ class DeviceModel {
   DevicePass device_pass(const model::Pass& pass, int n) {
     DevicePass p{.training = pass.training,
                  .seed = pass.seed,
-                 .step = pass.step,
+                 .step = step_.data(),
                  .samples = nullptr,
                  .reducer = pass.reducer};
+    if (needs_samples_ && pass.training) set_step(pass.step);
     if (needs_samples_ && pass.training && !pass.samples.empty()) {
       CONFLUX_CHECK(pass.samples.size() == static_cast<std::size_t>(n),
                     "device model: {} sample indices for a batch of {}", pass.samples.size(), n);
@@ -429,8 +463,9 @@ class DeviceModel {
   Tensor grad_logits_;
   DevicePass pass_;
   bool needs_samples_ = false;
-  Buffer<std::uint32_t> samples_;
-  Buffer<float> logits_f32_;  // bf16 activations: the logits and their gradient in fp32
+  Buffer<std::uint32_t> samples_;  // forward()'s sample indices, uploaded from model::Pass
+  Buffer<std::uint64_t> step_;     // set_step(): the step dropout masks are drawn for
+  Buffer<float> logits_f32_;       // bf16 activations: the logits and their gradient in fp32
   Buffer<double> losses_;
   Buffer<std::int32_t> status_;
   Buffer<double> loss_total_;         // accumulate_loss(): the loss sum since take_losses()

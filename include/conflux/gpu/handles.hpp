@@ -234,6 +234,32 @@ class PinnedMemory final : public std::pmr::memory_resource {
   int device_;
 };
 
+/// An instantiated CUDA graph (cudaGraphExec_t) of work captured on a stream, replayed by
+/// launch(); what it reads and writes are the addresses of the capture.
+class GraphExec {
+ public:
+  /// Instantiates `graph` (the caller keeps and destroys it).
+  explicit GraphExec(cudaGraph_t graph) {
+    CONFLUX_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph, 0));
+  }
+  ~GraphExec() {
+    if (exec_ != nullptr) static_cast<void>(cudaGraphExecDestroy(exec_));
+  }
+  GraphExec(GraphExec&& other) noexcept : exec_(std::exchange(other.exec_, nullptr)) {}
+  GraphExec& operator=(GraphExec&& other) noexcept {
+    std::swap(exec_, other.exec_);
+    return *this;
+  }
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(const GraphExec&) = delete;
+
+  /// Enqueues the whole graph on `stream`.
+  void launch(cudaStream_t stream) { CONFLUX_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
+};
+
 /// A cuBLAS handle. FP32 GEMMs run in CUBLAS_DEFAULT_MATH: full FP32 precision, no TF32. The
 /// first one loads cuBLAS (cublas_api.hpp).
 class CublasHandle {

@@ -49,6 +49,9 @@ class ComputeBackend {
   virtual std::string device_name() const = 0;
   /// The gradient exchange for logs, e.g. "mpi-allreduce", "nccl-allreduce".
   virtual std::string sync_name() const = 0;
+  /// How the steps computed, for the end-of-run log (the GPU: its CUDA graphs); empty when
+  /// there is nothing to say.
+  virtual std::string compute_summary() const { return {}; }
   /// Names, shapes and offsets of the model's state tensors: parameters, then buffers such as
   /// running statistics (model::Model::state_infos()); what checkpoints hold.
   virtual const std::vector<model::ParamInfo>& state_infos() const noexcept = 0;

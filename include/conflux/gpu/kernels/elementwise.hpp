@@ -60,20 +60,32 @@ struct ChannelBlock {
 /// "drop", salt, step, sample} in the CPU's (channels-first) element order, stored at each
 /// element's channels-last position.
 struct DropoutMask {
-  std::uint64_t seed, salt, step;
+  std::uint64_t seed, salt;
+  // Device memory, read when the kernel runs: a captured step graph replays with the step
+  // number set_step() wrote, not the one of the capture.
+  const std::uint64_t* step;
   const std::uint32_t* samples;  // null: the row number
   float rate, scale;
   std::size_t width, channels, pixels;
   float* mask;
   CONFLUX_HD void operator()(std::size_t r) const {
     const std::uint64_t sample = samples != nullptr ? samples[r] : r;
-    Rng rng = model::dropout_rng(seed, salt, step, sample);
+    Rng rng = model::dropout_rng(seed, salt, *step, sample);
     float* row = mask + r * width;
     for (std::size_t j = 0; j < width; ++j) {
       const std::size_t c = j / pixels, p = j % pixels;
       row[p * channels + c] = model::dropout_factor(rng, rate, scale);
     }
   }
+};
+
+/// *to = value: a per-step scalar written by a launch of its own, whose argument is copied at
+/// launch (no host buffer to keep alive, no wait).
+template <class T>
+struct Assign {
+  T* to;
+  T value;
+  CONFLUX_HD void operator()(std::size_t) const { *to = value; }
 };
 
 /// y = x * mask.
