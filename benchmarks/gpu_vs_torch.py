@@ -203,12 +203,16 @@ def model_name(config, path):
 class UtilSampler:
     """Mean GPU utilisation (utilization.gpu, percent) between start() and stop(), sampled at
     about 10 Hz: pynvml when importable, else `nvidia-smi -lms 100`; none when neither works.
-    Samples carry time.monotonic() stamps, so that mean() can take a window another process
-    reported (conflux-bench trainer-step's CLOCK_MONOTONIC stamps)."""
+    `watch` (a path) also records when its line count changes (a training run's steps.jsonl:
+    benchmarks/gpu_input_lib.py). Samples carry time.monotonic() stamps, so that mean() can
+    also take a window another process reported (conflux-bench trainer-step's CLOCK_MONOTONIC
+    stamps)."""
 
-    def __init__(self, device_id, period=0.1):
-        self.device_id, self.period = device_id, period
+    def __init__(self, device_id, period=0.1, watch=None, pid=None):
+        self.device_id, self.period, self.watch = device_id, period, watch
         self.samples, self.source, self.error = [], None, None
+        self.lines_at = []  # (time, line count) whenever the watched file's count changes
+        self.pid, self.proc_mem = pid, []
         self._stop = threading.Event()
         self._thread = None
         self._smi = None
@@ -232,27 +236,45 @@ class UtilSampler:
             smi = shutil.which("nvidia-smi")
             if smi is None:
                 self.error += "; nvidia-smi not found"
-                return self
-            try:
-                self._smi = subprocess.Popen(
-                    [smi, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
-                     "-i", str(self.device_id), "-lms", str(int(self.period * 1000))],
-                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-                self.source = "nvidia-smi"
-                self._thread = threading.Thread(target=self._run_smi, daemon=True)
-            except OSError as e2:
-                self.error += f"; nvidia-smi: {e2}"
-                return self
+                self._thread = threading.Thread(target=self._run_watch_only, daemon=True)
+            else:
+                try:
+                    self._smi = subprocess.Popen(
+                        [smi, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
+                         "-i", str(self.device_id), "-lms", str(int(self.period * 1000))],
+                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                    self.source = "nvidia-smi"
+                    self._thread = threading.Thread(target=self._run_smi, daemon=True)
+                    threading.Thread(target=self._run_watch_only, daemon=True).start()
+                except OSError as e2:
+                    self.error += f"; nvidia-smi: {e2}"
+                    self._thread = threading.Thread(target=self._run_watch_only, daemon=True)
         self._thread.start()
         return self
+
+    def _poll_watch(self):
+        if self.watch is None:
+            return
+        try:
+            with open(self.watch, "rb") as f:
+                count = f.read().count(b"\n")
+        except OSError:
+            count = 0
+        if not self.lines_at or self.lines_at[-1][1] != count:
+            self.lines_at.append((time.monotonic(), count))
 
     def _run_nvml(self, nvml, handle):
         while not self._stop.is_set():
             now = time.monotonic()
             try:
                 self.samples.append((now, float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)))
+                if self.pid is not None:
+                    for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                        if p.pid == self.pid and p.usedGpuMemory:
+                            self.proc_mem.append(p.usedGpuMemory)
             except Exception as e:  # noqa: BLE001
                 self.error = f"pynvml: {e}"
+            self._poll_watch()
             self._stop.wait(self.period)
 
     def _run_smi(self):
@@ -264,7 +286,13 @@ class UtilSampler:
             except ValueError:
                 continue
 
+    def _run_watch_only(self):
+        while not self._stop.is_set():
+            self._poll_watch()
+            self._stop.wait(self.period)
+
     def stop(self):
+        self._poll_watch()
         self._stop.set()
         if self._smi is not None:
             self._smi.terminate()
