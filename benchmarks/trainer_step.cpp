@@ -50,8 +50,8 @@ struct Options {
   int steps = 20;
 };
 
-// Synthetic batches are reused in turn; two, so that a GPU trainer staging the next batch
-// while the device computes never stages the batch of the step in flight.
+// Synthetic batches are reused in turn, so that consecutive steps see different images (the
+// PyTorch side cycles through a few too); their content changes no step's cost.
 constexpr int kBatches = 2;
 
 // One synthetic batch: its bytes, kept to refill the batch's pixel buffer, and the batch the
@@ -66,7 +66,8 @@ SyntheticBatch make_batch(int index, int n, int classes, const data::SampleTrans
   const data::ImageShape shape = transform.output_shape();
   SyntheticBatch b;
   b.bytes.resize(static_cast<std::size_t>(n) * shape.size());
-  Rng rng{seed, 0x747273746570, static_cast<std::uint64_t>(index)};
+  Rng rng{seed, 0x747273746570 /* "trstep": a stream of its own */,
+          static_cast<std::uint64_t>(index)};
   for (std::uint8_t& p : b.bytes) p = static_cast<std::uint8_t>(rng.next() >> 56);
   data::Batch& batch = b.batch;
   batch.step_samples = static_cast<std::size_t>(n);
