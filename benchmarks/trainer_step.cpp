@@ -160,12 +160,31 @@ Measured measure(StepLoop& loop, const Options& opt) {
   return m;
 }
 
-std::unique_ptr<train::ComputeBackend> make_backend(model::Model net,
-                                                    const train::BackendOptions& options) {
-  if (options.device.device == train::ComputeDevice::kGpu) {
-    return train::make_gpu_backend(std::move(net), options);
-  }
-  return train::make_cpu_backend(std::move(net), options);
+// The trainer's device and backend, built as src/train/trainer.cpp builds them, connected.
+struct BuiltTrainer {
+  train::DeviceChoice device;
+  std::unique_ptr<train::ComputeBackend> backend;
+  bool gpu() const noexcept { return device.device == train::ComputeDevice::kGpu; }
+};
+
+BuiltTrainer build_trainer(const Config& config, const comm::Communicator& world,
+                           const data::SampleTransform& transform, int classes, int batch) {
+  const Logger log(world.rank());
+  BuiltTrainer t;
+  t.device = train::choose_device(config, world, &log);
+  const train::BackendOptions options{
+      .config = &config,
+      .trainers = &world,
+      .timeout = std::chrono::duration<double>(config.cluster().peer_timeout_s),
+      .num_classes = classes,
+      .max_batch = static_cast<std::size_t>(batch),
+      .device = t.device,
+      .transform = &transform};
+  model::Model net = train::make_model(config, transform, classes, &log);
+  t.backend = t.gpu() ? train::make_gpu_backend(std::move(net), options)
+                      : train::make_cpu_backend(std::move(net), options);
+  t.backend->connect();
+  return t;
 }
 
 void check_options(const Options& opt, const po::variables_map& vm,
@@ -257,41 +276,29 @@ int run_trainer_step(const std::vector<std::string>& args, const comm::Communica
   const data::SourceSplits data = train::open_training_data(config);
   const data::SampleTransform transform = train::make_transform(config, *data.train);
   const int classes = data.train->info().num_classes;
-  const Logger log(world.rank());
-  const train::DeviceChoice device = train::choose_device(config, world, &log);
-  const bool gpu = device.device == train::ComputeDevice::kGpu;
-  const train::BackendOptions options{
-      .config = &config,
-      .trainers = &world,
-      .timeout = std::chrono::duration<double>(config.cluster().peer_timeout_s),
-      .num_classes = classes,
-      .max_batch = static_cast<std::size_t>(batch),
-      .device = device,
-      .transform = &transform};
-  std::unique_ptr<train::ComputeBackend> backend =
-      make_backend(train::make_model(config, transform, classes, &log), options);
-  backend->connect();
-  std::pmr::memory_resource* pixel_memory = backend->pixel_memory();
+  const BuiltTrainer trainer = build_trainer(config, world, transform, classes, batch);
+  train::ComputeBackend& backend = *trainer.backend;
+  std::pmr::memory_resource* pixel_memory = backend.pixel_memory();
   std::vector<SyntheticBatch> batches;
   for (int i = 0; i < kBatches; ++i) {
     batches.push_back(make_batch(i, batch, classes, transform, config.run().seed, pixel_memory));
   }
-  StepLoop loop{.backend = *backend,
+  StepLoop loop{.backend = backend,
                 .batches = batches,
                 .grad_scale = 1.0f / static_cast<float>(batch),
                 .lr = config.train().lr};
   const RunInfo run{.config = opt.config,
-                    .device = backend->device_name(),
-                    .precision = gpu ? config.train().precision : "fp32",
+                    .device = backend.device_name(),
+                    .precision = trainer.gpu() ? config.train().precision : "fp32",
                     .input = pixel_memory != nullptr
                                  ? "8-bit pixels, normalised on the device"
                                  : "floats, normalised on the host before timing",
-                    .sync = backend->sync_name(),
-                    .params = backend->host_model().params().size(),
+                    .sync = backend.sync_name(),
+                    .params = backend.host_model().params().size(),
                     .batch = batch,
                     .classes = classes,
                     .image = transform.output_shape(),
-                    .gpu = gpu};
+                    .gpu = trainer.gpu()};
   const Measured m = measure(loop, opt);
   Report report("trainer-step", common);
   report.add_parameters(*vm);
