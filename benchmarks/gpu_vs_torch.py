@@ -21,23 +21,27 @@ input size instead of its data, which need not exist here. Modes:
     included) are not measured; the --steps measured steps are timed by CUDA events (per step:
     step_ms is their median) and by the wall clock between two torch.cuda.synchronize()
     (samples_per_s = batch x steps / wall). peak_mem_gib is torch.cuda.max_memory_allocated
-    over the row (warm-up included); gpu_util_pct the mean of utilization.gpu sampled at about
-    10 Hz during the measured steps (pynvml when importable, else nvidia-smi; null when neither
+    over the measured steps (the peak is reset after the warm-up, as conflux's is);
+    gpu_util_pct the mean of utilization.gpu sampled at about 10 Hz during the measured steps (pynvml when importable, else nvidia-smi; null when neither
     works). --device cpu runs the same on the CPU (a smoke test: per-step wall-clock times, no
     memory or utilisation figures).
 
---system conflux: one row for conflux's trainer on the same model and batch: `conflux train
-    --config CONFIG` with --set overrides: a synthetic HDF5 data set (data.dataset =
-    "hdf5-arrays", random uint8 images of the model's input size, written to --work-dir),
-    train.device = "gpu" ("cpu" with --device cpu; --conflux-device overrides), augmentation
-    off (no crop, pad or flip; the mean/std normalisation stays), one trainer, no workers, one
-    epoch of (--warmup + --steps) steps, train.log_every = --warmup, evaluation off.
-    samples_per_s is that of the steps.jsonl reports after the first (the first report holds
-    the warm-up steps and the start-up): the real training loop, END TO END, data path
-    included (HDF5 read, batch assembly, normalisation, upload), not synthetic in-memory
-    batches. When conflux refuses (e.g. a layer without a GPU kernel: exit 2) the row's status
-    is "refused" and its message conflux's error line, with no figures; a conflux that fails
-    otherwise or times out gives status "error" or "timeout" and its last lines.
+--system conflux: one row for conflux's trainer on the same model, batch and precision:
+    `conflux-bench trainer-step --config CONFIG` (docs/benchmarks.md) with --set overrides:
+    train.device = "gpu" ("cpu" with --device cpu; --conflux-device overrides),
+    train.precision = --conflux-precision, augmentation off (no crop, pad or flip; the mean/std
+    normalisation stays), and data.dataset = "hdf5-arrays" on a small synthetic file of the
+    model's input size (the trainer takes only its input shape and classes from the data set;
+    no sample is read). The trainer's own model and ComputeBackend run --warmup unmeasured and
+    --steps measured steps on synthetic uint8 batches prepared in memory (on a GPU: in pinned
+    memory, uploaded as bytes and normalised on the device), timed by the wall clock up to the
+    GPU's wait for the steps' losses: the trainer alone, as the PyTorch rows measure PyTorch's.
+    peak_mem_gib is what conflux's device buffers held at most during the measured steps (the
+    figure torch.cuda.max_memory_allocated gives); gpu_util_pct is sampled as for PyTorch,
+    over the measured window the scenario reports (its CLOCK_MONOTONIC stamps). When conflux
+    refuses (exit 2 naming the GPU, a layer or train.device) the row's status is "refused" and
+    its message conflux's error line, with no figures; a conflux that fails otherwise or times
+    out gives status "error" or "timeout" and its last lines.
 
 --report JSONL --markdown FILE: the Markdown table of the rows of a JSONL file.
 --brief FILE: one short line per row of FILE (a JSONL file, or a log holding rows).
@@ -74,7 +78,8 @@ CONFLUX_NO_AUGMENT = ("transform.resized_crop=0", "transform.crop=0", "transform
                       "transform.hflip=false", "transform.eval_resize=0")
 TORCH_KIND = "synthetic uint8 batches in pinned host memory (upload + normalise on the device)"
 TORCH_KIND_CPU = "synthetic uint8 batches in memory (CPU smoke run: not a GPU figure)"
-CONFLUX_KIND = "end to end (data path included): conflux train on a synthetic HDF5 data set"
+CONFLUX_KIND = ("trainer only: conflux-bench trainer-step, synthetic uint8 batches in memory "
+                "(GPU: pinned, uploaded and normalised on the device)")
 
 
 class InputError(Exception):
@@ -96,11 +101,11 @@ def emit(row, json_path):
 # --- the config ----------------------------------------------------------------------------
 
 
-def conflux_binary(given):
-    """The conflux executable: --conflux, else $CONFLUX_BIN/conflux, else build/bin/conflux."""
+def conflux_binary(given, name="conflux"):
+    """A conflux executable: `given`, else $CONFLUX_BIN/NAME, else build/bin/NAME."""
     if given:
         return given
-    return str(pathlib.Path(os.environ.get("CONFLUX_BIN", ROOT / "build/bin")) / "conflux")
+    return str(pathlib.Path(os.environ.get("CONFLUX_BIN", ROOT / "build/bin")) / name)
 
 
 def has_blocks(config):
@@ -198,7 +203,10 @@ def model_name(config, path):
 class UtilSampler:
     """Mean GPU utilisation (utilization.gpu, percent) between start() and stop(), sampled at
     about 10 Hz: pynvml when importable, else `nvidia-smi -lms 100`; none when neither works.
-    `watch` (a path) also records when its line count changes (conflux's steps.jsonl)."""
+    `watch` (a path) also records when its line count changes (a training run's steps.jsonl:
+    benchmarks/gpu_input_lib.py). Samples carry time.monotonic() stamps, so that mean() can
+    also take a window another process reported (conflux-bench trainer-step's CLOCK_MONOTONIC
+    stamps)."""
 
     def __init__(self, device_id, period=0.1, watch=None, pid=None):
         self.device_id, self.period, self.watch = device_id, period, watch
@@ -409,6 +417,9 @@ def torch_row(torch, args, config, shape, given, batches, precision, compiled, d
         step(i)
     sync()
     warmup_s = time.perf_counter() - start
+    if cuda:
+        # The peak of the measured steps, as conflux-bench trainer-step reports its own.
+        torch.cuda.reset_peak_memory_stats(device)
     sampler = UtilSampler(nvml_device_id(torch, device)) if cuda else None
     times = []
     if cuda:
@@ -536,25 +547,61 @@ def error_message(text):
     return " | ".join(picked)[:2000] if picked else "(no output)"
 
 
-def measured_window(steps_file, batch):
-    """(samples/s, steps, seconds) of the steps.jsonl reports after the first (the warm-up)."""
-    reports = []
-    for line in pathlib.Path(steps_file).read_text().splitlines():
-        try:
-            reports.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a torn last line
-    if len(reports) < 2:
+def conflux_result(path):
+    """The summary of trainer-step's --json file, or None when it holds none."""
+    try:
+        return json.loads(pathlib.Path(path).read_text())["summary"]
+    except (OSError, ValueError, KeyError):
         return None
-    measured = reports[1:]
-    steps = measured[-1]["step"] - reports[0]["step"]
-    seconds = sum(batch * (r["step"] - prev["step"]) / r["samples_per_s"]
-                  for prev, r in zip(reports, measured) if r.get("samples_per_s"))
-    return (batch * steps / seconds if seconds > 0 else None), steps, seconds
+
+
+def run_process(command, log_file, timeout):
+    """Runs `command` with its output into `log_file`; its exit code (None: killed after
+    `timeout` seconds), or the OSError that kept it from starting."""
+    with open(log_file, "w", encoding="utf-8") as out:
+        try:
+            proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        except OSError as e:
+            return e
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            return None
+
+
+def conflux_figures(row, s, sampler):
+    """The row's figures from trainer-step's summary `s` and the utilisation samples."""
+    row.update(status="ok", samples_per_s=round(s["samples_per_s"], 2),
+               step_ms=round(s["step_ms"], 3), step_ms_mean=round(s["step_ms"], 3),
+               step_timer="wall clock over the measured steps up to the GPU's wait for their "
+               "losses, per step (a mean)",
+               wall_s=round(s["measured_s"], 4), warmup_s=round(s["warmup_s"], 3),
+               trainer_device=s["device"],
+               device_type="cuda" if s["device_kind"] == "gpu" else "cpu",
+               computes_in=s["precision"], input=s["input"], params=s["params"],
+               final_loss=s["loss"] if s["loss"] is None else round(s["loss"], 4),
+               loss_finite=bool(s["loss_finite"]), gpu_util_pct=None,
+               peak_mem_gib=(round(s["peak_device_bytes"] / 2**30, 3)
+                             if s["device_kind"] == "gpu" else None))
+    if s["device_kind"] == "gpu":
+        row["peak_mem_note"] = ("conflux's device buffers at most, measured steps (as "
+                                "torch.cuda.max_memory_allocated)")
+    if sampler:
+        row["gpu_util_pct"], row["util_samples"] = sampler.mean(
+            s["window_start_monotonic_s"], s["window_end_monotonic_s"])
+        row["util_source"] = sampler.source if row["gpu_util_pct"] is not None else None
+        if row["gpu_util_pct"] is None:
+            row["util_note"] = sampler.error or "no sample in the measured window"
 
 
 def run_conflux(args):
-    binary = conflux_binary(args.conflux)
+    binary = conflux_binary(args.conflux_bench, "conflux-bench")
     config, text = load_config(args)
     shape, _ = image_shape(config, args.image_size)
     classes = classes_of(config)
@@ -564,87 +611,54 @@ def run_conflux(args):
     name = args.name or model_name(config, args.config)
     work = work_root(args) / name
     work.mkdir(parents=True, exist_ok=True)
-    # conflux trains the config as given (its messages then name that file's lines); the
-    # resolved text is kept beside the run for reference.
+    # trainer-step takes the config as given (its messages then name that file's lines); the
+    # resolved text is kept beside the result for reference.
     (work / "resolved.toml").write_text(text)
-    samples = args.batch * (args.warmup + args.steps)
-    data = synthetic_data(work.parent, shape, samples, classes, args.seed)
-    run_dir = work / "run"
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
+    # The trainer reads only the input shape and class count from its data set.
+    data = synthetic_data(work.parent, shape, 16, classes, args.seed)
+    result = work / f"trainer-step-{args.conflux_precision}.json"
+    result.unlink(missing_ok=True)
     overrides = ['data.dataset="hdf5-arrays"', f'data.path="{data}"',
-                 f"data.num_classes={classes}", "data.train_limit=0", "data.test_limit=0",
-                 "data.offload_ratio=0", "cluster.trainers=1", "cluster.workers=0",
-                 f'train.device="{device}"', "train.epochs=1", "train.eval=false",
-                 f"train.batch_size={args.batch}", f"train.log_every={args.warmup}",
-                 f'train.precision="{args.conflux_precision}"',
-                 f'run.dir="{run_dir.resolve()}"', *CONFLUX_NO_AUGMENT, *args.conflux_set]
-    command = [binary, "train", "--config", str(args.config)]
+                 f"data.num_classes={classes}", f'train.device="{device}"',
+                 f'train.precision="{args.conflux_precision}"', *CONFLUX_NO_AUGMENT,
+                 *args.conflux_set]
+    command = [binary, "trainer-step", "--config", str(args.config)]
     for o in overrides:
         command += ["--set", o]
+    command += ["--batch", str(args.batch), "--warmup", str(args.warmup), "--steps",
+                str(args.steps), "--json", str(result)]
     row = {"model": name, "config": args.config, "batch": args.batch, "image": list(shape),
            "classes": classes, "precision": args.conflux_precision, "compile": False,
-           "system": "conflux",
-           "kind": CONFLUX_KIND, "train_device": device, "warmup": args.warmup,
-           "steps": args.steps, "command": " ".join(command)}
-    log(f"{name}: conflux train, batch {args.batch}, train.device = {device}")
-    log_file = work / "conflux.log"
-    steps_file = run_dir / "steps.jsonl"
+           "system": "conflux", "kind": CONFLUX_KIND, "train_device": device,
+           "warmup": args.warmup, "steps": args.steps, "command": " ".join(command)}
+    log(f"{name}: conflux-bench trainer-step, batch {args.batch}, train.device = {device}")
+    log_file = work / f"trainer-step-{args.conflux_precision}.log"
     sampler = None
-    with open(log_file, "w", encoding="utf-8") as out:
-        try:
-            proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-        except OSError as e:
-            row.update(status="error", message=f"{binary} cannot run: {e}")
-            emit(row, args.json)
-            return 0
-        if device == "gpu":
-            sampler = UtilSampler(os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
-                                  or "0", watch=steps_file, pid=proc.pid).start()
-        try:
-            code = proc.wait(timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            code = None
-        if sampler:
-            sampler.stop()
+    if device != "cpu":
+        sampler = UtilSampler(os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
+                              or "0").start()
+    code = run_process(command, log_file, args.timeout)
+    if sampler:
+        sampler.stop()
+    if isinstance(code, OSError):
+        row.update(status="error", message=f"{binary} cannot run: {code}")
+        emit(row, args.json)
+        return 0
     output = log_file.read_text(errors="replace")
     row["exit_code"] = code
+    summary = conflux_result(result) if code == 0 else None
     if code is None:
-        row.update(status="timeout", message=f"conflux train did not finish in {args.timeout} s "
-                   f"(killed); last output: {error_message(output)}")
+        row.update(status="timeout", message=f"conflux-bench trainer-step did not finish in "
+                   f"{args.timeout} s (killed); last output: {error_message(output)}")
     elif code != 0:
         refused = code == 2 and re.search(r"GPU kernel|GPU path|no usable GPU|train\.device",
                                           output)
         row.update(status="refused" if refused else "error", message=error_message(output))
-    elif not steps_file.exists() or measured_window(steps_file, args.batch) is None:
-        row.update(status="error", message=f"conflux train ended (exit 0) but {steps_file} "
-                   "holds fewer than 2 reports: no measured window")
+    elif summary is None:
+        row.update(status="error", message=f"conflux-bench trainer-step ended (exit 0) but "
+                   f"{result} holds no summary")
     else:
-        rate, steps, seconds = measured_window(steps_file, args.batch)
-        row.update(status="ok", samples_per_s=round(rate, 2), steps=steps,
-                   wall_s=round(seconds, 4), step_ms=round(1e3 * args.batch / rate, 3),
-                   step_timer="mean of steps.jsonl windows (host clock)",
-                   peak_mem_gib=None, gpu_util_pct=None)
-        m = re.search(r"model: (\d+) parameters", output)
-        if m:
-            row["params"] = int(m.group(1))
-        if sampler:
-            # The measured window: from the first report's line to the last one's.
-            changes = [t for t, n in sampler.lines_at if n >= 1]
-            if len(changes) >= 2:
-                row["gpu_util_pct"], row["util_samples"] = sampler.mean(changes[0], changes[-1])
-                row["util_source"] = sampler.source
-            if sampler.proc_mem:
-                row["peak_mem_gib"] = round(max(sampler.proc_mem) / 2**30, 3)
-                row["peak_mem_note"] = "NVML: the process's device memory, CUDA context included"
-            if row["gpu_util_pct"] is None:
-                row["util_note"] = sampler.error or "no sample in the measured window"
+        conflux_figures(row, summary, sampler)
     emit(row, args.json)
     return 0
 
@@ -712,7 +726,10 @@ def report(jsonl, markdown):
         if precision == "fp32":
             precision = "fp32 (no TF32)"
         if r.get("status") == "ok":
-            note = "end to end (data path included)" if r.get("system") == "conflux" else ""
+            note = ""
+            if r.get("system") == "conflux" and r.get("computes_in") not in (None,
+                                                                            r.get("precision")):
+                note = f"computes in {r['computes_in']} (CPU)"
             if r.get("loss_finite") is False:
                 note = "loss not finite"
         else:
@@ -724,11 +741,13 @@ def report(jsonl, markdown):
     head = [f"Device: {', '.join(devices) or '?'}; PyTorch {', '.join(torch_versions) or '?'}.",
             *(["**CPU smoke run** (--device cpu): a test of the benchmark, not a figure."]
               if any(r.get("device_type") == "cpu" for r in rows) else []),
-            "PyTorch rows: synthetic uint8 batches in pinned host memory, uploaded and normalised "
-            "on the device each step, warm-up excluded; step ms is the median step (CUDA "
-            "events on a GPU). conflux rows: `conflux train` end to end on a synthetic HDF5 "
-            "data set (data path included), or the reason it did not run. conflux / PyTorch: "
-            "conflux's samples/s over the row's.", ""]
+            "Both sides: the trainer alone, on synthetic uint8 batches in (pinned) host memory, "
+            "uploaded and normalised on the device each step, warm-up excluded; samples/s by "
+            "the wall clock over the measured steps; peak GiB is the most the framework's "
+            "tensors held during them. PyTorch rows: step ms is the median step (CUDA events "
+            "on a GPU). conflux rows (`conflux-bench trainer-step`, the trainer's own model and "
+            "backend): step ms is the mean step; or the reason it did not run. "
+            "conflux / PyTorch: conflux's samples/s over the row's.", ""]
     text = "\n".join(head + lines) + "\n"
     pathlib.Path(markdown).write_text(text)
     print(text, end="")
@@ -755,8 +774,10 @@ def parse_args(argv):
     p.add_argument("--conflux-precision", choices=("fp32", "tf32", "bf16"), default="fp32",
                    help="train.precision of the conflux row (GPU trainers)")
     p.add_argument("--system", choices=("pytorch", "conflux"), default="pytorch")
-    p.add_argument("--conflux", help="conflux executable (default $CONFLUX_BIN/conflux, else "
-                   "build/bin/conflux)")
+    p.add_argument("--conflux", help="conflux executable, for `conflux config check` (default "
+                   "$CONFLUX_BIN/conflux, else build/bin/conflux)")
+    p.add_argument("--conflux-bench", help="--system conflux: the conflux-bench executable "
+                   "(default $CONFLUX_BIN/conflux-bench, else build/bin/conflux-bench)")
     p.add_argument("--name", help="the model's name in the rows (default run.name)")
     p.add_argument("--batch", type=int, default=0, help="batch size (default train.batch_size)")
     p.add_argument("--image-size", type=int, default=0,
@@ -770,8 +791,8 @@ def parse_args(argv):
                    help="precisions of the compiled rows (default: the first of --precision)")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     p.add_argument("--threads", type=int, default=0, help="--device cpu: torch threads")
-    p.add_argument("--warmup", type=int, default=10, help="unmeasured steps (eager rows; "
-                   "conflux: its first report)")
+    p.add_argument("--warmup", type=int, default=10, help="unmeasured steps (eager and "
+                   "conflux rows)")
     p.add_argument("--compile-warmup", type=int, default=0,
                    help="unmeasured steps of compiled rows, the compile included "
                    "(default --warmup + 10)")
@@ -782,10 +803,10 @@ def parse_args(argv):
     p.add_argument("--conflux-device", choices=("gpu", "cpu", "auto"),
                    help="--system conflux: train.device (default gpu; cpu with --device cpu)")
     p.add_argument("--conflux-set", action="append", default=[], metavar="KEY=VALUE",
-                   help="--system conflux: more --set overrides for conflux train")
-    p.add_argument("--work-dir", help="synthetic data (for config checks and conflux's run), "
-                   "and conflux's config and run under NAME/ (default "
-                   "bench-results/gpu_vs_torch-work)")
+                   help="--system conflux: more --set overrides for the trainer")
+    p.add_argument("--work-dir", help="small synthetic data sets (for config checks and "
+                   "conflux's input shape), and conflux's resolved config, log and result under "
+                   "NAME/ (default bench-results/gpu_vs_torch-work)")
     p.add_argument("--timeout", type=float, default=300, help="--system conflux: seconds")
     p.add_argument("--report", metavar="JSONL", help="write the Markdown table of these rows")
     p.add_argument("--markdown", help="--report: the Markdown file")

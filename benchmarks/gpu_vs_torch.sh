@@ -1,44 +1,48 @@
 #!/usr/bin/env bash
-# Benchmark: conflux's GPU trainer against PyTorch on the same GPU, same models, same batches
-# (docs/gpu-benchmark.md). For ResNet-20 at 32 px (configs/cifar10_resnet20.toml, batch 512)
-# and ResNet-18 and ResNet-50 at 224 px (configs/imagefolder_resnet18.toml,
-# configs/imagenet_resnet50.toml, batch 256):
+# Benchmark: conflux's GPU trainer against PyTorch on the same GPU, same models, same batch
+# and precision, the trainer alone on both sides (docs/gpu-benchmark.md). For ResNet-20 at
+# 32 px (configs/cifar10_resnet20.toml, batch 512) and ResNet-18 and ResNet-50 at 224 px
+# (configs/imagefolder_resnet18.toml, configs/imagenet_resnet50.toml, batch 256):
 #   PyTorch (benchmarks/gpu_vs_torch.py, the model built from the conflux config by
 #            tools/conflux_to_torch.py): eager bf16 (autocast), eager fp32 with TF32 off, and
 #            torch.compile bf16; synthetic uint8 batches in pinned host memory, warm-up
 #            excluded, CUDA-event step times, peak memory, GPU utilisation.
-#   conflux  (gpu_vs_torch.py --system conflux): `conflux train` with train.device = "gpu" on a
-#            synthetic HDF5 data set, end to end (data path included), samples/s of the steps
-#            after the first report; or, when conflux refuses the model on the GPU (today:
-#            every layer other than linear/conv2d/maxpool/relu/flatten, and graph wiring), a
-#            row holding its refusal message and no figures.
+#   conflux  (gpu_vs_torch.py --system conflux): `conflux-bench trainer-step` with
+#            train.device = "gpu", bf16 and fp32: the trainer's own model and GPU backend on
+#            synthetic uint8 batches in pinned memory (uploaded and normalised on the device),
+#            the same warm-up and measured steps, wall-clock samples/s, peak device memory,
+#            GPU utilisation sampled the same way; or, when conflux refuses (exit 2 naming the
+#            GPU, a layer or train.device), a row holding its message and no figures. Every
+#            layer type has device kernels since issue 32, so the three models are expected
+#            to run.
 # Three phases, so that a slow phase costs only its own rows: 1. the eager PyTorch rows of
 # every model (one process per model), 2. the conflux rows, 3. the torch.compile rows (one
 # process per model; the compile is the slow part). Every run has a timeout within an overall
 # budget (GPU_VS_TORCH_BUDGET_S); the compile runs share what is left. A run that times out or
 # fails leaves a row saying so. About 3 to 4 minutes on an H100/H200.
 # Writes OUTDIR/gpu_vs_torch.jsonl (one row per line), OUTDIR/gpu_vs_torch.md (the table),
-# OUTDIR/env.txt, OUTDIR/logs/ and OUTDIR/work/ (conflux's resolved configs and runs; the
-# synthetic data sets are deleted at the end).
+# OUTDIR/env.txt, OUTDIR/logs/ and OUTDIR/work/ (conflux's resolved configs, logs and
+# trainer-step results; the small synthetic data sets that give the input shape are deleted
+# at the end).
 #
 # Usage: benchmarks/gpu_vs_torch.sh OUTDIR
 # Environment (defaults in brackets):
 #   GPU_VS_TORCH_DEVICE  cuda | cpu [cuda]; cpu: a smoke run of the whole script on the CPU
 #                        (tiny batches, 1 warm-up and 2 measured steps, conflux rows with
-#                        train.device = "cpu"): a test of the script, not a figure
+#                        train.device = "cpu", which computes in fp32 whatever the row's
+#                        precision): a test of the script, not a figure
 #   GPU_VS_TORCH_BUDGET_S  seconds for the whole script [270]
 #   PYTHON               the interpreter with torch [the first of python3, /usr/bin/python3
 #                        that imports torch]
-#   CONFLUX_BIN          directory of the conflux binary [build/bin]
+#   CONFLUX_BIN          directory of the conflux and conflux-bench binaries [build/bin]
 #   RESOLVED_DIR         directory of configs resolved beforehand (`conflux config check
 #                        --config C > RESOLVED_DIR/$(basename C)`; an image-folder config needs
 #                        its data, or --set data.dataset/path to stand-in data), for a host
 #                        where the conflux binary cannot run: the PyTorch rows then need none
 #   MODELS               which of resnet20,resnet18,resnet50 [all three]
-#   WARMUP, STEPS        unmeasured and measured steps of the PyTorch rows [5, 20; cpu: 1, 2]
+#   WARMUP, STEPS        unmeasured and measured steps of the eager PyTorch rows and of the
+#                        conflux rows [5, 20; cpu: 1, 2]
 #   COMPILE_WARMUP       unmeasured steps of the compiled rows, the compile included [8]
-#   CONFLUX_WARMUP, CONFLUX_STEPS  the same for conflux (its data set holds their sum of
-#                        batches) [3, 5; cpu: 1, 2]
 #   BATCH_32PX, BATCH_224PX  batch sizes [512, 256; cpu: 8, 2]
 #   IMAGE_SIZE           replaces the 224 px crop of ResNet-18/50 (tests only) [the config's]
 #   EAGER_TIMEOUT, CONFLUX_TIMEOUT  seconds per model for phases 1 and 2 [90, 60]
@@ -57,8 +61,6 @@ BUDGET=${GPU_VS_TORCH_BUDGET_S:-270}
 WARMUP=${WARMUP:-$(pick 5 1)}
 STEPS=${STEPS:-$(pick 20 2)}
 COMPILE_WARMUP=${COMPILE_WARMUP:-8}
-CONFLUX_WARMUP=${CONFLUX_WARMUP:-$(pick 3 1)}
-CONFLUX_STEPS=${CONFLUX_STEPS:-$(pick 5 2)}
 BATCH_32PX=${BATCH_32PX:-$(pick 512 8)}
 BATCH_224PX=${BATCH_224PX:-$(pick 256 2)}
 IMAGE_SIZE=${IMAGE_SIZE:-0}
@@ -114,9 +116,9 @@ trap 'rm -f "$OUT"/work/synthetic-*.h5 "$OUT"/work/synthetic-*.h5.part' EXIT
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
-  echo "mode: GPU_VS_TORCH_DEVICE=$DEVICE BUDGET=${BUDGET}s WARMUP=$WARMUP STEPS=$STEPS COMPILE_WARMUP=$COMPILE_WARMUP CONFLUX_WARMUP=$CONFLUX_WARMUP CONFLUX_STEPS=$CONFLUX_STEPS BATCH_32PX=$BATCH_32PX BATCH_224PX=$BATCH_224PX IMAGE_SIZE=$IMAGE_SIZE CONFLUX_DEVICE=$CONFLUX_DEVICE"
+  echo "mode: GPU_VS_TORCH_DEVICE=$DEVICE BUDGET=${BUDGET}s WARMUP=$WARMUP STEPS=$STEPS COMPILE_WARMUP=$COMPILE_WARMUP BATCH_32PX=$BATCH_32PX BATCH_224PX=$BATCH_224PX IMAGE_SIZE=$IMAGE_SIZE CONFLUX_DEVICE=$CONFLUX_DEVICE"
   echo "python: $PYTHON ($("$PYTHON" -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__)'))"
-  echo "conflux: $CONFLUX_BIN/conflux ($(cat "$CONFLUX_BIN/.flavor" 2>/dev/null || echo 'flavour unknown'); $("$CONFLUX_BIN/conflux" --version 2>&1 | head -1 || true))"
+  echo "conflux: $CONFLUX_BIN/conflux-bench trainer-step ($(cat "$CONFLUX_BIN/.flavor" 2>/dev/null || echo 'flavour unknown'); $("$CONFLUX_BIN/conflux" --version 2>&1 | head -1 || true))"
   echo "cpu: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p') ($threads cores)"
   if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 || true
@@ -184,15 +186,14 @@ torch_rows() {  # name phase(eager|compile) timeout
 conflux_row() {  # name timeout precision
   local name=$1 seconds=$2 precision=$3 log code=0
   log=$OUT/logs/$name-conflux-$precision.log
-  echo "== $name: conflux train, train.device = $CONFLUX_DEVICE, $precision, batch $(batch_of "$name"), timeout ${seconds}s"
-  # conflux itself stops at `seconds`; the extra minute bounds writing the synthetic data.
-  timeout --kill-after=10 $(( seconds + 60 )) \
+  echo "== $name: conflux-bench trainer-step, train.device = $CONFLUX_DEVICE, $precision, batch $(batch_of "$name"), timeout ${seconds}s"
+  # conflux-bench itself stops at `seconds`; the extra 30 s bound the config check.
+  timeout --kill-after=10 $(( seconds + 30 )) \
     "$PYTHON" benchmarks/gpu_vs_torch.py --system conflux --config "$(config_of "$name")" \
     --name "$name" --batch "$(batch_of "$name")" --image-size "$(size_of "$name")" \
-    --warmup "$CONFLUX_WARMUP" --steps "$CONFLUX_STEPS" --json "$jsonl" --work-dir "$OUT/work" \
+    --warmup "$WARMUP" --steps "$STEPS" --json "$jsonl" --work-dir "$OUT/work" \
     --device "$DEVICE" --conflux-device "$CONFLUX_DEVICE" --timeout "$seconds" \
     --conflux-precision "$precision" \
-    --conflux-set "cluster.preprocess_threads=$(( threads > 8 ? 8 : threads ))" \
     --conflux-set "cluster.blas_threads=$([ "$CONFLUX_DEVICE" = cpu ] && echo "$threads" || echo 1)" \
     >"$log" 2>&1 || code=$?
   if [ "$code" != 0 ]; then

@@ -78,6 +78,10 @@ const bench::Scenario kScenarios[] = {
      "a training step against its SGEMM calls timed alone (the GEMM-bound limit), with a "
      "breakdown by layer and phase (1 rank, synthetic batch)",
      bench::run_gemm_limit},
+    {"trainer-step",
+     "one trainer's steps (the trainer's model and CPU or GPU backend, train.device) on "
+     "synthetic 8-bit batches in memory: samples/s, step time, peak device memory (1 rank)",
+     bench::run_trainer_step},
 };
 
 void print_usage() {

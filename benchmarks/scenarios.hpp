@@ -74,4 +74,9 @@ int run_image_pipeline(const std::vector<std::string>& args, const comm::Communi
 /// with a breakdown by layer and phase (1 rank, synthetic batch).
 int run_gemm_limit(const std::vector<std::string>& args, const comm::Communicator& world);
 
+/// One trainer's training steps on synthetic 8-bit batches already in memory, with the
+/// trainer's own model and ComputeBackend (CPU or GPU, as train.device chooses): samples/s,
+/// step time, peak device memory (1 rank).
+int run_trainer_step(const std::vector<std::string>& args, const comm::Communicator& world);
+
 }  // namespace conflux::bench

@@ -102,6 +102,7 @@ if [ "$mpi_only" -eq 0 ]; then
   # Graph models change nothing MPI-specific beyond what the suites below cover: once.
   run cli-graph tests/cli/graph-tests.sh
   run cli-gpu-input-smoke tests/cli/gpu-input-smoke-tests.sh
+  run cli-trainer-step tests/cli/trainer-step-tests.sh
 fi
 run_mpi_suites ""
 if [ "$mpi_only" -eq 0 ]; then
