@@ -16,6 +16,7 @@
 #include "conflux/gpu/device_layer.hpp"
 #include "conflux/gpu/handles.hpp"
 #include "conflux/gpu/runtime.hpp"
+#include "lt_gemms.cuh"
 
 namespace conflux::gpu {
 namespace detail {
@@ -33,6 +34,21 @@ __global__ void __launch_bounds__(kThreadsPerBlock) for_each_kernel(std::size_t 
     f(i);
   }
 }
+
+// The epilogue of a GEMM cuBLASLt had no algorithm for, on its output: c = max(c + bias, 0).
+template <class T>
+struct BiasRelu {
+  T* c;
+  const T* bias;  // null: none
+  std::size_t m, ldc;
+  bool relu;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const std::size_t at = i % m + i / m * ldc;
+    float v = load(c, at) + (bias != nullptr ? load(bias, i % m) : 0.0f);
+    if (relu) v = v > 0.0f ? v : 0.0f;
+    store(c, at, v);
+  }
+};
 
 }  // namespace detail
 
@@ -53,7 +69,8 @@ class CudaExecutor {
         blas_(),
         dnn_(stream),
         convs_(dnn_.get(), conv),
-        blas_workspace_(kCublasWorkspaceBytes) {
+        blas_workspace_(kCublasWorkspaceBytes),
+        lt_(conv.precision == Precision::kTf32) {
     CONFLUX_CUBLAS_CHECK(cublas().set_stream(blas_.get(), stream_));
     // A workspace of our own (after set_stream, which resets it): cuBLAS then never allocates
     // in a call, which a captured step graph could not hold.
@@ -80,6 +97,10 @@ class CudaExecutor {
 
   void gemm(const Gemm& g) {
     if (g.m == 0 || g.n == 0) return;
+    if (g.bias != nullptr || g.relu) {
+      gemm_with_epilogue(g);
+      return;
+    }
     const float one = 1.0f;
     const cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -94,6 +115,25 @@ class CudaExecutor {
     CONFLUX_CUBLAS_CHECK(cublas().gemm_ex(
         blas_.get(), ta, tb, g.m, g.n, g.k, &one, g.a, type(g.a_type), g.lda, g.b, type(g.a_type),
         g.ldb, &g.beta, g.c, type(g.c_type), g.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+
+  // Bias and ReLU fused into the GEMM by cuBLASLt (in its workspace, which cuBLAS shares: both
+  // run on this stream, one after the other); where it has no algorithm, the GEMM and then the
+  // epilogue as a kernel of its own.
+  void gemm_with_epilogue(const Gemm& g) {
+    CONFLUX_CHECK(g.beta == 0.0f, "gemm: an epilogue needs beta = 0, not {}", g.beta);
+    if (lt_.run(g, blas_workspace_.data(), blas_workspace_.bytes(), stream_)) return;
+    Gemm plain = g;
+    plain.bias = nullptr;
+    plain.relu = false;
+    gemm(plain);
+    with_element(g.c_type, [&](auto zero) {
+      using T = decltype(zero);
+      for_each(static_cast<std::size_t>(g.m) * g.n,
+               detail::BiasRelu<T>{static_cast<T*>(g.c), static_cast<const T*>(g.bias),
+                                   static_cast<std::size_t>(g.m), static_cast<std::size_t>(g.ldc),
+                                   g.relu});
+    });
   }
 
   void conv(const ConvCall& call) {
@@ -179,6 +219,7 @@ class CudaExecutor {
   CudnnConvCache convs_;
   DeviceBuffer<std::byte> workspace_;
   DeviceBuffer<std::byte> blas_workspace_;
+  LtGemms lt_;
 };
 
 }  // namespace conflux::gpu

@@ -52,6 +52,7 @@ void Linear::forward(const Tensor& in, Tensor& out) {
                 out_, fmt::join(in.shape, ","));
   const int n = in.batch();
   out.resize({n, out_});
+  relu_.set_output(out);
   float* y = out.data.data();
   // Seed every output row with the bias so that the GEMM adds onto it (beta = 1): one pass
   // over the output instead of two.
@@ -60,6 +61,7 @@ void Linear::forward(const Tensor& in, Tensor& out) {
   if (n == 0) return;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out_, in_, 1.0f, in.data.data(), in_,
               weight_.data(), in_, 1.0f, y, out_);
+  if (relu_.on()) relu_in_place(y, out.size());
 }
 
 void Linear::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) {
@@ -69,6 +71,11 @@ void Linear::backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in)
                 "linear {}->{}: backward shapes [{}] / [{}] do not match", in_, out_,
                 fmt::join(in.shape, ","), fmt::join(grad_out.shape, ","));
   const float* dy = grad_out.data.data();
+  if (relu_.on() && n > 0) {
+    dy_gated_.resize(grad_out.size());
+    relu_gate(relu_.output_for(grad_out, describe()), dy, grad_out.size(), dy_gated_.data());
+    dy = dy_gated_.data();
+  }
   if (n == 0) {
     // BLAS with an empty inner dimension is not reliably a no-op; an empty batch contributes
     // nothing, so the gradients are plain zeros.

@@ -97,7 +97,8 @@ struct HostExecutor {
   std::uint64_t memory_changes() const noexcept { return HostMemory::changes; }
 
   /// Column-major GEMM with cuBLAS's conventions and its checks of the leading dimensions,
-  /// summing over k in order in float; a bf16 C is rounded once.
+  /// summing over k in order in float, then the bias and ReLU epilogue; a bf16 C is rounded
+  /// once.
   void gemm(const Gemm& g) {
     if (capturing_) {
       record([this, g] { gemm(g); });
@@ -122,7 +123,10 @@ struct HostExecutor {
         }
         const std::size_t ci = i + static_cast<std::size_t>(j) * g.ldc;
         // beta = 0 never reads C, like BLAS.
-        put(g.c, g.c_type, ci, g.beta == 0.0f ? sum : sum + g.beta * at(g.c, g.c_type, ci));
+        float v = g.beta == 0.0f ? sum : sum + g.beta * at(g.c, g.c_type, ci);
+        if (g.bias != nullptr) v += at(g.bias, g.c_type, static_cast<std::size_t>(i));
+        if (g.relu) v = std::max(v, 0.0f);
+        put(g.c, g.c_type, ci, v);
       }
     }
   }

@@ -102,6 +102,10 @@ TEST(FusedRelu, AddEqualsAddThenRelu) {
   check_fused_equals_separate({.spec = {.type = "add"}, .sample = {5}, .inputs = 3}, true);
 }
 
+TEST(FusedRelu, LinearEqualsLinearThenRelu) {
+  check_fused_equals_separate({.spec = {.type = "linear", .out = 7}, .sample = {9}}, true);
+}
+
 TEST(FusedRelu, OtherLayersDecline) {
   Rng rng{1, 2};
   EXPECT_FALSE(bind_layer({.type = "maxpool", .kernel = 2}, {1, 4, 4}, rng).layer->fuse_relu());

@@ -11,7 +11,8 @@
 ///     constructible from a count);
 ///   - `for_each(count, f)`: calls f(i) for every i in [0, count), in any order and in parallel
 ///     (f writes only what element i owns);
-///   - `gemm(const Gemm&)`: column-major SGEMM as cuBLAS takes it;
+///   - `gemm(const Gemm&)`: column-major SGEMM as cuBLAS takes it, with an optional bias and
+///     ReLU epilogue;
 ///   - `conv(const ConvCall&)`: a convolution of NHWC activations with KRSC weights (forward,
 ///     backward data or backward filter), cuDNN's semantics;
 ///   - `zero(p, count)`, `copy(dst, src, count)` (device to device), `upload(dst, host, count)`,
@@ -58,6 +59,10 @@ struct Gemm {
   int ldc = 0;
   DType a_type = DType::kF32;  ///< element types of A, B (the same) and C
   DType c_type = DType::kF32;
+  /// Epilogue: C = op(A) op(B) + bias, bias[i] added to row i of C (m values of c_type, beta 0),
+  /// then max(., 0) with relu: cuBLASLt's fused epilogues on a GPU.
+  const void* bias = nullptr;
+  bool relu = false;
 };
 
 /// One convolution call: y = conv(x, w) (kForward), dx from dy and w (kBackwardData), or dw

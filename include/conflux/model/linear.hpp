@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "conflux/model/layer.hpp"
+#include "conflux/model/relu.hpp"
 
 namespace conflux::model {
 
@@ -25,6 +26,7 @@ class Linear final : public Layer {
   void backward(const Tensor& in, const Tensor& grad_out, Tensor& grad_in) override;
 
   void set_input_grad_needed(bool needed) noexcept override { input_grad_needed_ = needed; }
+  bool fuse_relu() noexcept override { return relu_.enable(); }
   std::string describe() const override;
 
  private:
@@ -32,6 +34,8 @@ class Linear final : public Layer {
   int in_ = 0;  // known once bound: params hold out*(in+1) floats
   std::span<float> weight_, bias_, weight_grad_, bias_grad_;
   bool input_grad_needed_ = true;
+  FusedRelu relu_;
+  std::vector<float> dy_gated_;  // the output gradient gated by the fused ReLU
 };
 
 }  // namespace conflux::model

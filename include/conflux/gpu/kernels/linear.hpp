@@ -1,9 +1,11 @@
 #pragma once
 /// @file linear.hpp
-/// linear's device kernels: y = x W^T + b as a bias broadcast and one GEMM (the CPU order:
-/// bias first, the product added onto it); dW = dY^T X, db = column sums of dY, dX = dY W. With
-/// bf16 activations the GEMMs take a bf16 copy of the weights (made each forward, as autocast
-/// casts them) and write the weight gradient in fp32.
+/// linear's device kernels: y = x W^T + b (then the fused ReLU) as one GEMM with a bias (and
+/// ReLU) epilogue, cuBLASLt's on a GPU: the product's sum plus the bias, as the CPU's GEMM adds
+/// the product onto the bias; dY gated by the output where a ReLU is fused, dW = dY^T X, db =
+/// column sums of dY, dX = dY W. With bf16 activations the GEMMs take a bf16 copy of the
+/// weights and bias (made each forward, as autocast casts them) and write the weight gradient
+/// in fp32.
 
 #include <cstddef>
 
@@ -11,15 +13,6 @@
 #include "conflux/gpu/kernels/common.hpp"
 
 namespace conflux::gpu::kernels {
-
-/// y[r, j] = bias[j] for a row-major [rows, width] y.
-template <class T>
-struct BroadcastRows {
-  T* y;
-  const float* bias;
-  std::size_t width;
-  CONFLUX_HD void operator()(std::size_t i) const { store(y, i, bias[i % width]); }
-};
 
 /// sums[j] = sum over r of x[r, j], in row order from 0 (the CPU linear bias gradient).
 template <class T>
@@ -53,36 +46,41 @@ class LinearKernel final : public DeviceLayer<Ex> {
     bias_grad_ = b.grads + w;
   }
 
+  bool fuse_relu() noexcept override { return relu_ = true; }
+
   void forward(Ex& ex, const DevicePass& /*pass*/, Inputs in, Tensor& out) override {
     const Tensor& x = *in[0];
     const int n = x.batch();
     out.resize({n, out_}, dtype_);
-    with_element(dtype_, [&](auto zero) {
-      using T = decltype(zero);
-      ex.for_each(out.size(),
-                  BroadcastRows<T>{out.template data<T>(), bias_, static_cast<std::size_t>(out_)});
-    });
-    // Column-major: y^T [out x n] += W [out x in] x^T [in x n]; W row-major is [in x out].
+    output_ = &out;
+    const void* weights = gemm_weights(ex);
+    const void* bias = dtype_ == DType::kF32
+                           ? static_cast<const void*>(bias_)
+                           : static_cast<const void*>(low_.data() + weight_count());
+    // Column-major: y^T [out x n] = W [out x in] x^T [in x n] + b; W row-major is [in x out].
     ex.gemm({.trans_a = true,
              .trans_b = false,
              .m = out_,
              .n = n,
              .k = in_,
-             .a = gemm_weights(ex),
+             .a = weights,
              .lda = in_,
              .b = x.raw(),
              .ldb = in_,
-             .beta = 1.0f,
+             .beta = 0.0f,
              .c = out.raw(),
              .ldc = out_,
              .a_type = dtype_,
-             .c_type = dtype_});
+             .c_type = dtype_,
+             .bias = bias,
+             .relu = relu_});
   }
 
   void backward(Ex& ex, const DevicePass& /*pass*/, Inputs in, const Tensor& grad_out,
                 InputGrads grad_in) override {
     const Tensor& x = *in[0];
     const int n = x.batch();
+    const void* dy = gated(ex, grad_out);
     if (n == 0) {
       ex.zero(weight_grad_, weight_count() + static_cast<std::size_t>(out_));
     } else {
@@ -94,7 +92,7 @@ class LinearKernel final : public DeviceLayer<Ex> {
                .k = n,
                .a = x.raw(),
                .lda = in_,
-               .b = grad_out.raw(),
+               .b = dy,
                .ldb = out_,
                .beta = 0.0f,
                .c = weight_grad_,
@@ -104,7 +102,7 @@ class LinearKernel final : public DeviceLayer<Ex> {
       with_element(dtype_, [&](auto zero) {
         using T = decltype(zero);
         ex.for_each(static_cast<std::size_t>(out_),
-                    ColumnSums<T>{grad_out.template data<T>(), bias_grad_,
+                    ColumnSums<T>{static_cast<const T*>(dy), bias_grad_,
                                   static_cast<std::size_t>(n), static_cast<std::size_t>(out_)});
       });
     }
@@ -119,7 +117,7 @@ class LinearKernel final : public DeviceLayer<Ex> {
              .k = out_,
              .a = dtype_ == DType::kF32 ? static_cast<const void*>(weight_) : low_.data(),
              .lda = in_,
-             .b = grad_out.raw(),
+             .b = dy,
              .ldb = out_,
              .beta = 0.0f,
              .c = gx->raw(),
@@ -130,12 +128,26 @@ class LinearKernel final : public DeviceLayer<Ex> {
 
  private:
   std::size_t weight_count() const noexcept { return static_cast<std::size_t>(out_) * in_; }
-  // The weights the GEMMs read: the fp32 master, or its bf16 copy made now.
+  // The weights the GEMMs read: the fp32 master, or its bf16 copy made now (with the bias,
+  // which follows the weights in the parameters).
   const void* gemm_weights(Ex& ex) {
     if (dtype_ == DType::kF32) return weight_;
-    ensure(low_, weight_count());
-    ex.for_each(weight_count(), Cast<float, Bf16>{weight_, low_.data()});
+    const std::size_t count = weight_count() + static_cast<std::size_t>(out_);
+    ensure(low_, count);
+    ex.for_each(count, Cast<float, Bf16>{weight_, low_.data()});
     return low_.data();
+  }
+  // dY, gated by the forward's output where the ReLU is fused.
+  const void* gated(Ex& ex, const Tensor& grad_out) {
+    if (!relu_ || grad_out.size() == 0) return grad_out.raw();
+    return with_element(dtype_, [&](auto zero) -> const void* {
+      using T = decltype(zero);
+      ensure(gated_, grad_out.size() * sizeof(T));
+      T* g = reinterpret_cast<T*>(gated_.data());
+      ex.for_each(grad_out.size(),
+                  ReluGate<T>{output_->template data<T>(), grad_out.template data<T>(), g});
+      return g;
+    });
   }
 
   int in_;
@@ -145,7 +157,10 @@ class LinearKernel final : public DeviceLayer<Ex> {
   const float* bias_ = nullptr;
   float* weight_grad_ = nullptr;
   float* bias_grad_ = nullptr;
-  typename Ex::template Buffer<Bf16> low_;  // bf16 copy of the weights (bf16 activations)
+  bool relu_ = false;                              // a fused ReLU (fuse_relu())
+  const Tensor* output_ = nullptr;                 // the last forward's output: the ReLU's gate
+  typename Ex::template Buffer<Bf16> low_;         // bf16 copy of the weights and bias (bf16)
+  typename Ex::template Buffer<std::byte> gated_;  // dY gated by the fused ReLU
 };
 
 }  // namespace conflux::gpu::kernels
