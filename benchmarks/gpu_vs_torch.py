@@ -616,7 +616,8 @@ def run_conflux(args):
     (work / "resolved.toml").write_text(text)
     # The trainer reads only the input shape and class count from its data set.
     data = synthetic_data(work.parent, shape, 16, classes, args.seed)
-    result = work / f"trainer-step-{args.conflux_precision}.json"
+    tag = args.conflux_precision + (f"-{args.variant}" if args.variant else "")
+    result = work / f"trainer-step-{tag}.json"
     result.unlink(missing_ok=True)
     overrides = ['data.dataset="hdf5-arrays"', f'data.path="{data}"',
                  f"data.num_classes={classes}", f'train.device="{device}"',
@@ -631,8 +632,10 @@ def run_conflux(args):
            "classes": classes, "precision": args.conflux_precision, "compile": False,
            "system": "conflux", "kind": CONFLUX_KIND, "train_device": device,
            "warmup": args.warmup, "steps": args.steps, "command": " ".join(command)}
+    if args.variant:
+        row["variant"] = args.variant
     log(f"{name}: conflux-bench trainer-step, batch {args.batch}, train.device = {device}")
-    log_file = work / f"trainer-step-{args.conflux_precision}.log"
+    log_file = work / f"trainer-step-{tag}.log"
     sampler = None
     if device != "cpu":
         sampler = UtilSampler(os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
@@ -713,15 +716,18 @@ def report(jsonl, markdown):
     torch_versions = sorted({r["torch"] for r in rows if r.get("torch")})
     for r in rows:
         # The ratio pairs rows of one precision: conflux bf16 against autocast, fp32 against fp32.
+        # Variant rows (other conflux settings) are set against the default conflux row.
         conflux = next((c for c in rows if c.get("system") == "conflux" and c.get("status") == "ok"
-                        and c["model"] == r["model"] and c["batch"] == r["batch"]
+                        and not c.get("variant") and c["model"] == r["model"]
+                        and c["batch"] == r["batch"]
                         and c.get("precision") == r.get("precision")), None)
         ratio = ""
         if r.get("system") == "pytorch" and r.get("samples_per_s") and conflux:
             ratio = f"{conflux['samples_per_s'] / r['samples_per_s']:.3f}"
         system = "PyTorch" + (" compile" if r.get("compile") else " eager")
         if r.get("system") == "conflux":
-            system = f"conflux (train.device = {r.get('train_device')})"
+            system = f"conflux (train.device = {r.get('train_device')}" + (
+                f"; {r['variant']})" if r.get("variant") else ")")
         precision = r.get("precision", "")
         if precision == "fp32":
             precision = "fp32 (no TF32)"
@@ -730,6 +736,9 @@ def report(jsonl, markdown):
             if r.get("system") == "conflux" and r.get("computes_in") not in (None,
                                                                             r.get("precision")):
                 note = f"computes in {r['computes_in']} (CPU)"
+            if r.get("variant") and conflux and r.get("samples_per_s"):
+                note = (f"{r['samples_per_s'] / conflux['samples_per_s']:.3f} x the default "
+                        f"conflux row's samples/s")
             if r.get("loss_finite") is False:
                 note = "loss not finite"
         else:
@@ -773,6 +782,9 @@ def parse_args(argv):
                    "check`; a resolved config.toml needs no binary)")
     p.add_argument("--conflux-precision", choices=("fp32", "tf32", "bf16"), default="fp32",
                    help="train.precision of the conflux row (GPU trainers)")
+    p.add_argument("--variant", default="",
+                   help="--system conflux: a label for a row with other settings "
+                   "(--conflux-set), set against the default row of its precision")
     p.add_argument("--system", choices=("pytorch", "conflux"), default="pytorch")
     p.add_argument("--conflux", help="conflux executable, for `conflux config check` (default "
                    "$CONFLUX_BIN/conflux, else build/bin/conflux)")

@@ -14,7 +14,8 @@
 #            GPU utilisation sampled the same way; or, when conflux refuses (exit 2 naming the
 #            GPU, a layer or train.device), a row holding its message and no figures. Every
 #            layer type has device kernels since issue 32, so the three models are expected
-#            to run.
+#            to run. Two variant rows (bf16): ResNet-20 with train.gpu_graphs = false, the
+#            last model with train.gpu_deterministic = false, each against the default row.
 # Three phases, so that a slow phase costs only its own rows: 1. the eager PyTorch rows of
 # every model (one process per model), 2. the conflux rows, 3. the torch.compile rows (one
 # process per model; the compile is the slow part). Every run has a timeout within an overall
@@ -183,10 +184,12 @@ torch_rows() {  # name phase(eager|compile) timeout
   fill_missing "$name" "$(batch_of "$name")" "$status" "$why" "$log" "${planned[@]}"
 }
 
-conflux_row() {  # name timeout precision
-  local name=$1 seconds=$2 precision=$3 log code=0
-  log=$OUT/logs/$name-conflux-$precision.log
-  echo "== $name: conflux-bench trainer-step, train.device = $CONFLUX_DEVICE, $precision, batch $(batch_of "$name"), timeout ${seconds}s"
+conflux_row() {  # name timeout precision [variant key=value]
+  local name=$1 seconds=$2 precision=$3 variant=${4:-} setting=${5:-} log code=0
+  local extra=()
+  if [ -n "$variant" ]; then extra=(--variant "$variant" --conflux-set "$setting"); fi
+  log=$OUT/logs/$name-conflux-$precision${variant:+-$variant}.log
+  echo "== $name: conflux-bench trainer-step, train.device = $CONFLUX_DEVICE, $precision${variant:+, $variant ($setting)}, batch $(batch_of "$name"), timeout ${seconds}s"
   # conflux-bench itself stops at `seconds`; the extra 30 s bound the config check.
   timeout --kill-after=10 $(( seconds + 30 )) \
     "$PYTHON" benchmarks/gpu_vs_torch.py --system conflux --config "$(config_of "$name")" \
@@ -195,17 +198,20 @@ conflux_row() {  # name timeout precision
     --device "$DEVICE" --conflux-device "$CONFLUX_DEVICE" --timeout "$seconds" \
     --conflux-precision "$precision" \
     --conflux-set "cluster.blas_threads=$([ "$CONFLUX_DEVICE" = cpu ] && echo "$threads" || echo 1)" \
-    >"$log" 2>&1 || code=$?
+    "${extra[@]}" >"$log" 2>&1 || code=$?
   if [ "$code" != 0 ]; then
     echo "   conflux row: gpu_vs_torch.py exit $code (see $log)"
-    "$PYTHON" - "$jsonl" "$name" "$(batch_of "$name")" "$log" "$CONFLUX_DEVICE" "$precision" <<'PY'
+    "$PYTHON" - "$jsonl" "$name" "$(batch_of "$name")" "$log" "$CONFLUX_DEVICE" "$precision" \
+      "$variant" <<'PY'
 import json, sys
-jsonl, name, batch, log, device, precision = sys.argv[1:7]
+jsonl, name, batch, log, device, precision, variant = sys.argv[1:8]
 batch = int(batch)
 tail = [l for l in open(log, errors="replace").read().splitlines() if l.strip()][-3:]
 row = {"model": name, "batch": batch, "precision": precision, "compile": False, "system": "conflux",
        "train_device": device, "status": "error",
        "message": " | ".join(tail)[-1500:] or "(no output)"}
+if variant:
+    row["variant"] = variant
 open(jsonl, "a").write(json.dumps(row) + "\n")
 PY
   fi
@@ -222,6 +228,17 @@ done
 for model in "${models[@]}"; do
   conflux_row "$model" "$(limit "$CONFLUX_TIMEOUT" $(( n * 40 )))" fp32
 done
+# What two defaults cost or save, in bf16: CUDA graphs on the launch-bound model (ResNet-20),
+# deterministic cuDNN algorithms on the largest one listed.
+for model in "${models[@]}"; do
+  if [ "$model" = resnet20 ]; then
+    conflux_row "$model" "$(limit "$CONFLUX_TIMEOUT" $(( n * 40 )))" bf16 no-graphs \
+      train.gpu_graphs=false
+  fi
+done
+last=${models[$(( n - 1 ))]}
+conflux_row "$last" "$(limit "$CONFLUX_TIMEOUT" $(( n * 40 )))" bf16 nondeterministic \
+  train.gpu_deterministic=false
 left=$n
 for model in "${models[@]}"; do  # phase 3: each compile gets an equal share of what is left
   share=$(( (deadline - $(date +%s) - 10) / left ))
