@@ -77,9 +77,12 @@ void CudaModel::compute(const TrainStep& step) {
   const StepOptions options{.grad_scale = step.grad_scale,
                             .label_smoothing = m.label_smoothing,
                             .seed = step.seed,
-                            .reducer = step.reducer};
+                            .reducer = step.reducer,
+                            .device_sum = step.device_sum};
   // Announcing layers runs host code, and the reducer waits for the host: neither replays.
-  if (!m.graphs_on || step.layer_done || step.reducer != nullptr) {
+  // Nor, until it has run on several GPUs, the NCCL statistics sum (NCCL calls captured in a
+  // graph and made eagerly on one communicator).
+  if (!m.graphs_on || step.layer_done || step.reducer != nullptr || step.device_sum != nullptr) {
     m.model.train_step(step.batch, options, step.layer_done);
     return;
   }

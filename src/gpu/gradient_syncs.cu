@@ -10,6 +10,7 @@
 
 #include "conflux/core/error.hpp"
 #include "conflux/gpu/check.hpp"
+#include "conflux/gpu/device_layer.hpp"
 #include "conflux/gpu/gradient_syncs.hpp"
 #include "conflux/gpu/handles.hpp"
 
@@ -121,6 +122,21 @@ class NcclSync final : public comm::GradientSync {
   std::vector<comm::GradientRange> issued_;  // this step's buckets so far
 };
 
+class NcclStatSum final : public DeviceStatSum {
+ public:
+  NcclStatSum(const comm::Communicator& trainers, cudaStream_t stream)
+      : comm_(trainers.size(), shared_unique_id(trainers), trainers.rank()), stream_(stream) {}
+  void sum(double* values, std::size_t count) override {
+    if (count == 0) return;
+    CONFLUX_NCCL_CHECK(
+        ncclAllReduce(values, values, count, ncclDouble, ncclSum, comm_.get(), stream_));
+  }
+
+ private:
+  NcclCommunicator comm_;
+  cudaStream_t stream_;
+};
+
 class HostStagedSync final : public comm::GradientSync {
  public:
   HostStagedSync(std::unique_ptr<comm::GradientSync> host, std::size_t count, cudaStream_t stream)
@@ -169,6 +185,11 @@ class HostStagedSync final : public comm::GradientSync {
 std::unique_ptr<comm::GradientSync> make_nccl_sync(const comm::Communicator& trainers,
                                                    CUstream_st* stream) {
   return std::make_unique<NcclSync>(trainers, stream);
+}
+
+std::unique_ptr<DeviceStatSum> make_nccl_stat_sum(const comm::Communicator& trainers,
+                                                  CUstream_st* stream) {
+  return std::make_unique<NcclStatSum>(trainers, stream);
 }
 
 std::unique_ptr<comm::GradientSync> make_host_staged_sync(std::unique_ptr<comm::GradientSync> host,

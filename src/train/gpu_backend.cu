@@ -138,6 +138,8 @@ class GpuBackend final : public ComputeBackend {
     gpu::use_device(device_);
     if (uses_nccl()) {
       sync_ = gpu::make_nccl_sync(trainers_, model_.stream());
+      // Batch norm's global statistics on the device (NCCL), not through the host.
+      if (trainers_.size() > 1) stat_sum_ = gpu::make_nccl_stat_sum(trainers_, model_.stream());
       // Announcing buckets runs host code during backward, which a captured step cannot; one
       // trainer has nothing to overlap.
       if (trainers_.size() > 1 && !config_->train().gpu_graphs) {
@@ -215,8 +217,10 @@ class GpuBackend final : public ComputeBackend {
         .grad_scale = grad_scale,
         .seed = seed_,
         .step = global_step,
-        // One trainer's statistics are the global batch's: no round trip through the host.
-        .reducer = trainers_.size() > 1 ? &reducer_ : nullptr,
+        // One trainer's statistics are the global batch's: nothing to sum. Several sum them
+        // with NCCL, or through the host where NCCL is not used (K-Reduce, a shared GPU).
+        .reducer = trainers_.size() > 1 && !stat_sum_ ? &reducer_ : nullptr,
+        .device_sum = stat_sum_.get(),
         .layer_done = {}};
     // Each bucket's sum starts as soon as backward has produced it (comm.bucket_mb).
     if (buckets_) {
@@ -338,6 +342,7 @@ class GpuBackend final : public ComputeBackend {
   std::uint64_t steps_ = 0;  // compute() calls
   int next_ = 0;             // slot the next stage() fills
   std::unique_ptr<comm::GradientSync> sync_;      // set up by connect()
+  std::unique_ptr<gpu::DeviceStatSum> stat_sum_;  // NCCL, several trainers: batch norm's sums
   std::optional<comm::GradientBuckets> buckets_;  // with NCCL and comm.bucket_mb > 0
   gpu::DeviceBuffer<float> eval_images_;
   gpu::DeviceBuffer<std::uint8_t> eval_pixels_;

@@ -58,6 +58,7 @@ struct DeviceBatch {
             .seed = pass.seed,
             .step = pass.step,
             .reducer = nullptr,
+            .device_sum = nullptr,
             .layer_done = {}};
   }
 };

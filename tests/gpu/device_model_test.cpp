@@ -103,6 +103,41 @@ TEST(DeviceModel, BatchNormSumsTheStatisticsOfEveryTrainer) {
   expect_close(device_state(device), to_vector(cpu.state()), "running statistics");
 }
 
+// OtherTrainers' sums, added on the device in stream order (as NCCL adds them).
+class OtherTrainersOnTheDevice final : public DeviceStatSum {
+ public:
+  void sum(double* values, std::size_t count) override {
+    std::vector<double> host(values, values + count);
+    OtherTrainers().sum(host);
+    std::copy(host.begin(), host.end(), values);
+  }
+};
+
+// train_step() with the statistics summed on the device gives the bits of the host reducer's
+// forward, loss and backward.
+TEST(DeviceModel, BatchNormSumsOnTheDeviceAsThroughTheHost) {
+  HostExecutor ex;
+  Model cpu(kEveryLayer, {3, 9, 9}, 5, 18);
+  Device through_host(ex, cpu), on_device(ex, cpu);
+  const Batch b = random_batch({3, 9, 9}, 4, 5, 8);
+  OtherTrainers others;
+  through_host.forward(
+      b.images.data.data(), 4,
+      {.training = true, .seed = 3, .step = 1, .samples = b.samples, .reducer = &others});
+  through_host.loss(b.labels.data(), 0.25f, 0.0, true);
+  through_host.backward();
+  OtherTrainersOnTheDevice device_sum;
+  on_device.set_step(1);
+  on_device.train_step(
+      {.images = b.images.data.data(),
+       .labels = b.labels.data(),
+       .samples = b.samples.data(),
+       .n = 4},
+      {.grad_scale = 0.25f, .label_smoothing = 0.0, .seed = 3, .device_sum = &device_sum});
+  EXPECT_EQ(device_grads(on_device), device_grads(through_host));
+  EXPECT_EQ(device_state(on_device), device_state(through_host));
+}
+
 TEST(DeviceModel, EvaluationUsesTheRunningStatisticsAndNoDropout) {
   HostExecutor ex;
   Model cpu(kEveryLayer, {3, 9, 9}, 5, 12);

@@ -47,6 +47,7 @@ struct TrainStep {
   std::uint64_t seed = 0;                 ///< run.seed: dropout masks
   std::uint64_t step = 0;                 ///< global step: dropout masks
   model::StatReducer* reducer = nullptr;  ///< batch norm over trainers (through the host)
+  DeviceStatSum* device_sum = nullptr;    ///< batch norm over trainers (NCCL), over reducer
   LayerDone layer_done;                   ///< announces each layer's gradients during backward
 };
 
@@ -79,8 +80,8 @@ class CudaModel {
 
   /// Forward pass of the step's batch, the loss with train.label_smoothing and dL/dlogits
   /// scaled by its grad_scale, and the backward pass (announcing each layer to its layer_done,
-  /// when set); enqueued. With CudaModelOptions::graphs, a step without layer_done and reducer
-  /// (neither can be captured) is replayed as a CUDA graph once its shape is steady.
+  /// when set); enqueued. With CudaModelOptions::graphs, a step of one trainer without
+  /// layer_done (host code) is replayed as a CUDA graph once its shape is steady.
   void compute(const TrainStep& step);
   /// How compute() ran its steps.
   GraphStats graph_stats() const;

@@ -116,6 +116,16 @@ void ensure(Buffer& buffer, std::size_t count) {
   if (buffer.size() < count) buffer = Buffer(count);
 }
 
+/// Batch norm's statistics summed over the trainers in device memory, in stream order (NCCL on
+/// GPUs): unlike model::StatReducer, no wait for the host.
+class DeviceStatSum {
+ public:
+  virtual ~DeviceStatSum() = default;
+  /// Replaces the `count` doubles at `values` (device memory) by their element-wise sums over
+  /// the trainers, enqueued after the work enqueued so far.
+  virtual void sum(double* values, std::size_t count) = 0;
+};
+
 /// What a pass tells the device kernels (model::Pass, with the sample indices on the device).
 struct DevicePass {
   bool training = false;                   ///< batch statistics and dropout when true
@@ -123,6 +133,7 @@ struct DevicePass {
   const std::uint64_t* step = nullptr;     ///< device: the global training step (dropout masks)
   const std::uint32_t* samples = nullptr;  ///< device: dataset index of each row; null: row
   model::StatReducer* reducer = nullptr;   ///< sums over trainers (host); null: this replica
+  DeviceStatSum* device_sum = nullptr;     ///< sums over trainers on the device (else reducer)
 };
 
 /// One training step's batch, in device memory.
@@ -141,6 +152,7 @@ struct StepOptions {
   double label_smoothing = 0.0;           ///< train.label_smoothing
   std::uint64_t seed = 0;                 ///< run.seed: dropout masks
   model::StatReducer* reducer = nullptr;  ///< batch norm's sums over trainers; null: this one
+  DeviceStatSum* device_sum = nullptr;    ///< the same on the device (taken over reducer)
 };
 
 /// The spans of the model's flat device buffers that belong to one layer, in the layer's

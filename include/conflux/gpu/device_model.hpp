@@ -105,7 +105,8 @@ class DeviceModel {
                        .seed = options.seed,
                        .step = step_.data(),
                        .samples = needs_samples_ ? batch.samples : nullptr,
-                       .reducer = options.reducer};
+                       .reducer = options.reducer,
+                       .device_sum = options.device_sum};
     Calls calls{*this};
     walk_.forward(plan_, input_, calls);
     loss(batch.labels, options.grad_scale, options.label_smoothing, true);

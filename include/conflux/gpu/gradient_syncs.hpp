@@ -16,6 +16,8 @@ struct CUstream_st;
 
 namespace conflux::gpu {
 
+class DeviceStatSum;
+
 /// ncclAllReduce(sum) in place, enqueued on `stream` (after the backward pass, before the
 /// optimiser step), among `trainers`, one GPU each. Collective: trainer 0 creates the NCCL id,
 /// MPI broadcasts it, every trainer joins (ncclCommInitRank); two ranks on one device are an
@@ -23,6 +25,12 @@ namespace conflux::gpu {
 /// id.
 std::unique_ptr<comm::GradientSync> make_nccl_sync(const comm::Communicator& trainers,
                                                    CUstream_st* stream);
+
+/// Batch norm's statistics summed over `trainers` (one GPU each) by ncclAllReduce(sum, double)
+/// in place on `stream`, on a communicator of its own (collective, created as
+/// make_nccl_sync()'s): the global batch's statistics without a wait for the host.
+std::unique_ptr<DeviceStatSum> make_nccl_stat_sum(const comm::Communicator& trainers,
+                                                  CUstream_st* stream);
 
 /// `host`'s exchange on device gradients of `count` floats: each call waits for `stream`,
 /// downloads into pinned memory, exchanges there, and uploads what the trainer must apply.

@@ -148,7 +148,7 @@ class BatchNormKernel final : public DeviceLayer<Ex> {
       channel_sums(ex, xs, static_cast<const T*>(nullptr), rows, c, stats_.data(), partials_);
       channel_sums(ex, xs, xs, rows, c, stats_.data() + c, partials_);
       ex.for_each(1, SetDouble{stats_.data() + 2 * c, static_cast<double>(rows)});
-      if (pass.reducer != nullptr) reduce_through_host(ex, *pass.reducer, stats_, 2 * c + 1);
+      sum_over_trainers(ex, pass, stats_, 2 * c + 1);
       ex.for_each(c, BatchStatistics{stats_.data(), c, momentum_, eps_, weight_, mean(), invstd(),
                                      coef(2), running_mean_, running_var_});
     } else {
@@ -182,9 +182,7 @@ class BatchNormKernel final : public DeviceLayer<Ex> {
     if (grad_in == nullptr) return;
     // With batch statistics dx also flows through the mean and the variance of the global
     // batch, whose sums the trainers add up.
-    if (trained_ && pass.reducer != nullptr) {
-      reduce_through_host(ex, *pass.reducer, grad_sums_, 2 * c);
-    }
+    if (trained_) sum_over_trainers(ex, pass, grad_sums_, 2 * c);
     ex.for_each(c, InputGradientCoefficients{grad_sums_.data(), stats_.data() + 2 * c, c, trained_,
                                              weight_, invstd(), coef(3), coef(4), coef(5)});
     grad_in->resize(x.shape, dtype_);
@@ -196,7 +194,16 @@ class BatchNormKernel final : public DeviceLayer<Ex> {
   float* mean() noexcept { return coef(0); }
   float* invstd() noexcept { return coef(1); }
 
-  // Sums the first `count` doubles of `buffer` over the trainers, through the host.
+  // Sums the first `count` doubles of `buffer` over the trainers: on the device when the pass
+  // can, else through the host; nothing for one trainer (neither set).
+  void sum_over_trainers(Ex& ex, const DevicePass& pass,
+                         typename Ex::template Buffer<double>& buffer, std::size_t count) {
+    if (pass.device_sum != nullptr) {
+      pass.device_sum->sum(buffer.data(), count);
+    } else if (pass.reducer != nullptr) {
+      reduce_through_host(ex, *pass.reducer, buffer, count);
+    }
+  }
   void reduce_through_host(Ex& ex, model::StatReducer& reducer,
                            typename Ex::template Buffer<double>& buffer, std::size_t count) {
     host_.resize(count);
