@@ -159,6 +159,13 @@ class CudaExecutor {
     }
   }
 
+  // Growing frees the old buffer, which cudaFree does only once the work enqueued so far that
+  // may still read it is done.
+  std::byte* scratch(std::size_t bytes) {
+    if (scratch_.bytes() < bytes) scratch_ = DeviceBuffer<std::byte>(bytes);
+    return scratch_.data();
+  }
+
   template <class T>
   void zero(T* p, std::size_t count) {
     if (count > 0) CONFLUX_CUDA_CHECK(cudaMemsetAsync(p, 0, count * sizeof(T), stream_));
@@ -220,6 +227,7 @@ class CudaExecutor {
   DeviceBuffer<std::byte> workspace_;
   DeviceBuffer<std::byte> blas_workspace_;
   LtGemms lt_;
+  DeviceBuffer<std::byte> scratch_;  // scratch(): one call's temporaries
 };
 
 }  // namespace conflux::gpu

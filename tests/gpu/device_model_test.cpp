@@ -441,38 +441,5 @@ TEST(DeviceModel, BackwardAnnouncesLayersSoEveryBucketCompletesOnce) {
   }
 }
 
-// Backward keeps only the gradients still to be read: on a chain of eight convolutions of one
-// shape, a training pass (after the first, which allocates) holds at most a few activation-sized
-// gradient buffers beyond the activations, not one per layer; results are unchanged (every
-// other test here runs through the same plan).
-TEST(DeviceModel, BackwardReusesGradientBuffers) {
-  std::vector<LayerSpec> chain;
-  for (int i = 0; i < 8; ++i)
-    chain.push_back({.type = "conv2d", .out = 4, .kernel = 3, .padding = 1});
-  chain.push_back({.type = "flatten"});
-  chain.push_back({.type = "linear", .out = 3});
-  HostExecutor ex;
-  const Model cpu(chain, {4, 16, 16}, 3, 35);
-  const Batch b = random_batch({4, 16, 16}, 8, 3, 7);
-  const std::size_t before = HostMemory::live;
-  Device device(ex, cpu);
-  const auto pass = [&] {
-    device.forward(b.images.data.data(), 8, model::Pass{.training = true});
-    device.loss(b.labels.data(), 0.125f, 0.0, true);
-    device.backward();
-  };
-  pass();  // sizes every buffer
-  const std::size_t settled = HostMemory::live;
-  HostMemory::reset_peak();
-  pass();
-  const std::size_t activation = 8 * 4 * 16 * 16 * sizeof(float);
-  EXPECT_LE(HostMemory::peak, settled);  // nothing allocated after the first pass
-  // Held after a pass: parameters and their gradients, the input and 9 activations of that
-  // size, at most 3 gradient buffers (one per layer would be 9), and small buffers (the
-  // logits, the loss) within 16 KiB.
-  const std::size_t parameters = 2 * device.num_params() * sizeof(float);
-  EXPECT_LE(settled - before, parameters + (10 + 3) * activation + (16 << 10));
-}
-
 }  // namespace
 }  // namespace conflux::gpu::testing

@@ -184,6 +184,11 @@ struct HostExecutor {
     for (std::size_t i = 0; i < out_count; ++i) put(call.out, call.dtype, i, sums[i]);
   }
 
+  std::byte* scratch(std::size_t bytes) {
+    if (scratch_.size() < bytes) scratch_ = HostBuffer<std::byte>(bytes);
+    return scratch_.data();
+  }
+
   template <class T>
   void zero(T* p, std::size_t count) {
     if (capturing_) {
@@ -219,6 +224,7 @@ struct HostExecutor {
 
   bool capturing_ = false;
   Graph record_;
+  HostBuffer<std::byte> scratch_;
 
   static float at(const void* p, DType t, std::size_t i) {
     return t == DType::kBf16 ? to_float(static_cast<const Bf16*>(p)[i])

@@ -15,6 +15,8 @@
 ///     ReLU epilogue;
 ///   - `conv(const ConvCall&)`: a convolution of NHWC activations with KRSC weights (forward,
 ///     backward data or backward filter), cuDNN's semantics;
+///   - `scratch(bytes)`: device memory for one kernel call's temporaries (a fused ReLU's gated
+///     gradient), the same buffer for every layer, valid until the next scratch() call;
 ///   - `zero(p, count)`, `copy(dst, src, count)` (device to device), `upload(dst, host, count)`,
 ///     `download(host, src, count)` and `synchronize()`; a download is complete when
 ///     synchronize() returns.

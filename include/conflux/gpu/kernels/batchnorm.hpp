@@ -167,8 +167,7 @@ class BatchNormKernel final : public DeviceLayer<Ex> {
     const std::size_t c = layout_.channels;
     const T* dy = grad_out.template data<T>();
     if (relu_ && grad_out.size() > 0) {
-      ensure(gated_, grad_out.size() * sizeof(T));
-      T* gated = reinterpret_cast<T*>(gated_.data());
+      T* gated = reinterpret_cast<T*>(ex.scratch(grad_out.size() * sizeof(T)));
       ex.for_each(grad_out.size(), ReluGate<T>{output_->template data<T>(), dy, gated});
       dy = gated;
     }
@@ -229,7 +228,6 @@ class BatchNormKernel final : public DeviceLayer<Ex> {
   typename Ex::template Buffer<double> stats_;      // sum x, sum x^2, count
   typename Ex::template Buffer<double> grad_sums_;  // sum dy, sum dy * x (then * xhat)
   typename Ex::template Buffer<double> partials_;
-  typename Ex::template Buffer<std::byte> gated_;
   std::vector<double> host_;
 };
 

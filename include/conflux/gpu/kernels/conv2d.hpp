@@ -72,9 +72,9 @@ class Conv2dKernel final : public DeviceLayer<Ex> {
       using T = decltype(zero);
       const T* dy = grad_out.template data<T>();
       if (relu_ && grad_out.size() > 0) {
-        ensure(gated_, grad_out.size() * sizeof(T));
-        ex.for_each(grad_out.size(), ReluGate<T>{output_->template data<T>(), dy, krsc<T>(gated_)});
-        dy = krsc<T>(gated_);
+        T* gated = reinterpret_cast<T*>(ex.scratch(grad_out.size() * sizeof(T)));
+        ex.for_each(grad_out.size(), ReluGate<T>{output_->template data<T>(), dy, gated});
+        dy = gated;
       }
       ensure(sums_, static_cast<std::size_t>(out_));
       const std::size_t rows = grad_out.size() / static_cast<std::size_t>(out_);
@@ -140,7 +140,6 @@ class Conv2dKernel final : public DeviceLayer<Ex> {
   const Tensor* output_ = nullptr;  // the last forward's output: the fused ReLU's gate
   Bytes weights_krsc_;              // the forward's weights, for backward too
   Bytes weight_grad_krsc_;
-  Bytes gated_;
   typename Ex::template Buffer<double> sums_;
   typename Ex::template Buffer<double> partials_;
 };

@@ -142,8 +142,7 @@ class LinearKernel final : public DeviceLayer<Ex> {
     if (!relu_ || grad_out.size() == 0) return grad_out.raw();
     return with_element(dtype_, [&](auto zero) -> const void* {
       using T = decltype(zero);
-      ensure(gated_, grad_out.size() * sizeof(T));
-      T* g = reinterpret_cast<T*>(gated_.data());
+      T* g = reinterpret_cast<T*>(ex.scratch(grad_out.size() * sizeof(T)));
       ex.for_each(grad_out.size(),
                   ReluGate<T>{output_->template data<T>(), grad_out.template data<T>(), g});
       return g;
@@ -157,10 +156,9 @@ class LinearKernel final : public DeviceLayer<Ex> {
   const float* bias_ = nullptr;
   float* weight_grad_ = nullptr;
   float* bias_grad_ = nullptr;
-  bool relu_ = false;                              // a fused ReLU (fuse_relu())
-  const Tensor* output_ = nullptr;                 // the last forward's output: the ReLU's gate
-  typename Ex::template Buffer<Bf16> low_;         // bf16 copy of the weights and bias (bf16)
-  typename Ex::template Buffer<std::byte> gated_;  // dY gated by the fused ReLU
+  bool relu_ = false;                       // a fused ReLU (fuse_relu())
+  const Tensor* output_ = nullptr;          // the last forward's output: the ReLU's gate
+  typename Ex::template Buffer<Bf16> low_;  // bf16 copy of the weights and bias (bf16)
 };
 
 }  // namespace conflux::gpu::kernels
