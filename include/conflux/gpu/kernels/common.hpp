@@ -73,6 +73,33 @@ struct ChannelPartials {
   }
 };
 
+/// ChannelPartials of x and of x * y in one pass over x (one read of the activations instead
+/// of two): sums[i] and products[i], each summed exactly as ChannelPartials sums it.
+template <class T, class U = T>
+struct ChannelPartialPairs {
+  const T* x;
+  const U* y;
+  double* sums;
+  double* products;
+  std::size_t rows;
+  std::size_t channels;
+  std::size_t parts;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    const std::size_t c = i % channels;
+    const std::size_t p = i / channels;
+    const std::size_t begin = rows * p / parts;
+    const std::size_t end = rows * (p + 1) / parts;
+    double s = 0.0, q = 0.0;
+    for (std::size_t r = begin; r < end; ++r) {
+      const double v = load(x, r * channels + c);
+      s += v;
+      q += v * static_cast<double>(load(y, r * channels + c));
+    }
+    sums[i] = s;
+    products[i] = q;
+  }
+};
+
 /// out[c] = sum over p of partial[p * channels + c], in order.
 struct SumPartials {
   const double* partial;
@@ -119,6 +146,20 @@ void channel_sums(Ex& ex, const T* x, const U* y, std::size_t rows, std::size_t 
   ensure(scratch, parts * channels);
   ex.for_each(parts * channels, ChannelPartials<T, U>{x, y, scratch.data(), rows, channels, parts});
   ex.for_each(channels, SumPartials{scratch.data(), out, channels, parts});
+}
+
+/// channel_sums() of x into out[0, channels) and of x * y into out[channels, 2 channels), in
+/// one pass over x, with the same bits.
+template <class Ex, class T, class U = T>
+void channel_sum_pairs(Ex& ex, const T* x, const U* y, std::size_t rows, std::size_t channels,
+                       double* out, typename Ex::template Buffer<double>& scratch) {
+  const std::size_t parts = channel_parts(rows, channels);
+  const std::size_t n = parts * channels;
+  ensure(scratch, 2 * n);
+  ex.for_each(n, ChannelPartialPairs<T, U>{x, y, scratch.data(), scratch.data() + n, rows, channels,
+                                           parts});
+  ex.for_each(channels, SumPartials{scratch.data(), out, channels, parts});
+  ex.for_each(channels, SumPartials{scratch.data() + n, out + channels, channels, parts});
 }
 
 /// Where element i of an NHWC tensor of `c` channels and `hw` pixels per image stands in the
