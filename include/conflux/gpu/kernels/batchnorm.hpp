@@ -57,10 +57,14 @@ struct ChannelMap {
   T* out;
   std::size_t channels;
   bool relu;
+  const T* gate;  // null: dy as it is; else dy gated as ReluGate would (a fused ReLU)
   CONFLUX_HD void operator()(std::size_t i) const {
     const std::size_t c = i % channels;
     float v = (load(x, i) - m[c]) * p[c] + q[c];
-    if (dy != nullptr) v += load(dy, i) * r[c];
+    if (dy != nullptr) {
+      const float g = gate != nullptr ? model::relu_gated(load(gate, i), load(dy, i)) : load(dy, i);
+      v += g * r[c];
+    }
     store(out, i, relu ? model::relu_value(v) : v);
   }
 };
@@ -156,7 +160,7 @@ class BatchNormKernel final : public DeviceLayer<Ex> {
     }
     out.resize(x.shape, dtype_);
     ex.for_each(out.size(), ChannelMap<T>{xs, nullptr, mean(), coef(2), bias_, nullptr,
-                                          out.template data<T>(), c, relu_});
+                                          out.template data<T>(), c, relu_, nullptr});
     output_ = &out;
   }
 
@@ -165,15 +169,12 @@ class BatchNormKernel final : public DeviceLayer<Ex> {
                    Tensor* grad_in) {
     const std::size_t c = layout_.channels;
     const T* dy = grad_out.template data<T>();
-    if (relu_ && grad_out.size() > 0) {
-      T* gated = reinterpret_cast<T*>(ex.scratch(grad_out.size() * sizeof(T)));
-      ex.for_each(grad_out.size(), ReluGate<T>{output_->template data<T>(), dy, gated});
-      dy = gated;
-    }
+    // A fused ReLU gates dy where it is read, by the forward's output: no gated copy.
+    const T* gate = relu_ ? output_->template data<T>() : nullptr;
     ensure(grad_sums_, 2 * c);
     const std::size_t rows = static_cast<std::size_t>(x.batch()) * layout_.pixels;
     const T* xs = x.template data<T>();
-    channel_sum_pairs(ex, dy, xs, rows, c, grad_sums_.data(), partials_);
+    channel_sum_pairs(ex, dy, xs, rows, c, grad_sums_.data(), partials_, gate);
     ex.for_each(
         c, BatchNormGradients{grad_sums_.data(), c, mean(), invstd(), weight_grad_, bias_grad_});
     if (grad_in == nullptr) return;
@@ -184,7 +185,7 @@ class BatchNormKernel final : public DeviceLayer<Ex> {
                                              weight_, invstd(), coef(3), coef(4), coef(5)});
     grad_in->resize(x.shape, dtype_);
     ex.for_each(grad_in->size(), ChannelMap<T>{xs, dy, mean(), coef(4), coef(5), coef(3),
-                                               grad_in->template data<T>(), c, false});
+                                               grad_in->template data<T>(), c, false, gate});
   }
 
   float* coef(std::size_t k) noexcept { return coefs_.data() + k * layout_.channels; }

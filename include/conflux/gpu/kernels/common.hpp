@@ -74,7 +74,8 @@ struct ChannelPartials {
 };
 
 /// ChannelPartials of x and of x * y in one pass over x (one read of the activations instead
-/// of two): sums[i] and products[i], each summed exactly as ChannelPartials sums it.
+/// of two): sums[i] and products[i], each summed exactly as ChannelPartials sums it. With a
+/// gate, x is first gated by it as ReluGate would (a fused ReLU's gradient, never stored).
 template <class T, class U = T>
 struct ChannelPartialPairs {
   const T* x;
@@ -84,6 +85,10 @@ struct ChannelPartialPairs {
   std::size_t rows;
   std::size_t channels;
   std::size_t parts;
+  const T* gate;  // null: none
+  CONFLUX_HD float at(std::size_t k) const {
+    return gate != nullptr ? model::relu_gated(load(gate, k), load(x, k)) : load(x, k);
+  }
   CONFLUX_HD void operator()(std::size_t i) const {
     const std::size_t c = i % channels;
     const std::size_t p = i / channels;
@@ -91,7 +96,7 @@ struct ChannelPartialPairs {
     const std::size_t end = rows * (p + 1) / parts;
     double s = 0.0, q = 0.0;
     for (std::size_t r = begin; r < end; ++r) {
-      const double v = load(x, r * channels + c);
+      const double v = at(r * channels + c);
       s += v;
       q += v * static_cast<double>(load(y, r * channels + c));
     }
@@ -149,15 +154,16 @@ void channel_sums(Ex& ex, const T* x, const U* y, std::size_t rows, std::size_t 
 }
 
 /// channel_sums() of x into out[0, channels) and of x * y into out[channels, 2 channels), in
-/// one pass over x, with the same bits.
+/// one pass over x, with the same bits; x gated by `gate` when set (ChannelPartialPairs).
 template <class Ex, class T, class U = T>
 void channel_sum_pairs(Ex& ex, const T* x, const U* y, std::size_t rows, std::size_t channels,
-                       double* out, typename Ex::template Buffer<double>& scratch) {
+                       double* out, typename Ex::template Buffer<double>& scratch,
+                       const T* gate = nullptr) {
   const std::size_t parts = channel_parts(rows, channels);
   const std::size_t n = parts * channels;
   ensure(scratch, 2 * n);
   ex.for_each(n, ChannelPartialPairs<T, U>{x, y, scratch.data(), scratch.data() + n, rows, channels,
-                                           parts});
+                                           parts, gate});
   ex.for_each(channels, SumPartials{scratch.data(), out, channels, parts});
   ex.for_each(channels, SumPartials{scratch.data() + n, out + channels, channels, parts});
 }
