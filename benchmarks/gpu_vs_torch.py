@@ -587,6 +587,7 @@ def conflux_figures(row, s, sampler):
                computes_in=s["precision"], input=s["input"], params=s["params"],
                final_loss=s["loss"] if s["loss"] is None else round(s["loss"], 4),
                loss_finite=bool(s["loss_finite"]), gpu_util_pct=None,
+               computed=s.get("computed", ""),
                peak_mem_gib=(round(s["peak_device_bytes"] / 2**30, 3)
                              if s["device_kind"] == "gpu" else None))
     if s["device_kind"] == "gpu":
@@ -739,6 +740,8 @@ def report(jsonl, markdown):
             if r.get("variant") and conflux and r.get("samples_per_s"):
                 note = (f"{r['samples_per_s'] / conflux['samples_per_s']:.3f} x the default "
                         f"conflux row's samples/s")
+            if r.get("system") == "conflux" and "CUDA graphs" in r.get("computed", ""):
+                note = "; ".join(n for n in (note, r["computed"]) if n)
             if r.get("loss_finite") is False:
                 note = "loss not finite"
         else:

@@ -140,6 +140,7 @@ struct Measured {
   Clock::time_point start, end;
   model::LossResult losses;
   std::size_t peak_device_bytes = 0;
+  std::string computed;  // ComputeBackend::compute_summary(): e.g. the GPU's CUDA graphs
 };
 
 // The warm-up (its losses waited for and dropped, so that the clock starts on an idle device),
@@ -157,6 +158,7 @@ Measured measure(StepLoop& loop, const Options& opt) {
   m.end = Clock::now();
   m.seconds = std::chrono::duration<double>(m.end - m.start).count();
   m.peak_device_bytes = gpu::device_memory_stats().peak_bytes;
+  m.computed = loop.backend.compute_summary();
   return m;
 }
 
@@ -249,6 +251,7 @@ void report_result(Report& report, const RunInfo& run, const Options& opt, const
   report.set_summary("loss", loss);
   report.set_summary("loss_finite", std::isfinite(loss));
   report.set_summary("peak_device_bytes", static_cast<std::int64_t>(m.peak_device_bytes));
+  report.set_summary("computed", m.computed);
   report.set_summary("window_start_monotonic_s", monotonic_seconds(m.start));
   report.set_summary("window_end_monotonic_s", monotonic_seconds(m.end));
 }

@@ -35,18 +35,26 @@ __global__ void __launch_bounds__(kThreadsPerBlock) for_each_kernel(std::size_t 
   }
 }
 
-// The epilogue of a GEMM cuBLASLt had no algorithm for, on its output: c = max(c + bias, 0).
+// A GEMM epilogue cuBLASLt did not take, in two kernels around a plain GEMM: the bias in C
+// first (the GEMM adds the product onto it, beta 1: one rounding, as the epilogue's), the ReLU
+// after. Column-major m x n C with leading dimension ldc.
 template <class T>
-struct BiasRelu {
+struct BiasIntoRows {
   T* c;
-  const T* bias;  // null: none
+  const T* bias;
   std::size_t m, ldc;
-  bool relu;
+  CONFLUX_HD void operator()(std::size_t i) const {
+    store(c, i % m + i / m * ldc, load(bias, i % m));
+  }
+};
+template <class T>
+struct ReluInPlace {
+  T* c;
+  std::size_t m, ldc;
   CONFLUX_HD void operator()(std::size_t i) const {
     const std::size_t at = i % m + i / m * ldc;
-    float v = load(c, at) + (bias != nullptr ? load(bias, i % m) : 0.0f);
-    if (relu) v = v > 0.0f ? v : 0.0f;
-    store(c, at, v);
+    const float v = load(c, at);
+    store(c, at, v > 0.0f ? v : 0.0f);
   }
 };
 
@@ -118,21 +126,25 @@ class CudaExecutor {
   }
 
   // Bias and ReLU fused into the GEMM by cuBLASLt (in its workspace, which cuBLAS shares: both
-  // run on this stream, one after the other); where it has no algorithm, the GEMM and then the
-  // epilogue as a kernel of its own.
+  // run on this stream, one after the other); where it does not take the call, the bias, the
+  // GEMM and the ReLU as three calls with the same rounding.
   void gemm_with_epilogue(const Gemm& g) {
     CONFLUX_CHECK(g.beta == 0.0f, "gemm: an epilogue needs beta = 0, not {}", g.beta);
     if (lt_.run(g, blas_workspace_.data(), blas_workspace_.bytes(), stream_)) return;
-    Gemm plain = g;
-    plain.bias = nullptr;
-    plain.relu = false;
-    gemm(plain);
     with_element(g.c_type, [&](auto zero) {
       using T = decltype(zero);
-      for_each(static_cast<std::size_t>(g.m) * g.n,
-               detail::BiasRelu<T>{static_cast<T*>(g.c), static_cast<const T*>(g.bias),
-                                   static_cast<std::size_t>(g.m), static_cast<std::size_t>(g.ldc),
-                                   g.relu});
+      T* c = static_cast<T*>(g.c);
+      const auto m = static_cast<std::size_t>(g.m), ldc = static_cast<std::size_t>(g.ldc);
+      const std::size_t count = m * static_cast<std::size_t>(g.n);
+      Gemm plain = g;
+      plain.bias = nullptr;
+      plain.relu = false;
+      if (g.bias != nullptr) {
+        for_each(count, detail::BiasIntoRows<T>{c, static_cast<const T*>(g.bias), m, ldc});
+        plain.beta = 1.0f;
+      }
+      gemm(plain);
+      if (g.relu) for_each(count, detail::ReluInPlace<T>{c, m, ldc});
     });
   }
 

@@ -47,7 +47,7 @@ ncclUniqueId shared_unique_id(const comm::Communicator& trainers) {
 // overlapping the rest of backward; exchange() sums what was not announced and makes the compute
 // stream wait for the communication stream before the optimiser step. Every trainer announces
 // the same buckets in the same order (one model), as NCCL requires of one communicator.
-class NcclSync final : public comm::GradientSync {
+class NcclSync final : public NcclSums {
  public:
   NcclSync(const comm::Communicator& trainers, cudaStream_t compute)
       : comm_(trainers.size(), shared_unique_id(trainers), trainers.rank()), compute_(compute) {}
@@ -71,6 +71,16 @@ class NcclSync final : public comm::GradientSync {
     follow_compute();
     all_reduce(gradients.data() + range.begin, range.size(), side_.get());
     issued_.push_back(range);
+  }
+  // Batch norm's statistics, in line with the buckets on the communication stream; the
+  // compute stream waits for them (the layer's next kernel reads them).
+  void sum(double* values, std::size_t count) override {
+    if (count == 0) return;
+    follow_compute();
+    CONFLUX_NCCL_CHECK(
+        ncclAllReduce(values, values, count, ncclDouble, ncclSum, comm_.get(), side_.get()));
+    statistics_.record(side_.get());
+    CONFLUX_CUDA_CHECK(cudaStreamWaitEvent(compute_, statistics_.get(), 0));
   }
   comm::Merged exchange(std::span<float> gradients) override {
     if (issued_.empty()) {  // no buckets: one sum after backward, on the compute stream
@@ -119,22 +129,8 @@ class NcclSync final : public comm::GradientSync {
   Stream side_;                              // the buckets' sums
   Event produced_;                           // recorded on compute_: what a bucket's sum waits for
   Event summed_;                             // recorded on side_: what the optimiser step waits for
+  Event statistics_;                         // recorded on side_: batch norm's sums
   std::vector<comm::GradientRange> issued_;  // this step's buckets so far
-};
-
-class NcclStatSum final : public DeviceStatSum {
- public:
-  NcclStatSum(const comm::Communicator& trainers, cudaStream_t stream)
-      : comm_(trainers.size(), shared_unique_id(trainers), trainers.rank()), stream_(stream) {}
-  void sum(double* values, std::size_t count) override {
-    if (count == 0) return;
-    CONFLUX_NCCL_CHECK(
-        ncclAllReduce(values, values, count, ncclDouble, ncclSum, comm_.get(), stream_));
-  }
-
- private:
-  NcclCommunicator comm_;
-  cudaStream_t stream_;
 };
 
 class HostStagedSync final : public comm::GradientSync {
@@ -182,14 +178,8 @@ class HostStagedSync final : public comm::GradientSync {
 
 }  // namespace
 
-std::unique_ptr<comm::GradientSync> make_nccl_sync(const comm::Communicator& trainers,
-                                                   CUstream_st* stream) {
+std::unique_ptr<NcclSums> make_nccl_sync(const comm::Communicator& trainers, CUstream_st* stream) {
   return std::make_unique<NcclSync>(trainers, stream);
-}
-
-std::unique_ptr<DeviceStatSum> make_nccl_stat_sum(const comm::Communicator& trainers,
-                                                  CUstream_st* stream) {
-  return std::make_unique<NcclStatSum>(trainers, stream);
 }
 
 std::unique_ptr<comm::GradientSync> make_host_staged_sync(std::unique_ptr<comm::GradientSync> host,

@@ -89,6 +89,10 @@ class GpuBackend final : public ComputeBackend {
         config_(o.config),
         timeout_(o.timeout),
         shared_gpu_(o.device.shared_gpu) {
+    const std::vector<LayerSpec>& specs = host_.specs();
+    sums_statistics_ = trainers_.size() > 1 &&
+                       std::any_of(specs.begin(), specs.end(),
+                                   [](const LayerSpec& s) { return s.type == "batchnorm"; });
     if (o.transform != nullptr && o.transform->pixel_output()) {
       model_.set_pixel_normalisation(o.transform->pixel_scale(), o.transform->pixel_shift());
       takes_pixels_ = true;
@@ -137,12 +141,13 @@ class GpuBackend final : public ComputeBackend {
     if (sync_) return;
     gpu::use_device(device_);
     if (uses_nccl()) {
-      sync_ = gpu::make_nccl_sync(trainers_, model_.stream());
-      // Batch norm's global statistics on the device (NCCL), not through the host.
-      if (trainers_.size() > 1) stat_sum_ = gpu::make_nccl_stat_sum(trainers_, model_.stream());
-      // Announcing buckets runs host code during backward, which a captured step cannot; one
-      // trainer has nothing to overlap.
-      if (trainers_.size() > 1 && !config_->train().gpu_graphs) {
+      std::unique_ptr<gpu::NcclSums> nccl = gpu::make_nccl_sync(trainers_, model_.stream());
+      // Batch norm's global statistics summed on the device, on the gradients' communicator.
+      if (sums_statistics()) stat_sum_ = nccl.get();
+      sync_ = std::move(nccl);
+      // Announcing buckets runs host code during backward, which a captured step cannot: with
+      // graphs the gradients are summed after backward. One trainer has nothing to overlap.
+      if (trainers_.size() > 1 && !(config_->train().gpu_graphs && captures_steps())) {
         buckets_ = gradient_buckets(host_, config_->comm().bucket_mb);
       }
     } else {
@@ -219,8 +224,8 @@ class GpuBackend final : public ComputeBackend {
         .step = global_step,
         // One trainer's statistics are the global batch's: nothing to sum. Several sum them
         // with NCCL, or through the host where NCCL is not used (K-Reduce, a shared GPU).
-        .reducer = trainers_.size() > 1 && !stat_sum_ ? &reducer_ : nullptr,
-        .device_sum = stat_sum_.get(),
+        .reducer = sums_statistics() && stat_sum_ == nullptr ? &reducer_ : nullptr,
+        .device_sum = stat_sum_,
         .layer_done = {}};
     // Each bucket's sum starts as soon as backward has produced it (comm.bucket_mb).
     if (buckets_) {
@@ -297,6 +302,9 @@ class GpuBackend final : public ComputeBackend {
 
  private:
   bool uses_nccl() const { return config_->comm().strategy != "kreduce" && !shared_gpu_; }
+  bool sums_statistics() const noexcept { return sums_statistics_; }
+  // Steps can be captured as graphs: no statistics sum between kernels (CudaModel::compute).
+  bool captures_steps() const { return !sums_statistics(); }
   comm::GradientSync& connected() {
     CONFLUX_CHECK(sync_ != nullptr, "GPU trainer: a gradient exchange before connect()");
     return *sync_;
@@ -336,13 +344,15 @@ class GpuBackend final : public ComputeBackend {
   std::chrono::duration<double> timeout_;
   bool shared_gpu_;
   bool takes_pixels_ = false;  // the transform makes 8-bit images: batches arrive as pixels
-  gpu::Stream copy_;           // host-to-device uploads of the batches
+  // Batch norm's statistics are the global batch's: several trainers sum them each pass.
+  bool sums_statistics_ = false;
+  gpu::Stream copy_;  // host-to-device uploads of the batches
   std::array<StagingSlot, 2> slots_;
   int staged_ = -1;          // slot of the batch the next compute() uses, -1 when none
   std::uint64_t steps_ = 0;  // compute() calls
   int next_ = 0;             // slot the next stage() fills
-  std::unique_ptr<comm::GradientSync> sync_;      // set up by connect()
-  std::unique_ptr<gpu::DeviceStatSum> stat_sum_;  // NCCL, several trainers: batch norm's sums
+  std::unique_ptr<comm::GradientSync> sync_;  // set up by connect()
+  gpu::DeviceStatSum* stat_sum_ = nullptr;    // sync_'s NCCL, when it sums batch norm's statistics
   std::optional<comm::GradientBuckets> buckets_;  // with NCCL and comm.bucket_mb > 0
   gpu::DeviceBuffer<float> eval_images_;
   gpu::DeviceBuffer<std::uint8_t> eval_pixels_;

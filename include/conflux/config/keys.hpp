@@ -274,8 +274,8 @@
   KEY(train, gpu_graphs, bool, true, unbounded, (),                                             \
       "GPU trainers: replay each training step's forward and backward pass as one captured "    \
       "CUDA graph once its shape is steady (the same bits as running it kernel by kernel, "     \
-      "without the launch overhead). Not with batch norm over several trainers, and gradient " \
-      "buckets (comm.bucket_mb) are then summed after backward.")
+      "without the launch overhead). Steps with batch norm over several trainers are not "     \
+      "captured; captured steps sum the gradients after backward (no comm.bucket_mb buckets).")
 
 #define CONFLUX_CHECKPOINT_KEYS(KEY, HOOKED)                                                    \
   KEY(checkpoint, every_steps, std::int64_t, 0, in(0, kIntMax), (),                             \

@@ -10,27 +10,25 @@
 
 #include "conflux/comm/communicator.hpp"
 #include "conflux/comm/gradient_sync.hpp"
+#include "conflux/gpu/device_layer.hpp"
 
 /// The CUDA runtime's stream type (cudaStream_t is CUstream_st*).
 struct CUstream_st;
 
 namespace conflux::gpu {
 
-class DeviceStatSum;
+/// NCCL's sums of one GPU trainer, on one communicator: the gradients (comm::GradientSync) and
+/// batch norm's statistics (DeviceStatSum, sum(double*, count)). The statistics and the
+/// gradient buckets go through one communication stream, in order: NCCL kernels of two
+/// communicators, or of one on two streams, may wait for each other and hang.
+class NcclSums : public comm::GradientSync, public DeviceStatSum {};
 
 /// ncclAllReduce(sum) in place, enqueued on `stream` (after the backward pass, before the
 /// optimiser step), among `trainers`, one GPU each. Collective: trainer 0 creates the NCCL id,
 /// MPI broadcasts it, every trainer joins (ncclCommInitRank); two ranks on one device are an
 /// NCCL error. RuntimeError on NCCL errors, on every trainer when trainer 0 cannot create the
 /// id.
-std::unique_ptr<comm::GradientSync> make_nccl_sync(const comm::Communicator& trainers,
-                                                   CUstream_st* stream);
-
-/// Batch norm's statistics summed over `trainers` (one GPU each) by ncclAllReduce(sum, double)
-/// in place on `stream`, on a communicator of its own (collective, created as
-/// make_nccl_sync()'s): the global batch's statistics without a wait for the host.
-std::unique_ptr<DeviceStatSum> make_nccl_stat_sum(const comm::Communicator& trainers,
-                                                  CUstream_st* stream);
+std::unique_ptr<NcclSums> make_nccl_sync(const comm::Communicator& trainers, CUstream_st* stream);
 
 /// `host`'s exchange on device gradients of `count` floats: each call waits for `stream`,
 /// downloads into pinned memory, exchanges there, and uploads what the trainer must apply.

@@ -116,9 +116,11 @@ class DeviceBuffer {
   explicit DeviceBuffer(std::size_t count) : count_(count) {
     if (count > 0) {
       void* p = nullptr;
-      CONFLUX_CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)));
+      const cudaError_t status = cudaMalloc(&p, count * sizeof(T));
+      // Counted even when it fails: while a graph is captured, that failure is the capture's.
+      count_device_memory(status == cudaSuccess ? static_cast<std::ptrdiff_t>(bytes()) : 0);
+      CONFLUX_CUDA_CHECK(status);
       data_ = static_cast<T*>(p);
-      count_device_memory(static_cast<std::ptrdiff_t>(bytes()));
     }
   }
   ~DeviceBuffer() {

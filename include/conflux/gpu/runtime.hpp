@@ -79,7 +79,8 @@ struct DeviceMemoryStats {
 DeviceMemoryStats device_memory_stats() noexcept;
 /// Starts a new peak at what is held now.
 void reset_device_memory_peak() noexcept;
-/// DeviceBuffer's accounting: `bytes` allocated (> 0) or freed (< 0).
+/// DeviceBuffer's accounting: `bytes` allocated (> 0) or freed (< 0); 0 for an allocation that
+/// failed (still a change).
 void count_device_memory(std::ptrdiff_t bytes) noexcept;
 
 }  // namespace conflux::gpu

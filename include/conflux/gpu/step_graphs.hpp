@@ -12,7 +12,8 @@
 /// activations) may have freed one, so every graph is dropped and the step runs eagerly again
 /// (and is captured anew once steady). A capture that fails (a library call that cannot be
 /// captured) turns graphs off for the run, with the reason in failure(), and the step runs
-/// eagerly: slower, never wrong.
+/// eagerly: slower, never wrong. A capture that allocated device memory is retried once the
+/// key is steady again (a few times), since the allocation may be a buffer that just grew.
 
 #include <cstddef>
 #include <cstdint>
@@ -41,6 +42,8 @@ class StepGraphs {
  public:
   /// How many graphs are kept (the two staging slots, each with a full and a last batch).
   static constexpr std::size_t kMaxGraphs = 8;
+  /// Captures that allocated memory retried before graphs are turned off.
+  static constexpr int kMaxMemoryRetries = 4;
 
   /// Graphs on `ex` (which must outlive this object).
   explicit StepGraphs(Ex& ex) : ex_(&ex) {}
@@ -103,6 +106,12 @@ class StepGraphs {
       CONFLUX_CHECK(ex_->memory_changes() == before,
                     "device memory was allocated or freed while capturing a training step");
     } catch (const std::exception& error) {
+      // An allocation while capturing (a buffer grown after all) only means the key was not
+      // steady yet: it runs eagerly and is captured again, a few times at most.
+      if (ex_->memory_changes() != before && ++memory_retries_ <= kMaxMemoryRetries) {
+        drop_graphs();
+        return false;
+      }
       failure_ = error.what();
       drop_graphs();
       return false;
@@ -129,6 +138,7 @@ class StepGraphs {
   std::size_t captures_ = 0;
   std::size_t replays_ = 0;
   std::string failure_;
+  int memory_retries_ = 0;
 };
 
 }  // namespace conflux::gpu

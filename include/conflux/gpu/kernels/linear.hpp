@@ -8,6 +8,7 @@
 /// in fp32.
 
 #include <cstddef>
+#include <cstdint>
 
 #include "conflux/gpu/device_layer.hpp"
 #include "conflux/gpu/kernels/common.hpp"
@@ -53,17 +54,14 @@ class LinearKernel final : public DeviceLayer<Ex> {
     const int n = x.batch();
     out.resize({n, out_}, dtype_);
     output_ = &out;
-    const void* weights = gemm_weights(ex);
-    const void* bias = dtype_ == DType::kF32
-                           ? static_cast<const void*>(bias_)
-                           : static_cast<const void*>(low_.data() + weight_count());
+    const Operands w = gemm_operands(ex);
     // Column-major: y^T [out x n] = W [out x in] x^T [in x n] + b; W row-major is [in x out].
     ex.gemm({.trans_a = true,
              .trans_b = false,
              .m = out_,
              .n = n,
              .k = in_,
-             .a = weights,
+             .a = w.weights,
              .lda = in_,
              .b = x.raw(),
              .ldb = in_,
@@ -72,7 +70,7 @@ class LinearKernel final : public DeviceLayer<Ex> {
              .ldc = out_,
              .a_type = dtype_,
              .c_type = dtype_,
-             .bias = bias,
+             .bias = w.bias,
              .relu = relu_});
   }
 
@@ -128,14 +126,26 @@ class LinearKernel final : public DeviceLayer<Ex> {
 
  private:
   std::size_t weight_count() const noexcept { return static_cast<std::size_t>(out_) * in_; }
-  // The weights the GEMMs read: the fp32 master, or its bf16 copy made now (with the bias,
-  // which follows the weights in the parameters).
-  const void* gemm_weights(Ex& ex) {
-    if (dtype_ == DType::kF32) return weight_;
-    const std::size_t count = weight_count() + static_cast<std::size_t>(out_);
-    ensure(low_, count);
-    ex.for_each(count, Cast<float, Bf16>{weight_, low_.data()});
-    return low_.data();
+  struct Operands {
+    const void* weights;
+    const void* bias;
+  };
+  // The weights and bias the forward GEMM reads: the fp32 masters, or bf16 copies made now.
+  // The bias 16-byte aligned (cuBLASLt's epilogue reads it so): in the parameters it follows
+  // the weights at any offset, so an fp32 bias there may need a copy of its own.
+  Operands gemm_operands(Ex& ex) {
+    const auto out = static_cast<std::size_t>(out_);
+    if (dtype_ == DType::kF32) {
+      if (reinterpret_cast<std::uintptr_t>(bias_) % 16 == 0) return {weight_, bias_};
+      ensure(bias_copy_, out);
+      ex.for_each(out, Cast<float, float>{bias_, bias_copy_.data()});
+      return {weight_, bias_copy_.data()};
+    }
+    const std::size_t bias_at = (weight_count() + 7) / 8 * 8;  // 8 bf16 = 16 bytes
+    ensure(low_, bias_at + out);
+    ex.for_each(weight_count(), Cast<float, Bf16>{weight_, low_.data()});
+    ex.for_each(out, Cast<float, Bf16>{bias_, low_.data() + bias_at});
+    return {low_.data(), low_.data() + bias_at};
   }
   // dY, gated by the forward's output where the ReLU is fused.
   const void* gated(Ex& ex, const Tensor& grad_out) {
@@ -156,9 +166,10 @@ class LinearKernel final : public DeviceLayer<Ex> {
   const float* bias_ = nullptr;
   float* weight_grad_ = nullptr;
   float* bias_grad_ = nullptr;
-  bool relu_ = false;                       // a fused ReLU (fuse_relu())
-  const Tensor* output_ = nullptr;          // the last forward's output: the ReLU's gate
-  typename Ex::template Buffer<Bf16> low_;  // bf16 copy of the weights and bias (bf16)
+  bool relu_ = false;                              // a fused ReLU (fuse_relu())
+  const Tensor* output_ = nullptr;                 // the last forward's output: the ReLU's gate
+  typename Ex::template Buffer<Bf16> low_;         // bf16 copies of the weights and bias
+  typename Ex::template Buffer<float> bias_copy_;  // an aligned fp32 bias (gemm_operands())
 };
 
 }  // namespace conflux::gpu::kernels
