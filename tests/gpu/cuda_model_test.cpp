@@ -108,12 +108,14 @@ TEST(CudaModel, EveryLayerTypeMatchesTheCpuModel) {
 
 // tf32 and bf16 against the fp32 CPU model: TF32 rounds the products' inputs to 10 mantissa
 // bits (within 5e-3 of the largest magnitude here), bf16 the activations to 8 (5e-2).
-void check_precision(Precision precision, double tolerance) {
-  Model cpu(kEveryLayer, {3, 9, 9}, 5, 13);
+void check_precision(Precision precision, double tolerance,
+                     const std::vector<LayerSpec>& specs = kEveryLayer,
+                     const model::SampleShape& sample = {3, 9, 9}) {
+  Model cpu(specs, sample, 5, 13);
   TrainSection t = train_section("sgd");
   t.label_smoothing = 0.0;
   CudaModel gpu(cpu, t, {.precision = precision});
-  const Batch b = random_batch({3, 9, 9}, 6, 5, 3);
+  const Batch b = random_batch(sample, 6, 5, 3);
   const model::Pass pass{.training = true, .seed = 42, .step = 3, .samples = b.samples};
   Tensor grad;
   model::softmax_cross_entropy(cpu.forward(b.images, pass), b.labels, 1.0f / 6, &grad);
@@ -131,6 +133,14 @@ TEST(CudaModel, Tf32TracksTheFp32Model) {
 TEST(CudaModel, Bf16TracksTheFp32Model) {
   CONFLUX_REQUIRE_GPU();
   check_precision(Precision::kBf16, 5e-2);
+}
+
+// cuBLASLt's bias and bias + ReLU epilogues in bf16 and TF32: linear layers of 420 and 35
+// weights (the bf16 bias copies then sit at padded, 16-byte aligned offsets).
+TEST(CudaModel, LinearEpiloguesTrackTheFp32Model) {
+  CONFLUX_REQUIRE_GPU();
+  check_precision(Precision::kBf16, 5e-2, kFlattenMlp, {2, 4, 5});
+  check_precision(Precision::kTf32, 5e-3, kFlattenMlp, {2, 4, 5});
 }
 
 TEST(CudaModel, EvaluationMatchesTheCpuModel) {
