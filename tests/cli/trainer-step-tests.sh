@@ -88,7 +88,7 @@ expect_fail "--steps 0" 2 "--warmup and --steps must be at least 1, not 5 and 0"
   "$BENCH" trainer-step "${CPU[@]}" --config configs/mnist_mlp.toml --steps 0
 expect_fail "a key the config schema lacks" 2 "train.no_such_key" -- \
   "$BENCH" trainer-step --config configs/mnist_mlp.toml --set train.no_such_key=1
-expect_fail "2 ranks" 2 "trainer-step runs on 1 rank, not 2" 2 -- \
+expect_fail "2 ranks" 2 "trainer-step runs on 1 rank, not 2" 1 -- \
   "${MPIRUN[@]}" -np 2 "$BENCH" trainer-step "${CPU[@]}" --config configs/mnist_mlp.toml
 if ! command -v nvidia-smi >/dev/null; then
   expect_fail 'train.device = "gpu" without a GPU' 2 'train.device = "gpu" but no usable GPU' -- \
