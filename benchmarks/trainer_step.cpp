@@ -3,7 +3,7 @@
 // and precision (benchmarks/gpu_vs_torch.sh, docs/gpu-benchmark.md). Everything that computes
 // is the trainer's own: the model of the config through the configured transform
 // (train::make_model), the train::ComputeBackend that train.device chooses (train::choose_device,
-// then make_cpu_backend or make_gpu_backend, as src/train/trainer.cpp makes them), and the step
+// then train::make_backend, as src/train/trainer.cpp makes them), and the step
 // order documented in compute_backend.hpp. Only the data path is left out: the batches are
 // synthetic 8-bit images (uniform bytes from run.seed) with uniform labels, prepared before
 // timing. A backend with pixel_memory() (the GPU, with a transform that makes 8-bit images)
@@ -183,8 +183,7 @@ BuiltTrainer build_trainer(const Config& config, const comm::Communicator& world
       .device = t.device,
       .transform = &transform};
   model::Model net = train::make_model(config, transform, classes, &log);
-  t.backend = t.gpu() ? train::make_gpu_backend(std::move(net), options)
-                      : train::make_cpu_backend(std::move(net), options);
+  t.backend = train::make_backend(std::move(net), options);
   t.backend->connect();
   return t;
 }

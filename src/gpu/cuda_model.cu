@@ -96,6 +96,10 @@ void CudaModel::compute(const TrainStep& step) {
   m.graphs.run(key, [&] { m.model.train_step(b, options); });
 }
 
+bool CudaModel::reads_samples() const noexcept {
+  return impl_->model.reads_samples();
+}
+
 GraphStats CudaModel::graph_stats() const {
   return {.captures = impl_->graphs.captures(),
           .replays = impl_->graphs.replays(),

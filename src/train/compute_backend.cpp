@@ -119,6 +119,13 @@ class CpuBackend final : public ComputeBackend {
 
 }  // namespace
 
+std::unique_ptr<ComputeBackend> make_backend(model::Model model, const BackendOptions& options) {
+  if (options.device.device == ComputeDevice::kGpu) {
+    return make_gpu_backend(std::move(model), options);
+  }
+  return make_cpu_backend(std::move(model), options);
+}
+
 std::unique_ptr<ComputeBackend> make_cpu_backend(model::Model model,
                                                  const BackendOptions& options) {
   return std::make_unique<CpuBackend>(std::move(model), options);

@@ -186,7 +186,8 @@ class GpuBackend final : public ComputeBackend {
     // Typed copies: a byte count here once copied a quarter of the labels after Label grew
     // from one byte to four.
     std::copy_n(batch.labels.data(), n, s.host_labels.data());
-    s.staged_samples = batch.samples.size() == n;
+    // Only a dropout layer reads them; the others' steps upload none.
+    s.staged_samples = batch.samples.size() == n && model_.reads_samples();
     if (s.staged_samples) std::copy_n(batch.samples.data(), n, s.host_samples.data());
     // The device buffers may still be read by the step that used this slot last.
     if (s.consume_recorded) copy_.wait(s.consumed);

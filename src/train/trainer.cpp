@@ -47,10 +47,10 @@ void log_precision(const TrainerSetup& setup, bool gpu) {
 }
 
 // The model on the device setup.device names (the CPU unless a GPU was chosen).
-std::unique_ptr<ComputeBackend> make_backend(const TrainerSetup& setup, model::Model model,
-                                             const data::SampleTransform& transform,
-                                             std::chrono::duration<double> timeout,
-                                             std::size_t max_batch) {
+std::unique_ptr<ComputeBackend> backend_for(const TrainerSetup& setup, model::Model model,
+                                            const data::SampleTransform& transform,
+                                            std::chrono::duration<double> timeout,
+                                            std::size_t max_batch) {
   const BackendOptions options{.config = &setup.config,
                                .trainers = &setup.trainers,
                                .timeout = timeout,
@@ -60,9 +60,8 @@ std::unique_ptr<ComputeBackend> make_backend(const TrainerSetup& setup, model::M
                                .transform = &transform};
   const bool gpu = setup.device.device == ComputeDevice::kGpu;
   log_precision(setup, gpu);
-  if (gpu) return make_gpu_backend(std::move(model), options);
-  log_conv_kernels(setup, model);
-  return make_cpu_backend(std::move(model), options);
+  if (!gpu) log_conv_kernels(setup, model);
+  return make_backend(std::move(model), options);
 }
 
 }  // namespace
@@ -76,10 +75,10 @@ Trainer::Trainer(const TrainerSetup& setup)
       timeline_(setup.timeline),
       timeout_(config_.cluster().peer_timeout_s),
       transform_(make_transform(config_, *data_.train)),
-      backend_(make_backend(setup,
-                            make_model(config_, transform_, data_.train->info().num_classes,
-                                       trainers_.rank() == 0 ? log_ : nullptr),
-                            transform_, timeout_, batch_split().max_batch(trainers_.rank()))) {
+      backend_(backend_for(setup,
+                           make_model(config_, transform_, data_.train->info().num_classes,
+                                      trainers_.rank() == 0 ? log_ : nullptr),
+                           transform_, timeout_, batch_split().max_batch(trainers_.rank()))) {
   progress_.offload.set_ratio(offload::offload_settings(config_, trainers_.rank()).start_ratio);
   if (config_.train().noise_scale) {
     if (trainers_.size() >= 2) {

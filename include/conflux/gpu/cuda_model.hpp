@@ -85,6 +85,8 @@ class CudaModel {
   void compute(const TrainStep& step);
   /// How compute() ran its steps.
   GraphStats graph_stats() const;
+  /// Whether compute() reads TrainStep::batch.samples (a dropout layer's masks).
+  bool reads_samples() const noexcept;
   /// The per-channel factors 8-bit images are normalised by (SampleTransform::pixel_scale and
   /// pixel_shift); InputError unless one per input channel.
   void set_pixel_normalisation(std::span<const float> scale, std::span<const float> shift);

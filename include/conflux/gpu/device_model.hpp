@@ -82,9 +82,15 @@ class DeviceModel {
     return forward_staged(n, pass);
   }
 
+  /// Whether training passes read the batch's sample indices and the step number (a dropout
+  /// layer's masks); without, StepBatch::samples and set_step() are not needed.
+  bool reads_samples() const noexcept { return needs_samples_; }
+
   /// Sets the global step number the next training passes draw dropout masks for. A launch
-  /// of its own, outside train_step(), so that a captured step reads the current number.
+  /// of its own, outside train_step(), so that a captured step reads the current number; none
+  /// when no layer reads it.
   void set_step(std::uint64_t step) {
+    if (!needs_samples_) return;
     ex_->for_each(1, kernels::Assign<std::uint64_t>{step_.data(), step});
   }
 
@@ -399,7 +405,7 @@ class DeviceModel {
                  .step = step_.data(),
                  .samples = nullptr,
                  .reducer = pass.reducer};
-    if (needs_samples_ && pass.training) set_step(pass.step);
+    if (pass.training) set_step(pass.step);
     if (needs_samples_ && pass.training && !pass.samples.empty()) {
       CONFLUX_CHECK(pass.samples.size() == static_cast<std::size_t>(n),
                     "device model: {} sample indices for a batch of {}", pass.samples.size(), n);

@@ -156,6 +156,10 @@ std::unique_ptr<comm::GradientSync> make_gradient_sync(const Config& config,
                                                        std::size_t parameters,
                                                        std::chrono::duration<double> timeout);
 
+/// The backend on the device options.device names: make_gpu_backend() for a GPU, else
+/// make_cpu_backend().
+std::unique_ptr<ComputeBackend> make_backend(model::Model model, const BackendOptions& options);
+
 /// The CPU backend: `model`, model::make_optimizer() with the [train] options,
 /// make_gradient_sync().
 std::unique_ptr<ComputeBackend> make_cpu_backend(model::Model model, const BackendOptions& options);

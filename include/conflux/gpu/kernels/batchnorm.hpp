@@ -149,7 +149,7 @@ class BatchNormKernel final : public DeviceLayer<Ex> {
     const T* xs = x.template data<T>();
     if (pass.training) {
       const std::size_t rows = static_cast<std::size_t>(x.batch()) * layout_.pixels;
-      channel_sum_pairs(ex, xs, xs, rows, c, stats_.data(), partials_);
+      channel_sums(ex, xs, xs, rows, c, stats_.data(), partials_);
       ex.for_each(1, SetDouble{stats_.data() + 2 * c, static_cast<double>(rows)});
       sum_over_trainers(ex, pass, stats_, 2 * c + 1);
       ex.for_each(c, BatchStatistics{stats_.data(), c, momentum_, eps_, weight_, mean(), invstd(),
@@ -174,7 +174,7 @@ class BatchNormKernel final : public DeviceLayer<Ex> {
     ensure(grad_sums_, 2 * c);
     const std::size_t rows = static_cast<std::size_t>(x.batch()) * layout_.pixels;
     const T* xs = x.template data<T>();
-    channel_sum_pairs(ex, dy, xs, rows, c, grad_sums_.data(), partials_, gate);
+    channel_sums(ex, dy, xs, rows, c, grad_sums_.data(), partials_, gate);
     ex.for_each(
         c, BatchNormGradients{grad_sums_.data(), c, mean(), invstd(), weight_grad_, bias_grad_});
     if (grad_in == nullptr) return;

@@ -49,43 +49,20 @@ struct AddChannelBias {
   }
 };
 
-/// partial[p * channels + c] = sum over the rows of chunk p of x[r, c] (times y[r, c] when y
-/// is set), in double and in row order: the first level of a deterministic reduction.
+/// sums[p * channels + c] = sum over the rows of chunk p of x[r, c] and, with y,
+/// products[p * channels + c] = the same of x[r, c] * y[r, c], in double and in row order, in
+/// one pass over x: the first level of a deterministic reduction. With a gate, x is first gated
+/// by it as ReluGate would (a fused ReLU's gradient, never stored).
 template <class T, class U = T>
 struct ChannelPartials {
   const T* x;
-  const U* y;
-  double* partial;
-  std::size_t rows;
-  std::size_t channels;
-  std::size_t parts;
-  CONFLUX_HD void operator()(std::size_t i) const {
-    const std::size_t c = i % channels;
-    const std::size_t p = i / channels;
-    const std::size_t begin = rows * p / parts;
-    const std::size_t end = rows * (p + 1) / parts;
-    double s = 0.0;
-    for (std::size_t r = begin; r < end; ++r) {
-      const double v = load(x, r * channels + c);
-      s += y != nullptr ? v * static_cast<double>(load(y, r * channels + c)) : v;
-    }
-    partial[i] = s;
-  }
-};
-
-/// ChannelPartials of x and of x * y in one pass over x (one read of the activations instead
-/// of two): sums[i] and products[i], each summed exactly as ChannelPartials sums it. With a
-/// gate, x is first gated by it as ReluGate would (a fused ReLU's gradient, never stored).
-template <class T, class U = T>
-struct ChannelPartialPairs {
-  const T* x;
-  const U* y;
+  const U* y;     // null: no products
+  const T* gate;  // null: none
   double* sums;
   double* products;
   std::size_t rows;
   std::size_t channels;
   std::size_t parts;
-  const T* gate;  // null: none
   CONFLUX_HD float at(std::size_t k) const {
     return gate != nullptr ? model::relu_gated(load(gate, k), load(x, k)) : load(x, k);
   }
@@ -98,10 +75,10 @@ struct ChannelPartialPairs {
     for (std::size_t r = begin; r < end; ++r) {
       const double v = at(r * channels + c);
       s += v;
-      q += v * static_cast<double>(load(y, r * channels + c));
+      if (y != nullptr) q += v * static_cast<double>(load(y, r * channels + c));
     }
     sums[i] = s;
-    products[i] = q;
+    if (y != nullptr) products[i] = q;
   }
 };
 
@@ -142,30 +119,21 @@ inline std::size_t channel_parts(std::size_t rows, std::size_t channels) {
   return std::min(by_rows, by_threads);
 }
 
-/// out[c] = sum over rows r of x[r, c] (* y[r, c]) for a channels-last [rows, channels] x, in
-/// double and in a fixed order; `scratch` holds the partial sums.
+/// out[c] = sum over rows r of x[r, c] for a channels-last [rows, channels] x and, with y,
+/// out[channels + c] = the same of x[r, c] * y[r, c], in one pass over x, in double and in a
+/// fixed order; x gated by `gate` when set (ChannelPartials); `scratch` holds the partial sums.
 template <class Ex, class T, class U = T>
 void channel_sums(Ex& ex, const T* x, const U* y, std::size_t rows, std::size_t channels,
-                  double* out, typename Ex::template Buffer<double>& scratch) {
-  const std::size_t parts = channel_parts(rows, channels);
-  ensure(scratch, parts * channels);
-  ex.for_each(parts * channels, ChannelPartials<T, U>{x, y, scratch.data(), rows, channels, parts});
-  ex.for_each(channels, SumPartials{scratch.data(), out, channels, parts});
-}
-
-/// channel_sums() of x into out[0, channels) and of x * y into out[channels, 2 channels), in
-/// one pass over x, with the same bits; x gated by `gate` when set (ChannelPartialPairs).
-template <class Ex, class T, class U = T>
-void channel_sum_pairs(Ex& ex, const T* x, const U* y, std::size_t rows, std::size_t channels,
-                       double* out, typename Ex::template Buffer<double>& scratch,
-                       const T* gate = nullptr) {
+                  double* out, typename Ex::template Buffer<double>& scratch,
+                  const T* gate = nullptr) {
   const std::size_t parts = channel_parts(rows, channels);
   const std::size_t n = parts * channels;
-  ensure(scratch, 2 * n);
-  ex.for_each(n, ChannelPartialPairs<T, U>{x, y, scratch.data(), scratch.data() + n, rows, channels,
-                                           parts, gate});
+  ensure(scratch, y != nullptr ? 2 * n : n);
+  double* products = y != nullptr ? scratch.data() + n : nullptr;
+  ex.for_each(n,
+              ChannelPartials<T, U>{x, y, gate, scratch.data(), products, rows, channels, parts});
   ex.for_each(channels, SumPartials{scratch.data(), out, channels, parts});
-  ex.for_each(channels, SumPartials{scratch.data() + n, out + channels, channels, parts});
+  if (y != nullptr) ex.for_each(channels, SumPartials{products, out + channels, channels, parts});
 }
 
 /// Where element i of an NHWC tensor of `c` channels and `hw` pixels per image stands in the
